@@ -1,0 +1,303 @@
+/*
+ * json.c: the versioned JSON document (schema/tinspect-snapshot.schema.json).
+ * Every string that comes from the target (thread names, paths, command
+ * line, ELF symbol names) is attacker-controlled bytes: it is made valid
+ * UTF-8 here (invalid sequences become U+FFFD, and the raw bytes are kept
+ * as hex beside a lossy thread name), so the document always parses.
+ * 64-bit values are "0x..." strings: JSON readers with 53-bit numbers must
+ * not lose address bits.
+ */
+#include "agent.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "config.h"
+
+/* Length of the valid UTF-8 sequence at s (RFC 3629), 0 if invalid. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+	unsigned c = s[0];
+	size_t len;
+	unsigned min;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2, min = 0x80;
+	else if (c >= 0xe0 && c <= 0xef)
+		len = 3, min = 0x800;
+	else if (c >= 0xf0 && c <= 0xf4)
+		len = 4, min = 0x10000;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	unsigned cp = c & (0x7f >> len);
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+/* A JSON string of the bytes, lossy where they are not UTF-8. */
+static json_t *jstr_bytes(const char *s, size_t n, bool *ret_lossy)
+{
+	if (ret_lossy)
+		*ret_lossy = false;
+	if (!s)
+		return json_null();
+	char *buf = malloc(n * 3 + 1);
+	if (!buf)
+		return json_null();
+	size_t o = 0;
+	const unsigned char *u = (const unsigned char *)s;
+	for (size_t i = 0; i < n;) {
+		size_t l = u[i] ? utf8_seq(u + i, n - i) : 0;
+		if (l) {
+			memcpy(buf + o, u + i, l);
+			o += l;
+			i += l;
+		} else {
+			memcpy(buf + o, "\xef\xbf\xbd", 3);	/* U+FFFD */
+			o += 3;
+			i++;
+			if (ret_lossy)
+				*ret_lossy = true;
+		}
+	}
+	json_t *j = json_stringn(buf, o);
+	free(buf);
+	return j ? j : json_null();
+}
+
+static json_t *jstr(const char *s)
+{
+	return s ? jstr_bytes(s, strlen(s), NULL) : json_null();
+}
+
+static json_t *jhex(uint64_t v)
+{
+	char b[24];
+	snprintf(b, sizeof b, "0x%" PRIx64, v);
+	return json_string(b);
+}
+
+static json_t *hexbytes(const char *s, size_t n)
+{
+	char *b = malloc(n * 2 + 1);
+	if (!b)
+		return json_null();
+	for (size_t i = 0; i < n; i++)
+		snprintf(b + 2 * i, 3, "%02x", (unsigned char)s[i]);
+	json_t *j = json_stringn(b, n * 2);
+	free(b);
+	return j;
+}
+
+static void set(json_t *o, const char *k, json_t *v)
+{
+	json_object_set_new(o, k, v ? v : json_null());
+}
+
+static json_t *errors_array(char **errs, size_t n)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, jstr(errs[i]));
+	return a;
+}
+
+static json_t *symbol_json(const struct dbs_symbol *s)
+{
+	json_t *o = json_object();
+	set(o, "addr", jhex(s->addr));
+	set(o, "module", jstr(s->module));
+	set(o, "symbol", jstr(s->name));
+	set(o, "offset", json_integer((json_int_t)s->offset));
+	return o;
+}
+
+static json_t *syscall_json(const struct dbs_snapshot *snap,
+			    const struct dbs_thread *th)
+{
+	long nr = -1;
+	const uint64_t *args = NULL;
+	const char *source = NULL;
+	bool restarting = false;
+	if (th->syscall.nr >= 0) {
+		nr = th->syscall.nr;
+		args = th->syscall.args;
+		source = "registers";
+		restarting = th->syscall.restarting;
+	} else if (!th->have_regs && th->proc_sc_kind == PSVC_SC_IN_SYSCALL) {
+		nr = th->proc_sc_nr;
+		args = th->proc_sc_args;
+		source = "proc";
+	}
+	if (nr < 0)
+		return json_null();
+	json_t *o = json_object();
+	set(o, "nr", json_integer(nr));
+	set(o, "name", jstr(arch_syscall_name(snap->arch, nr)));
+	json_t *a = json_array();
+	for (int i = 0; i < 6; i++)
+		json_array_append_new(a, jhex(args[i]));
+	set(o, "args", a);
+	set(o, "restarting", json_boolean(restarting));
+	set(o, "source", json_string(source));
+	return o;
+}
+
+static json_t *thread_json(const struct dbs_snapshot *snap,
+			   const struct dbs_thread *th)
+{
+	json_t *o = json_object();
+	set(o, "tid", json_integer(th->tid));
+	set(o, "ns_tid", json_integer(th->ns_tid));
+	bool lossy = false;
+	set(o, "name", th->name ? jstr_bytes(th->name, th->name_len, &lossy)
+				: json_null());
+	if (lossy)
+		set(o, "name_hex", hexbytes(th->name, th->name_len));
+	set(o, "main", json_boolean(th->tid == snap->pid));
+
+	if (th->proc_valid) {
+		char st[2] = { th->state, 0 };
+		set(o, "state", json_string(th->state ? st : "?"));
+		set(o, "state_name", json_string(agent_state_name(th->state)));
+		set(o, "wchan", th->wchan[0] ? jstr(th->wchan) : json_null());
+	} else {
+		set(o, "state", json_null());
+		set(o, "state_name", json_null());
+		set(o, "wchan", json_null());
+	}
+	set(o, "proc_read", json_string(!th->proc_valid ? "failed" :
+					th->proc_before_stop ? "before_stop"
+							     : "after_resume"));
+	set(o, "syscall", syscall_json(snap, th));
+
+	if (th->proc_valid) {
+		json_t *cpu = json_object();
+		set(cpu, "user_s", json_real(th->utime_s));
+		set(cpu, "system_s", json_real(th->stime_s));
+		set(o, "cpu", cpu);
+		json_t *sig = json_object();
+		set(sig, "blocked", jhex(th->sigblk));
+		set(sig, "pending", jhex(th->sigpnd));
+		set(o, "signals", sig);
+		json_t *sc = json_object();
+		set(sc, "policy", json_string(agent_policy_name(th->policy)));
+		set(sc, "priority", json_integer(th->priority));
+		set(sc, "nice", json_integer(th->nice));
+		set(sc, "rt_priority", json_integer(th->rt_priority));
+		set(sc, "processor", json_integer(th->processor));
+		set(sc, "affinity", jstr(th->cpus_allowed));
+		set(o, "sched", sc);
+	} else {
+		set(o, "cpu", json_null());
+		set(o, "signals", json_null());
+		set(o, "sched", json_null());
+	}
+
+	if (th->have_regs) {
+		json_t *r = json_object();
+		set(r, "pc", jhex(th->pc));
+		set(r, "sp", jhex(th->sp));
+		set(r, "tp", jhex(th->tp));
+		set(o, "regs", r);
+	} else {
+		set(o, "regs", json_null());
+	}
+
+	if (th->have_pthread) {
+		json_t *p = json_object();
+		set(p, "id", jhex(th->pthread));
+		set(p, "td_state", json_string(agent_td_state_name(th->td_state)));
+		set(p, "start_routine", th->is_main ? json_null()
+						    : symbol_json(&th->start));
+		set(o, "pthread", p);
+	} else {
+		set(o, "pthread", json_null());
+	}
+	set(o, "stopped", json_boolean(th->stopped));
+	set(o, "straggler", json_boolean(th->straggler));
+	set(o, "jobctl_stopped", json_boolean(th->jobctl_stopped));
+	set(o, "errors", errors_array(th->errors, th->nerrors));
+	return o;
+}
+
+static json_t *snapshot_json(const struct dbs_snapshot *snap)
+{
+	json_t *doc = json_object();
+	set(doc, "format_version", json_string(TINSPECT_FORMAT_VERSION));
+	json_t *tool = json_object();
+	set(tool, "name", json_string("tinspect"));
+	set(tool, "version", json_string(TINSPECT_VERSION));
+	set(doc, "tool", tool);
+
+	char ts[64];
+	struct tm tm;
+	gmtime_r(&snap->captured_at.tv_sec, &tm);
+	size_t l = strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(ts + l, sizeof ts - l, ".%06ldZ", snap->captured_at.tv_nsec / 1000);
+	set(doc, "captured_at", json_string(ts));
+
+	json_t *p = json_object();
+	set(p, "pid", json_integer(snap->pid));
+	set(p, "exe", jstr(snap->exe));
+	json_t *argv = json_array();
+	for (size_t i = 0; i < snap->argc; i++)
+		json_array_append_new(argv, jstr(snap->argv[i]));
+	set(p, "cmdline", argv);
+	set(p, "arch", json_string(snap->arch->name));
+	set(p, "glibc_version", snap->glibc_version[0] ? jstr(snap->glibc_version)
+						       : json_null());
+	json_t *tdb = json_object();
+	set(tdb, "status", json_string(dbs_tdb_status_name(snap->tdb_status)));
+	set(tdb, "detail", jstr(snap->tdb_detail));
+	set(p, "thread_db", tdb);
+	set(p, "module_map", json_string(
+		snap->modmap_source == PSVC_MODMAP_LINK_MAP ? "link_map" :
+		snap->modmap_source == PSVC_MODMAP_MAPS_ONLY ? "maps_only" : "none"));
+	set(doc, "process", p);
+
+	json_t *c = json_object();
+	set(c, "mode", json_string("all-stop"));
+	set(c, "freeze_us", json_integer((json_int_t)(snap->freeze_ns / 1000)));
+	set(c, "duration_us", json_integer((json_int_t)(snap->duration_ns / 1000)));
+	set(c, "threads_seen", json_integer((json_int_t)snap->threads_seen));
+	set(c, "threads_stopped", json_integer((json_int_t)snap->threads_stopped));
+	set(c, "threads_vanished", json_integer((json_int_t)snap->threads_vanished));
+	set(c, "stragglers", json_integer((json_int_t)snap->stragglers));
+	set(c, "threads_with_errors",
+	    json_integer((json_int_t)snap->threads_with_errors));
+	set(c, "errors", errors_array(snap->errors, snap->nerrors));
+	set(doc, "capture", c);
+
+	json_t *threads = json_array();
+	for (size_t i = 0; i < snap->nthreads; i++)
+		json_array_append_new(threads, thread_json(snap, &snap->threads[i]));
+	set(doc, "threads", threads);
+	return doc;
+}
+
+int render_json(FILE *out, const struct dbs_snapshot *snap,
+		const struct agent_opts *o)
+{
+	json_t *doc = snapshot_json(snap);
+	if (!doc)
+		return -1;
+	size_t flags = JSON_PRESERVE_ORDER | (o->pretty ? JSON_INDENT(2) : JSON_COMPACT);
+	int r = json_dumpf(doc, out, flags);
+	json_decref(doc);
+	if (r == 0 && fputc('\n', out) == EOF)
+		r = -1;
+	return r;
+}

@@ -1,0 +1,315 @@
+/*
+ * main.c: the tinspect command.  Parses the command line, owns the signals
+ * (so that SIGINT/SIGTERM/SIGHUP/SIGPIPE in the middle of a capture resume
+ * the target before tinspect goes), runs one capture and maps every
+ * outcome to a one-line message and a documented exit status.
+ */
+#include "agent.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+
+#define WAKE_SIGNAL SIGALRM
+
+/* Set by the handlers; the session polls it while the target is stopped. */
+static volatile sig_atomic_t got_signal;
+static volatile sig_atomic_t capturing;
+
+static void on_signal(int sig)
+{
+	got_signal = sig;
+	if (!capturing) {
+		/* nothing is stopped: leave the way the signal says */
+		signal(sig, SIG_DFL);
+		raise(sig);
+	}
+}
+
+static void on_wake(int sig)
+{
+	(void)sig;	/* only there to interrupt a blocking waitpid() */
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa = { 0 };
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = on_signal;	/* no SA_RESTART: waits return EINTR */
+	int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT };
+	for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
+		sigaction(sigs[i], &sa, NULL);
+	sa.sa_handler = on_wake;
+	sigaction(WAKE_SIGNAL, &sa, NULL);
+}
+
+/* Die of the signal that interrupted us, now that the target runs. */
+static void reraise(void)
+{
+	int sig = got_signal;
+	signal(sig, SIG_DFL);
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	raise(sig);
+	_exit(128 + sig);
+}
+
+static const char usage_text[] =
+"Usage: tinspect [OPTIONS] PID\n"
+"Stop every thread of process PID together for as short a time as possible,\n"
+"record what each thread is doing, let the process go, and report.\n"
+"\n"
+"Options:\n"
+"  --json               print one JSON document (schema in "
+"share/tinspect/schema)\n"
+"  --pretty             indent the JSON\n"
+"  --max-freeze MS      abandon the capture and resume the target if it would\n"
+"                       stay stopped longer than MS milliseconds\n"
+"  --stop-timeout MS    leave out threads that do not stop within MS ms\n"
+"                       (uninterruptible sleep); default 1000\n"
+"  --thread-db PATH     libthread_db to load (default: the system's)\n"
+"  --proc-mem           read target memory through /proc/PID/mem\n"
+"  -h, --help           this text\n"
+"  -V, --version        version\n"
+"\n"
+"Exit status:\n"
+"  0   complete snapshot\n"
+"  1   snapshot taken, but some threads could not be fully read\n"
+"  2   usage error\n"
+"  3   no such process\n"
+"  4   permission denied (the message says why)\n"
+"  5   unsupported target (32-bit, other architecture, kernel thread)\n"
+"  6   the process exited during the capture\n"
+"  7   --max-freeze exceeded; the capture was abandoned, the target resumed\n"
+"  8   internal error (out of memory, cannot write the output)\n"
+"  128+N  killed by signal N (after resuming the target)\n"
+"The target is never left stopped, whatever the exit status.\n";
+
+static bool parse_ms(const char *s, uint64_t *ret_ns)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end || v < 0 || v > 86400000.0)
+		return false;
+	*ret_ns = (uint64_t)(v * 1e6);
+	return true;
+}
+
+static bool parse_pid(const char *s, pid_t *ret)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v <= 0 || v > INT_MAX)
+		return false;
+	*ret = (pid_t)v;
+	return true;
+}
+
+static int report_eperm(pid_t pid)
+{
+	struct psvc_eperm_diag d;
+	psvc_diagnose_eperm(pid, &d);
+	switch (d.cause) {
+	case PSVC_EPERM_TRACED:
+		fprintf(stderr, "tinspect: cannot attach to %d: it is already traced "
+			"by PID %d (%s); only one tracer at a time\n", (int)pid,
+			(int)d.tracer_pid, d.tracer_comm[0] ? d.tracer_comm : "?");
+		break;
+	case PSVC_EPERM_OTHER_UID:
+		fprintf(stderr, "tinspect: cannot attach to %d: it runs as uid %u and "
+			"tinspect has no CAP_SYS_PTRACE; run as that user or as root\n",
+			(int)pid, (unsigned)d.target_uid);
+		break;
+	case PSVC_EPERM_YAMA:
+		fprintf(stderr, "tinspect: cannot attach to %d: the Yama LSM forbids it "
+			"(kernel.yama.ptrace_scope = %d); run as root or lower the "
+			"scope\n", (int)pid, d.yama_scope);
+		break;
+	case PSVC_EPERM_NOT_DUMPABLE:
+		fprintf(stderr, "tinspect: cannot attach to %d: it is not dumpable "
+			"(set-id program or PR_SET_DUMPABLE 0); needs CAP_SYS_PTRACE\n",
+			(int)pid);
+		break;
+	default:
+		fprintf(stderr, "tinspect: cannot attach to %d: operation not "
+			"permitted (a security module or seccomp policy may forbid "
+			"ptrace)\n", (int)pid);
+		break;
+	}
+	return EXIT_PERMISSION;
+}
+
+/* Message and exit status for a failed capture. */
+static int report_error(pid_t pid, int err, bool started, uint64_t max_freeze_ns)
+{
+	switch (err) {
+	case -ESRCH:
+		if (started) {
+			fprintf(stderr, "tinspect: process %d exited during the capture\n",
+				(int)pid);
+			return EXIT_TARGET_EXITED;
+		}
+		fprintf(stderr, "tinspect: no process with PID %d\n", (int)pid);
+		return EXIT_NO_PROCESS;
+	case -EPERM:
+	case -EACCES:
+		return report_eperm(pid);
+	case -ENOEXEC:
+		fprintf(stderr, "tinspect: process %d is not a 64-bit %s user-space "
+			"process; it cannot be inspected by this build\n", (int)pid,
+			arch_host()->name);
+		return EXIT_UNSUPPORTED;
+	case -ETIMEDOUT:
+		fprintf(stderr, "tinspect: freeze limit of %.3f ms exceeded; capture "
+			"abandoned, process %d resumed\n", (double)max_freeze_ns / 1e6,
+			(int)pid);
+		return EXIT_FREEZE_LIMIT;
+	case -EINTR:
+		reraise();
+		return EXIT_INTERNAL;
+	default:
+		fprintf(stderr, "tinspect: capture of process %d failed: %s\n",
+			(int)pid, strerror(-err));
+		return EXIT_INTERNAL;
+	}
+}
+
+/* A 32-bit or foreign process gets a precise message. */
+static int report_unsupported(pid_t pid)
+{
+	char path[64];
+	unsigned char eh[20];
+	snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
+	FILE *f = fopen(path, "rb");
+	if (f && fread(eh, 1, sizeof eh, f) == sizeof eh && eh[4] == 1) {
+		fprintf(stderr, "tinspect: process %d is a 32-bit program; tinspect "
+			"inspects 64-bit processes only\n", (int)pid);
+		fclose(f);
+		return EXIT_UNSUPPORTED;
+	}
+	if (f)
+		fclose(f);
+	else if (errno == ENOENT) {
+		fprintf(stderr, "tinspect: process %d has no executable (a kernel "
+			"thread?); nothing to inspect\n", (int)pid);
+		return EXIT_UNSUPPORTED;
+	}
+	return report_error(pid, -ENOEXEC, false, 0);
+}
+
+int main(int argc, char **argv)
+{
+	struct agent_opts ao = { 0 };
+	struct dbs_options dopts = {
+		.stop_timeout_ns = 1000ull * 1000000,
+		.cancel = &got_signal,
+		.wake_signal = WAKE_SIGNAL,
+	};
+	enum { OPT_JSON = 256, OPT_PRETTY, OPT_MAX_FREEZE, OPT_STOP_TIMEOUT,
+	       OPT_THREAD_DB, OPT_PROC_MEM };
+	static const struct option lo[] = {
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "pretty", no_argument, NULL, OPT_PRETTY },
+		{ "max-freeze", required_argument, NULL, OPT_MAX_FREEZE },
+		{ "stop-timeout", required_argument, NULL, OPT_STOP_TIMEOUT },
+		{ "thread-db", required_argument, NULL, OPT_THREAD_DB },
+		{ "proc-mem", no_argument, NULL, OPT_PROC_MEM },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+	while ((c = getopt_long(argc, argv, "hV", lo, NULL)) != -1) {
+		switch (c) {
+		case OPT_JSON:
+			ao.json = true;
+			break;
+		case OPT_PRETTY:
+			ao.pretty = true;
+			break;
+		case OPT_MAX_FREEZE:
+			if (!parse_ms(optarg, &dopts.max_freeze_ns) ||
+			    !dopts.max_freeze_ns) {
+				fprintf(stderr, "tinspect: --max-freeze: not a positive "
+					"number of milliseconds: %s\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case OPT_STOP_TIMEOUT:
+			if (!parse_ms(optarg, &dopts.stop_timeout_ns)) {
+				fprintf(stderr, "tinspect: --stop-timeout: not a number "
+					"of milliseconds: %s\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case OPT_THREAD_DB:
+			dopts.thread_db_path = optarg;
+			break;
+		case OPT_PROC_MEM:
+			dopts.force_proc_mem = true;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return EXIT_SNAPSHOT_OK;
+		case 'V':
+			printf("tinspect %s\n", TINSPECT_VERSION);
+			return EXIT_SNAPSHOT_OK;
+		default:
+			fputs(usage_text, stderr);
+			return EXIT_USAGE;
+		}
+	}
+	pid_t pid;
+	if (optind != argc - 1 || !parse_pid(argv[optind], &pid)) {
+		if (optind == argc - 1)
+			fprintf(stderr, "tinspect: not a PID: %s\n", argv[optind]);
+		fputs(usage_text, stderr);
+		return EXIT_USAGE;
+	}
+	if (pid == getpid()) {
+		fprintf(stderr, "tinspect: cannot inspect itself\n");
+		return EXIT_USAGE;
+	}
+
+	install_signals();
+	struct dbs_session *s = NULL;
+	capturing = 1;
+	int err = dbs_session_init(pid, &dopts, &s);
+	if (err) {
+		capturing = 0;
+		if (err == -ENOEXEC)
+			return report_unsupported(pid);
+		return report_error(pid, err, false, dopts.max_freeze_ns);
+	}
+	struct dbs_snapshot *snap = NULL;
+	err = dbs_session_update(s, &snap);
+	dbs_session_destroy(s);
+	capturing = 0;
+	if (got_signal)
+		reraise();
+	if (err)
+		return report_error(pid, err, true, dopts.max_freeze_ns);
+
+	int r = ao.json ? render_json(stdout, snap, &ao)
+			: render_text(stdout, snap, &ao);
+	int status = snap->threads_with_errors ? EXIT_PARTIAL : EXIT_SNAPSHOT_OK;
+	dbs_snapshot_free(snap);
+	if (fflush(stdout) != 0 || r != 0) {
+		if (got_signal)
+			reraise();
+		fprintf(stderr, "tinspect: cannot write the report: %s\n",
+			strerror(errno));
+		return EXIT_INTERNAL;
+	}
+	return status;
+}

@@ -1,0 +1,88 @@
+/*
+ * arch: per-architecture facts tinspect depends on.  The general register
+ * set is handled as an array of 64-bit words exactly as the kernel's
+ * NT_PRSTATUS regset lays it out (== prgregset_t for libthread_db), and every
+ * accessor takes the architecture descriptor explicitly, so that the aarch64
+ * decoding is compiled and unit-tested on an x86_64 host (GLIBC-NOTES.md §4).
+ *
+ * Nothing here touches a process: these are pure functions over copies.
+ */
+#ifndef TINSPECT_ARCH_H
+#define TINSPECT_ARCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum arch_id {
+	ARCH_X86_64,
+	ARCH_AARCH64,
+};
+
+/* Largest NT_PRSTATUS payload of any supported arch, in 64-bit words. */
+#define ARCH_MAX_GREGS 34
+
+struct arch_desc {
+	enum arch_id id;
+	const char *name;		/* "x86_64", "aarch64" */
+	unsigned elf_machine;		/* EM_X86_64, EM_AARCH64 */
+	unsigned ngregs;		/* NT_PRSTATUS payload, in words */
+	unsigned pc_idx, sp_idx;	/* word index of pc and sp */
+	long nr_futex;			/* futex(2) */
+	long nr_restart_syscall;	/* restart_syscall(2) */
+	/* x86_64 keeps the thread pointer in the general regs (fs_base);
+	 * aarch64 has it in a separate regset (NT_ARM_TLS).  -1 if none. */
+	int tp_greg_idx;
+};
+
+/* The syscall a stopped thread is in, decoded from its registers. */
+struct arch_syscall {
+	long nr;			/* -1: not in a syscall */
+	uint64_t args[6];
+	/* The syscall was interrupted by the stop and will be restarted by
+	 * the kernel (return register holds -ERESTART*): the thread was
+	 * blocked in it, not returning from it. */
+	bool restarting;
+	int64_t retval;			/* return register as it is now */
+};
+
+const struct arch_desc *arch_host(void);
+const struct arch_desc *arch_by_id(enum arch_id id);
+/* NULL for an ELF machine tinspect does not know. */
+const struct arch_desc *arch_by_elf_machine(unsigned e_machine);
+
+uint64_t arch_pc(const struct arch_desc *a, const uint64_t *gregs);
+uint64_t arch_sp(const struct arch_desc *a, const uint64_t *gregs);
+
+/*
+ * Decode the syscall state of a thread at a ptrace stop.  On x86_64 the
+ * registers say everything (orig_rax, rdi.., rax).  On aarch64 the syscall
+ * number is not in the general registers at a signal stop: pass the number
+ * read from /proc/TID/syscall before attaching as nr_hint (-1 if unknown),
+ * GLIBC-NOTES.md §6.
+ */
+void arch_decode_syscall(const struct arch_desc *a, const uint64_t *gregs,
+			 long nr_hint, struct arch_syscall *ret);
+
+/* Name of syscall nr on this arch, NULL if unknown. */
+const char *arch_syscall_name(const struct arch_desc *a, long nr);
+
+/*
+ * What ps_get_thread_area must return for libthread_db, from the thread
+ * pointer tp of the thread: x86_64 returns fs_base whatever idx is;
+ * aarch64 returns tp - idx (libthread_db passes sizeof(struct pthread)).
+ */
+uint64_t arch_thread_area(const struct arch_desc *a, uint64_t tp, int idx);
+
+/*
+ * DWARF register numbering, for the unwinder: fill dwarf_regs[0..n) with
+ * the values of DWARF registers 0..n-1 taken from gregs and return n (the
+ * number of leading DWARF registers the arch maps to general registers).
+ */
+unsigned arch_gregs_to_dwarf(const struct arch_desc *a, const uint64_t *gregs,
+			     uint64_t *dwarf_regs, unsigned max);
+
+/* Names of the general registers, for text and JSON output. */
+const char *arch_greg_name(const struct arch_desc *a, unsigned idx);
+
+#endif

@@ -1,0 +1,150 @@
+/*
+ * dbsession (dbs_*): an inspection session over one process, in the
+ * lifecycle of AIX's pthdb: init once, update as often as wanted (each
+ * update is one stop-gather-resume cycle and yields an immutable snapshot),
+ * destroy at the end.  Module maps, symbol tables and the libthread_db agent
+ * survive between updates and are refreshed when the target's module list
+ * changes (a generation number, as in strace's unwinder cache).
+ *
+ * Contracts:
+ *  - dbs_session_init() does not stop the target.
+ *  - dbs_session_update() stops the target for the shortest time it can and
+ *    has resumed every task before it returns, on success and on every
+ *    error path.  Per-thread failures are recorded in the thread (errors[]),
+ *    never returned as a failure of the update.
+ *  - A snapshot stays valid after later updates and after the session is
+ *    destroyed; free it with dbs_snapshot_free().
+ *  - Errors are negative errno values (see proc_service/psvc.h for the ones
+ *    callers tell apart).  Nothing here prints or exits.
+ */
+#ifndef TINSPECT_DBSESSION_H
+#define TINSPECT_DBSESSION_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "psvc.h"
+
+struct dbs_session;
+
+struct dbs_options {
+	uint64_t max_freeze_ns;		/* 0: no limit */
+	uint64_t stop_timeout_ns;	/* per task; 0: wait for ever */
+	const volatile sig_atomic_t *cancel;
+	int wake_signal;		/* see struct psvc_stop_opts */
+	bool force_proc_mem;		/* read memory via /proc/PID/mem */
+	/* libthread_db.so to load; NULL: the system's libthread_db.so.1 */
+	const char *thread_db_path;
+};
+
+/* What libthread_db made of the target. */
+enum dbs_tdb_status {
+	DBS_TDB_OK = 0,
+	DBS_TDB_NOLIBTHREAD,	/* no libc/threads found (yet) */
+	DBS_TDB_VERSION,	/* target glibc differs from libthread_db's */
+	DBS_TDB_NOSYMS,		/* static binary without .symtab */
+	DBS_TDB_UNAVAILABLE,	/* libthread_db could not be loaded */
+	DBS_TDB_ERROR,		/* another libthread_db error */
+};
+const char *dbs_tdb_status_name(enum dbs_tdb_status s);
+
+/* A symbolized address. */
+struct dbs_symbol {
+	uint64_t addr;
+	char *module;		/* path, NULL if no module holds addr */
+	char *name;		/* NULL if no symbol covers addr */
+	uint64_t offset;	/* from the symbol, or from the module bias */
+};
+
+struct dbs_thread {
+	pid_t tid;		/* in tinspect's PID namespace */
+	pid_t ns_tid;		/* in the target's (NSpid); == tid usually */
+	char *name;		/* raw bytes of the kernel's comm */
+	size_t name_len;
+
+	/* /proc, read before the stop (after the resume for threads that
+	 * appeared during it: proc_before_stop == false) */
+	bool proc_valid;
+	bool proc_before_stop;
+	char state;		/* R S D T t Z X I ... ; 0 unknown */
+	char wchan[64];
+	double utime_s, stime_s;
+	unsigned policy, rt_priority;
+	long priority, nice;
+	int processor;
+	uint64_t sigblk, sigpnd;
+	char cpus_allowed[128];
+	/* /proc/TID/syscall before the stop */
+	enum psvc_sc_kind proc_sc_kind;
+	long proc_sc_nr;
+	uint64_t proc_sc_args[6];
+
+	/* ptrace */
+	bool stopped;		/* was part of the consistent snapshot */
+	bool straggler;		/* did not stop in time (D state) */
+	bool jobctl_stopped;	/* was in a job-control stop */
+	bool have_regs;
+	uint64_t gregs[ARCH_MAX_GREGS];
+	uint64_t pc, sp, tp;
+	struct arch_syscall syscall;	/* from the registers */
+
+	/* libthread_db */
+	bool have_pthread;
+	uint64_t pthread;	/* pthread_t */
+	int td_state;		/* td_thr_state_e */
+	bool is_main;		/* ti_startfunc NULL: the initial thread */
+	struct dbs_symbol start;	/* start routine */
+
+	/* per-thread failures, as text: "registers: No such process" */
+	char **errors;
+	size_t nerrors;
+};
+
+struct dbs_snapshot {
+	pid_t pid;
+	const struct arch_desc *arch;
+	char *exe;
+	char **argv;
+	size_t argc;
+	char glibc_version[16];		/* "" if unknown */
+	enum dbs_tdb_status tdb_status;
+	char *tdb_detail;		/* libthread_db's error, or NULL */
+	enum psvc_modmap_source modmap_source;
+	uint64_t module_generation;
+
+	struct timespec captured_at;	/* CLOCK_REALTIME at the stop */
+	uint64_t freeze_ns;		/* first stop to last resume */
+	uint64_t duration_ns;		/* whole update */
+	size_t threads_seen;		/* tasks met, including vanished */
+	size_t threads_stopped;
+	size_t threads_vanished;	/* exited while we attached */
+	size_t stragglers;
+
+	struct dbs_thread *threads;	/* main thread first, then by tid */
+	size_t nthreads;
+
+	char **errors;			/* capture-wide problems */
+	size_t nerrors;
+	size_t threads_with_errors;
+};
+
+int dbs_session_init(pid_t pid, const struct dbs_options *opts,
+		     struct dbs_session **ret);
+/* One stop-gather-resume cycle.  On success *ret is a new snapshot. */
+int dbs_session_update(struct dbs_session *s, struct dbs_snapshot **ret);
+/* Idempotent; NULL and half-initialised sessions are fine. */
+void dbs_session_destroy(struct dbs_session *s);
+
+struct psvc_target *dbs_session_target(struct dbs_session *s);
+
+void dbs_snapshot_free(struct dbs_snapshot *snap);
+
+/* Iteration, for programs that embed the session. */
+size_t dbs_snapshot_thread_count(const struct dbs_snapshot *snap);
+const struct dbs_thread *dbs_snapshot_thread(const struct dbs_snapshot *snap,
+					     size_t i);
+
+#endif

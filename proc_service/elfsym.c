@@ -1,0 +1,335 @@
+/*
+ * elfsym.c: the symbol tables of one ELF object (.symtab and .dynsym), read
+ * with libelf, for lookups by name (ps_pglobal_lookup, TLS variables) and by
+ * address (start routines, lock objects).  ELF files are untrusted: every
+ * count is bounded and libelf checks offsets; a file we cannot make sense of
+ * just has no symbols.
+ */
+#include "psvc_int.h"
+
+#include <errno.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_SYMS (16u << 20)
+
+struct psvc_elf {
+	Elf *elf;
+	int fd;			/* owned, -1 */
+	void *image;		/* owned copy for elf_memory(), or NULL */
+	struct elf_sym *syms;
+	size_t nsyms;
+	uint32_t *by_addr;	/* indices of code/data symbols by value */
+	size_t naddr;
+	uint32_t *hash;		/* name hash: index + 1, 0 = empty */
+	size_t hcap;
+	char build_id[41];
+	uint64_t first_load;
+	bool has_symtab;
+};
+
+static uint32_t name_hash(const char *s)
+{
+	uint32_t h = 2166136261u;	/* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+static int bind_rank(unsigned char bind)
+{
+	return bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
+}
+
+static size_t leading_underscores(const char *s)
+{
+	size_t n = 0;
+	while (s[n] == '_')
+		n++;
+	return n;
+}
+
+/* Is a better name than b for the same address? */
+static bool better_name(const struct elf_sym *a, const struct elf_sym *b)
+{
+	if (bind_rank(a->bind) != bind_rank(b->bind))
+		return bind_rank(a->bind) < bind_rank(b->bind);
+	size_t ua = leading_underscores(a->name), ub = leading_underscores(b->name);
+	if (ua != ub)
+		return ua < ub;
+	return strcmp(a->name, b->name) < 0;
+}
+
+static const struct psvc_elf *sort_ctx;
+
+static int cmp_addr(const void *x, const void *y)
+{
+	const struct elf_sym *a = &sort_ctx->syms[*(const uint32_t *)x];
+	const struct elf_sym *b = &sort_ctx->syms[*(const uint32_t *)y];
+	if (a->value != b->value)
+		return a->value < b->value ? -1 : 1;
+	/* the preferred name first among equals */
+	if (better_name(a, b))
+		return -1;
+	if (better_name(b, a))
+		return 1;
+	return 0;
+}
+
+static int add_symtab(struct psvc_elf *e, Elf_Scn *scn, const GElf_Shdr *sh)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	if (!d || sh->sh_entsize == 0)
+		return 0;
+	size_t n = sh->sh_size / sh->sh_entsize;
+	if (n > MAX_SYMS || e->nsyms + n > MAX_SYMS)
+		return -E2BIG;
+	struct elf_sym *ns = realloc(e->syms, (e->nsyms + n) * sizeof *ns);
+	if (!ns)
+		return -ENOMEM;
+	e->syms = ns;
+	for (size_t i = 1; i < n; i++) {
+		GElf_Sym s;
+		if (!gelf_getsym(d, (int)i, &s))
+			break;
+		if (s.st_shndx == SHN_UNDEF || s.st_name == 0)
+			continue;
+		unsigned char type = GELF_ST_TYPE(s.st_info);
+		if (type == STT_SECTION || type == STT_FILE)
+			continue;
+		const char *name = elf_strptr(e->elf, sh->sh_link, s.st_name);
+		if (!name || !*name)
+			continue;
+		e->syms[e->nsyms++] = (struct elf_sym){
+			.value = s.st_value, .size = s.st_size, .name = name,
+			.type = type, .bind = GELF_ST_BIND(s.st_info),
+		};
+	}
+	return 0;
+}
+
+static void read_build_id(struct psvc_elf *e)
+{
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(e->elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		if (!d)
+			continue;
+		size_t off = 0, name_off, desc_off;
+		GElf_Nhdr nh;
+		while ((off = gelf_getnote(d, off, &nh, &name_off, &desc_off))) {
+			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
+			    memcmp((char *)d->d_buf + name_off, "GNU", 4))
+				continue;
+			size_t n = nh.n_descsz > 20 ? 20 : nh.n_descsz;
+			const unsigned char *id =
+				(const unsigned char *)d->d_buf + desc_off;
+			for (size_t i = 0; i < n; i++)
+				snprintf(e->build_id + 2 * i, 3, "%02x", id[i]);
+			return;
+		}
+	}
+}
+
+static int build_index(struct psvc_elf *e)
+{
+	/* by name */
+	e->hcap = 16;
+	while (e->hcap < e->nsyms * 2)
+		e->hcap *= 2;
+	e->hash = calloc(e->hcap, sizeof *e->hash);
+	e->by_addr = malloc((e->nsyms ? e->nsyms : 1) * sizeof *e->by_addr);
+	if (!e->hash || !e->by_addr)
+		return -ENOMEM;
+	for (size_t i = 0; i < e->nsyms; i++) {
+		struct elf_sym *s = &e->syms[i];
+		size_t h = name_hash(s->name) & (e->hcap - 1);
+		bool dup = false;
+		while (e->hash[h]) {
+			struct elf_sym *o = &e->syms[e->hash[h] - 1];
+			if (!strcmp(o->name, s->name)) {
+				/* keep a global definition over a local */
+				if (bind_rank(s->bind) < bind_rank(o->bind))
+					e->hash[h] = (uint32_t)i + 1;
+				dup = true;
+				break;
+			}
+			h = (h + 1) & (e->hcap - 1);
+		}
+		if (!dup)
+			e->hash[h] = (uint32_t)i + 1;
+		if (s->type == STT_FUNC || s->type == STT_GNU_IFUNC ||
+		    s->type == STT_OBJECT || s->type == STT_NOTYPE)
+			e->by_addr[e->naddr++] = (uint32_t)i;
+	}
+	sort_ctx = e;
+	qsort(e->by_addr, e->naddr, sizeof *e->by_addr, cmp_addr);
+	sort_ctx = NULL;
+	return 0;
+}
+
+static struct psvc_elf *elfsym_load(struct psvc_elf *e, int *ret_err)
+{
+	int err = -ENOEXEC;
+	GElf_Ehdr eh;
+	if (!e->elf || elf_kind(e->elf) != ELF_K_ELF || !gelf_getehdr(e->elf, &eh))
+		goto fail;
+
+	size_t phnum = 0;
+	e->first_load = UINT64_MAX;
+	if (elf_getphdrnum(e->elf, &phnum) == 0) {
+		for (size_t i = 0; i < phnum && i < 4096; i++) {
+			GElf_Phdr ph;
+			if (gelf_getphdr(e->elf, (int)i, &ph) && ph.p_type == PT_LOAD &&
+			    ph.p_vaddr < e->first_load)
+				e->first_load = ph.p_vaddr;
+		}
+	}
+	if (e->first_load == UINT64_MAX)
+		e->first_load = 0;
+	e->first_load &= ~(uint64_t)4095;
+
+	/* .symtab first: its names win ties (they are the same symbols). */
+	for (int pass = 0; pass < 2; pass++) {
+		Elf_Scn *scn = NULL;
+		while ((scn = elf_nextscn(e->elf, scn))) {
+			GElf_Shdr sh;
+			if (!gelf_getshdr(scn, &sh))
+				continue;
+			if (sh.sh_type != (pass == 0 ? SHT_SYMTAB : SHT_DYNSYM))
+				continue;
+			if (pass == 0)
+				e->has_symtab = true;
+			err = add_symtab(e, scn, &sh);
+			if (err)
+				goto fail;
+		}
+	}
+	read_build_id(e);
+	err = build_index(e);
+	if (err)
+		goto fail;
+	return e;
+fail:
+	*ret_err = err;
+	elfsym_close(e);
+	return NULL;
+}
+
+struct psvc_elf *elfsym_open_fd(int fd, int *ret_err)
+{
+	elf_version(EV_CURRENT);
+	struct psvc_elf *e = calloc(1, sizeof *e);
+	if (!e) {
+		close(fd);
+		*ret_err = -ENOMEM;
+		return NULL;
+	}
+	e->fd = fd;
+	e->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	return elfsym_load(e, ret_err);
+}
+
+struct psvc_elf *elfsym_open_mem(const void *image, size_t len, int *ret_err)
+{
+	elf_version(EV_CURRENT);
+	struct psvc_elf *e = calloc(1, sizeof *e);
+	if (e)
+		e->image = malloc(len ? len : 1);
+	if (!e || !e->image) {
+		free(e);
+		*ret_err = -ENOMEM;
+		return NULL;
+	}
+	memcpy(e->image, image, len);
+	e->fd = -1;
+	e->elf = elf_memory(e->image, len);
+	return elfsym_load(e, ret_err);
+}
+
+void elfsym_close(struct psvc_elf *e)
+{
+	if (!e)
+		return;
+	if (e->elf)
+		elf_end(e->elf);
+	if (e->fd >= 0)
+		close(e->fd);
+	free(e->image);
+	free(e->syms);
+	free(e->by_addr);
+	free(e->hash);
+	free(e);
+}
+
+const struct elf_sym *elfsym_lookup(const struct psvc_elf *e, const char *name)
+{
+	if (!e || !e->hcap)
+		return NULL;
+	for (size_t h = name_hash(name) & (e->hcap - 1); e->hash[h];
+	     h = (h + 1) & (e->hcap - 1)) {
+		const struct elf_sym *s = &e->syms[e->hash[h] - 1];
+		if (!strcmp(s->name, name))
+			return s;
+	}
+	return NULL;
+}
+
+/* The best of the symbols sharing s's value: a sized one if any (the
+ * group is sorted best name first). */
+static const struct elf_sym *best_of_group(const struct psvc_elf *e, size_t i)
+{
+	uint64_t v = e->syms[e->by_addr[i]].value;
+	while (i > 0 && e->syms[e->by_addr[i - 1]].value == v)
+		i--;
+	for (size_t k = i; k < e->naddr && e->syms[e->by_addr[k]].value == v; k++)
+		if (e->syms[e->by_addr[k]].size)
+			return &e->syms[e->by_addr[k]];
+	return &e->syms[e->by_addr[i]];
+}
+
+const struct elf_sym *elfsym_by_addr(const struct psvc_elf *e, uint64_t vaddr)
+{
+	if (!e || !e->naddr)
+		return NULL;
+	/* lo = one past the last symbol with value <= vaddr */
+	size_t lo = 0, hi = e->naddr;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (e->syms[e->by_addr[mid]].value <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* The nearest symbol that covers vaddr: an exact hit, or a sized
+	 * symbol whose extent holds it.  A few steps back find an enclosing
+	 * symbol over nested ones; a zero-sized symbol below vaddr is no
+	 * evidence, so it is not used. */
+	for (size_t i = lo, steps = 0; i > 0 && steps < 64; i--, steps++) {
+		const struct elf_sym *s = &e->syms[e->by_addr[i - 1]];
+		if (s->value == vaddr || (s->size && vaddr - s->value < s->size))
+			return best_of_group(e, i - 1);
+	}
+	return NULL;
+}
+
+void elfsym_build_id(const struct psvc_elf *e, char out[41])
+{
+	memcpy(out, e ? e->build_id : "", e ? sizeof e->build_id : 1);
+}
+
+bool elfsym_has_symtab(const struct psvc_elf *e)
+{
+	return e && e->has_symtab;
+}
+
+uint64_t elfsym_first_load(const struct psvc_elf *e)
+{
+	return e ? e->first_load : 0;
+}

@@ -1,0 +1,621 @@
+/*
+ * modules.c: the target's loaded modules.  The list comes from the dynamic
+ * linker's r_debug/link_map chain (found through the executable's DT_DEBUG,
+ * GLIBC-NOTES.md §3) and every entry is cross-checked against
+ * /proc/PID/maps; modules only the maps know (the vDSO, a static
+ * executable, everything when r_debug is unusable) are added from there.
+ * ELF files are opened through /proc/PID/map_files (the very inode that is
+ * mapped, even if the file was replaced or deleted), else through
+ * /proc/PID/root (the target's mount namespace).
+ *
+ * The map is rebuilt only when the file-backed mappings change; symbol
+ * tables of modules that stay are carried over (the generation number says
+ * when something changed).
+ */
+#include "psvc_int.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#define MAX_MAPS (1u << 20)
+#define MAX_LINK_MAP 65536
+
+/* ---- /proc/PID/maps ---------------------------------------------------------- */
+
+void maps_free(struct mapping *m, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(m[i].path);
+	free(m);
+}
+
+int maps_read(pid_t pid, struct mapping **ret, size_t *ret_n)
+{
+	char path[64], *buf;
+	size_t len;
+	snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+	int err = read_whole_file(path, &buf, &len, 256u << 20);
+	if (err)
+		return err == -ENOENT ? -ESRCH : err;
+	size_t n = 0, cap = 0;
+	struct mapping *m = NULL;
+	char *save = NULL;
+	for (char *line = strtok_r(buf, "\n", &save); line && n < MAX_MAPS;
+	     line = strtok_r(NULL, "\n", &save)) {
+		unsigned long long start, end, off, ino;
+		unsigned maj, min;
+		char perms[8];
+		int pos = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end,
+			   perms, &off, &maj, &min, &ino, &pos) < 7)
+			continue;
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 256;
+			struct mapping *nm = realloc(m, ncap * sizeof *nm);
+			if (!nm) {
+				err = -ENOMEM;
+				break;
+			}
+			m = nm;
+			cap = ncap;
+		}
+		struct mapping *mp = &m[n++];
+		memset(mp, 0, sizeof *mp);
+		mp->start = start;
+		mp->end = end;
+		mp->offset = off;
+		mp->dev = makedev(maj, min);
+		mp->ino = (ino_t)ino;
+		memcpy(mp->perms, perms, 4);
+		mp->perms[4] = '\0';
+		const char *p = line + pos;
+		if (*p) {
+			size_t pl = strlen(p);
+			static const char del[] = " (deleted)";
+			if (pl > sizeof del - 1 &&
+			    !strcmp(p + pl - (sizeof del - 1), del)) {
+				mp->deleted = true;
+				pl -= sizeof del - 1;
+			}
+			mp->path = strndup(p, pl);
+		}
+	}
+	free(buf);
+	if (err) {
+		maps_free(m, n);
+		return err;
+	}
+	*ret = m;
+	*ret_n = n;
+	return 0;
+}
+
+static bool file_backed(const struct mapping *mp)
+{
+	return mp->ino != 0 && mp->path && mp->path[0] == '/';
+}
+
+static uint64_t maps_fingerprint(const struct mapping *m, size_t n)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < n; i++) {
+		if (!file_backed(&m[i]) && !(m[i].path && !strcmp(m[i].path, "[vdso]")))
+			continue;
+		uint64_t v[4] = { m[i].start, m[i].offset, (uint64_t)m[i].ino,
+				  (uint64_t)m[i].dev ^ (m[i].perms[2] == 'x') };
+		const unsigned char *b = (const unsigned char *)v;
+		for (size_t k = 0; k < sizeof v; k++)
+			h = (h ^ b[k]) * 1099511628211ull;
+	}
+	return h;
+}
+
+/* ---- module list ------------------------------------------------------------ */
+
+static void module_free(struct psvc_module *m)
+{
+	free(m->path);
+	free(m->l_name);
+	elfsym_close(m->elf);
+}
+
+void modules_free(struct psvc_target *t)
+{
+	for (size_t i = 0; i < t->nmods; i++)
+		module_free(&t->mods[i]);
+	free(t->mods);
+	t->mods = NULL;
+	t->nmods = 0;
+	maps_free(t->maps, t->nmaps);
+	t->maps = NULL;
+	t->nmaps = 0;
+}
+
+static struct psvc_module *module_new(struct psvc_module **mods, size_t *n,
+				      size_t *cap)
+{
+	if (*n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 32;
+		struct psvc_module *nm = realloc(*mods, ncap * sizeof *nm);
+		if (!nm)
+			return NULL;
+		*mods = nm;
+		*cap = ncap;
+	}
+	struct psvc_module *m = &(*mods)[(*n)++];
+	memset(m, 0, sizeof *m);
+	return m;
+}
+
+/* The mapping that holds addr, or NULL. */
+static const struct mapping *mapping_at(const struct mapping *m, size_t n,
+					uint64_t addr)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (addr < m[mid].start)
+			hi = mid;
+		else if (addr >= m[mid].end)
+			lo = mid + 1;
+		else
+			return &m[mid];
+	}
+	return NULL;
+}
+
+/* Fill a module's extent from the mappings of its file: the offset-0
+ * mapping of the same inode at or below `hint`, and every mapping of that
+ * inode after it (plus the anonymous .bss right behind). */
+static bool module_extent(struct psvc_module *mod, const struct mapping *m,
+			  size_t n, const struct mapping *any)
+{
+	size_t idx = (size_t)(any - m);
+	size_t first = idx;
+	while (first > 0 && !(m[first].offset == 0 &&
+			      m[first].ino == any->ino && m[first].dev == any->dev)) {
+		first--;
+	}
+	if (!(m[first].offset == 0 && m[first].ino == any->ino &&
+	      m[first].dev == any->dev))
+		return false;
+	size_t last = first;
+	for (size_t i = first + 1; i < n; i++) {
+		if (m[i].ino == any->ino && m[i].dev == any->dev &&
+		    m[i].offset != 0)
+			last = i;
+		else if (m[i].ino == any->ino && m[i].dev == any->dev)
+			break;	/* the next load of the same file */
+		else if (!(m[i].ino == 0 && !m[i].path && m[i].start == m[last].end))
+			break;
+	}
+	mod->map_start = m[first].start;
+	mod->map_end = m[first].end;
+	mod->start = m[first].start;
+	mod->end = m[last].end;
+	mod->dev = any->dev;
+	mod->ino = any->ino;
+	if (m[first].deleted)
+		mod->flags |= PSVC_MOD_DELETED;
+	if (!mod->path && m[first].path)
+		mod->path = strdup(m[first].path);
+	mod->flags |= PSVC_MOD_MAPS;
+	return true;
+}
+
+/* Lowest PT_LOAD vaddr (page-truncated) of the ELF image mapped at base,
+ * read from target memory; UINT64_MAX if unreadable. */
+static uint64_t mem_first_load(struct psvc_target *t, uint64_t base)
+{
+	Elf64_Ehdr eh;
+	if (psvc_read(t, base, &eh, sizeof eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+	    eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 ||
+	    eh.e_phnum > 256)
+		return UINT64_MAX;
+	Elf64_Phdr ph[256];
+	if (psvc_read(t, base + eh.e_phoff, ph, eh.e_phnum * sizeof *ph))
+		return UINT64_MAX;
+	uint64_t lo = UINT64_MAX;
+	for (unsigned i = 0; i < eh.e_phnum; i++)
+		if (ph[i].p_type == PT_LOAD && ph[i].p_vaddr < lo)
+			lo = ph[i].p_vaddr;
+	return lo == UINT64_MAX ? lo : lo & ~(uint64_t)4095;
+}
+
+/* The r_debug address: DT_DEBUG of the executable's dynamic section. */
+static uint64_t find_r_debug(struct psvc_target *t)
+{
+	if (!t->at_phdr || !t->at_phnum || t->at_phnum > 256)
+		return 0;
+	Elf64_Phdr ph[256];
+	if (psvc_read(t, t->at_phdr, ph, t->at_phnum * sizeof *ph))
+		return 0;
+	uint64_t bias = 0, dyn = 0, dynsz = 0;
+	bool have_phdr = false;
+	for (unsigned i = 0; i < t->at_phnum; i++) {
+		if (ph[i].p_type == PT_PHDR) {
+			bias = t->at_phdr - ph[i].p_vaddr;
+			have_phdr = true;
+		}
+	}
+	if (!have_phdr)
+		return 0;
+	for (unsigned i = 0; i < t->at_phnum; i++)
+		if (ph[i].p_type == PT_DYNAMIC) {
+			dyn = bias + ph[i].p_vaddr;
+			dynsz = ph[i].p_memsz;
+		}
+	if (!dyn)
+		return 0;
+	for (uint64_t off = 0; off + 16 <= dynsz && off < 16 * 4096; off += 16) {
+		Elf64_Dyn d;
+		if (psvc_read(t, dyn + off, &d, sizeof d))
+			return 0;
+		if (d.d_tag == DT_NULL)
+			break;
+		if (d.d_tag == DT_DEBUG)
+			return d.d_un.d_ptr;
+	}
+	return 0;
+}
+
+/* Walk the link_map chain into mods.  Returns the number of entries, or a
+ * negative errno if r_debug is not usable. */
+static int walk_link_map(struct psvc_target *t, uint64_t r_debug,
+			 struct psvc_module **mods, size_t *n, size_t *cap)
+{
+	struct {
+		int32_t r_version;
+		int32_t pad;
+		uint64_t r_map, r_brk;
+		int32_t r_state;
+		int32_t pad2;
+		uint64_t r_ldbase;
+	} rd;
+	if (psvc_read(t, r_debug, &rd, sizeof rd))
+		return -EFAULT;
+	if (rd.r_version < 1 || rd.r_version > 2)
+		return -EPROTO;
+	if (rd.r_state != RT_CONSISTENT)
+		return -EAGAIN;	/* dlopen/dlclose in progress */
+	uint64_t lm = rd.r_map, prev = 0;
+	int count = 0;
+	while (lm && count < MAX_LINK_MAP) {
+		struct {
+			uint64_t l_addr, l_name, l_ld, l_next, l_prev;
+		} e;
+		if (psvc_read(t, lm, &e, sizeof e))
+			return -EFAULT;
+		if (e.l_prev != prev)
+			return -EPROTO;	/* corrupt or changing chain */
+		struct psvc_module *m = module_new(mods, n, cap);
+		if (!m)
+			return -ENOMEM;
+		char name[4096];
+		if (e.l_name && psvc_read_string(t, e.l_name, name, sizeof name) == 0)
+			m->l_name = strdup(name);
+		else
+			m->l_name = strdup("");
+		m->bias = e.l_addr;
+		m->link_map = lm;
+		m->l_ld = e.l_ld;
+		m->flags = PSVC_MOD_LINK_MAP;
+		prev = lm;
+		lm = e.l_next;
+		count++;
+	}
+	return count;
+}
+
+static void classify(struct psvc_target *t, struct psvc_module *m, size_t idx)
+{
+	if (t->at_sysinfo_ehdr && m->start == t->at_sysinfo_ehdr)
+		m->flags |= PSVC_MOD_VDSO;
+	if (t->at_base && m->start <= t->at_base && t->at_base < m->end)
+		m->flags |= PSVC_MOD_LDSO;
+	if ((t->at_phdr && m->start <= t->at_phdr && t->at_phdr < m->end) ||
+	    ((m->flags & PSVC_MOD_LINK_MAP) && idx == 0 && m->l_name &&
+	     !m->l_name[0]))
+		m->flags |= PSVC_MOD_EXE;
+	const char *base = m->path ? strrchr(m->path, '/') : NULL;
+	base = base ? base + 1 : m->path;
+	if (base && (!strncmp(base, "libc.so", 7) || !strncmp(base, "libc-2.", 7)))
+		m->flags |= PSVC_MOD_LIBC;
+}
+
+static int cmp_mod_start(const void *a, const void *b)
+{
+	const struct psvc_module *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+int psvc_modules_load(struct psvc_target *t)
+{
+	struct mapping *maps;
+	size_t nmaps;
+	int err = maps_read(t->pid, &maps, &nmaps);
+	if (err)
+		return err;
+	uint64_t fp = maps_fingerprint(maps, nmaps);
+	if (t->mods && fp == t->mod_fingerprint) {
+		maps_free(maps, nmaps);
+		return 0;
+	}
+
+	struct psvc_module *mods = NULL;
+	size_t n = 0, cap = 0;
+	enum psvc_modmap_source src = PSVC_MODMAP_MAPS_ONLY;
+	uint64_t r_debug = find_r_debug(t);
+	if (r_debug) {
+		int nl = -EAGAIN;
+		/* a dlopen in progress makes r_state inconsistent for a
+		 * moment: try again a few times before falling back */
+		for (int tries = 0; tries < 20 && nl == -EAGAIN; tries++) {
+			for (size_t i = 0; i < n; i++)
+				module_free(&mods[i]);
+			n = 0;
+			nl = walk_link_map(t, r_debug, &mods, &n, &cap);
+			if (nl == -EAGAIN && !t->stopped)
+				usleep(1000);
+			else if (nl == -EAGAIN)
+				break;
+		}
+		if (nl > 0)
+			src = PSVC_MODMAP_LINK_MAP;
+		else {
+			for (size_t i = 0; i < n; i++)
+				module_free(&mods[i]);
+			n = 0;
+		}
+	}
+
+	/* Cross-check link_map entries with the maps. */
+	for (size_t i = 0; i < n; i++) {
+		struct psvc_module *m = &mods[i];
+		const struct mapping *mp = NULL;
+		if (m->l_ld)
+			mp = mapping_at(maps, nmaps, m->l_ld);
+		if (!mp || !file_backed(mp) || !module_extent(m, maps, nmaps, mp)) {
+			/* e.g. the vDSO's link_map entry: l_ld in an
+			 * anonymous mapping; it is added from the maps below */
+			if (mp && mp->path && !strcmp(mp->path, "[vdso]"))
+				m->flags |= PSVC_MOD_VDSO;
+			else
+				m->flags |= PSVC_MOD_MISMATCH;
+			continue;
+		}
+		uint64_t fl = mem_first_load(t, m->map_start);
+		if (fl == UINT64_MAX || m->map_start - fl != m->bias)
+			m->flags |= PSVC_MOD_MISMATCH;
+	}
+	/* Drop link_map entries the maps do not back (the vDSO is re-added
+	 * from the maps, with its range). */
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!(mods[i].flags & PSVC_MOD_MAPS) &&
+		    (mods[i].flags & PSVC_MOD_VDSO)) {
+			module_free(&mods[i]);
+			continue;
+		}
+		mods[k++] = mods[i];
+	}
+	n = k;
+
+	/* Modules only the maps know. */
+	for (size_t i = 0; i < nmaps; i++) {
+		const struct mapping *mp = &maps[i];
+		bool vdso = mp->path && !strcmp(mp->path, "[vdso]");
+		if (!vdso && !(file_backed(mp) && mp->offset == 0))
+			continue;
+		bool known = false;
+		for (size_t j = 0; j < n && !known; j++)
+			known = mods[j].start <= mp->start && mp->start < mods[j].end;
+		if (known)
+			continue;
+		/* only objects with code: data files mapped by the program
+		 * (locale archives, caches) are not modules */
+		bool exec = false;
+		for (size_t j = i; j < nmaps && (j == i || maps[j].ino == mp->ino); j++)
+			if (maps[j].perms[2] == 'x' && maps[j].ino == mp->ino &&
+			    maps[j].dev == mp->dev)
+				exec = true;
+		if (!exec)
+			continue;
+		struct psvc_module *m = module_new(&mods, &n, &cap);
+		if (!m) {
+			err = -ENOMEM;
+			break;
+		}
+		if (vdso) {
+			m->path = strdup("[vdso]");
+			m->start = m->map_start = mp->start;
+			m->end = m->map_end = mp->end;
+			m->flags = PSVC_MOD_MAPS | PSVC_MOD_VDSO;
+		} else if (!module_extent(m, maps, nmaps, mp)) {
+			n--;
+			continue;
+		}
+		uint64_t fl = mem_first_load(t, m->map_start);
+		m->bias = fl == UINT64_MAX ? m->map_start : m->map_start - fl;
+	}
+	if (err) {
+		for (size_t i = 0; i < n; i++)
+			module_free(&mods[i]);
+		free(mods);
+		maps_free(maps, nmaps);
+		return err;
+	}
+	for (size_t i = 0; i < n; i++)
+		classify(t, &mods[i], i);
+	qsort(mods, n, sizeof *mods, cmp_mod_start);
+
+	/* Carry symbol tables over for modules that did not change. */
+	for (size_t i = 0; i < n; i++) {
+		for (size_t j = 0; j < t->nmods; j++) {
+			struct psvc_module *o = &t->mods[j];
+			if (o->elf && o->ino == mods[i].ino && o->dev == mods[i].dev &&
+			    o->map_start == mods[i].map_start) {
+				mods[i].elf = o->elf;
+				mods[i].has_symtab = o->has_symtab;
+				memcpy(mods[i].build_id, o->build_id,
+				       sizeof o->build_id);
+				o->elf = NULL;
+				break;
+			}
+		}
+	}
+	modules_free(t);
+	t->mods = mods;
+	t->nmods = n;
+	t->maps = maps;
+	t->nmaps = nmaps;
+	t->modmap_source = src;
+	t->mod_fingerprint = fp;
+	t->mod_generation++;
+	return 0;
+}
+
+enum psvc_modmap_source psvc_modmap_source(const struct psvc_target *t)
+{
+	return t->modmap_source;
+}
+
+uint64_t psvc_modules_generation(const struct psvc_target *t)
+{
+	return t->mod_generation;
+}
+
+size_t psvc_nmodules(const struct psvc_target *t)
+{
+	return t->nmods;
+}
+
+struct psvc_module *psvc_module_at(struct psvc_target *t, size_t i)
+{
+	return i < t->nmods ? &t->mods[i] : NULL;
+}
+
+struct psvc_module *psvc_module_for_addr(struct psvc_target *t, uint64_t addr)
+{
+	size_t lo = 0, hi = t->nmods;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (addr < t->mods[mid].start)
+			hi = mid;
+		else if (addr >= t->mods[mid].end)
+			lo = mid + 1;
+		else
+			return &t->mods[mid];
+	}
+	return NULL;
+}
+
+/* ---- ELF files ----------------------------------------------------------------- */
+
+int psvc_module_load_elf(struct psvc_target *t, struct psvc_module *m)
+{
+	if (m->elf)
+		return 0;
+	if (m->elf_errno)
+		return -m->elf_errno;
+	int err = -ENOENT;
+	if (m->flags & PSVC_MOD_VDSO) {
+		size_t len = (size_t)(m->end - m->start);
+		void *img = len <= (1u << 20) ? malloc(len) : NULL;
+		if (img && psvc_read(t, m->start, img, len) == 0)
+			m->elf = elfsym_open_mem(img, len, &err);
+		free(img);
+	} else {
+		char path[4200];
+		int fd = -1;
+		/* the mapped inode itself, right even if replaced on disk */
+		snprintf(path, sizeof path, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
+			 (int)t->pid, m->map_start, m->map_end);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 && m->path && !(m->flags & PSVC_MOD_DELETED)) {
+			/* the path in the target's mount namespace; the
+			 * inode check guards against a replaced file */
+			snprintf(path, sizeof path, "/proc/%d/root%s",
+				 (int)t->pid, m->path);
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+			struct stat st;
+			if (fd >= 0 && (fstat(fd, &st) || st.st_ino != m->ino)) {
+				close(fd);
+				fd = -1;
+				err = -ESTALE;
+			}
+		}
+		if (fd >= 0)
+			m->elf = elfsym_open_fd(fd, &err);
+		else if (err != -ESTALE)
+			err = -errno;
+	}
+	if (!m->elf) {
+		m->elf_errno = -err;
+		return err;
+	}
+	elfsym_build_id(m->elf, m->build_id);
+	m->has_symtab = elfsym_has_symtab(m->elf);
+	return 0;
+}
+
+static int lookup_in(struct psvc_target *t, struct psvc_module *m,
+		     const char *name, uint64_t *ret)
+{
+	if (psvc_module_load_elf(t, m))
+		return -ENOENT;
+	const struct elf_sym *s = elfsym_lookup(m->elf, name);
+	if (!s)
+		return -ENOENT;
+	/* TLS symbols are offsets in the module's TLS block, not addresses */
+	*ret = s->type == STT_TLS ? s->value : m->bias + s->value;
+	return 0;
+}
+
+int psvc_lookup_symbol(struct psvc_target *t, const char *name,
+		       uint64_t *ret_addr)
+{
+	static const unsigned order[] = { PSVC_MOD_LIBC, PSVC_MOD_LDSO,
+					  PSVC_MOD_EXE, 0 };
+	for (size_t o = 0; o < sizeof order / sizeof *order; o++) {
+		for (size_t i = 0; i < t->nmods; i++) {
+			struct psvc_module *m = &t->mods[i];
+			if (m->flags & PSVC_MOD_VDSO)
+				continue;
+			bool first_class = m->flags & (PSVC_MOD_LIBC | PSVC_MOD_LDSO |
+						       PSVC_MOD_EXE);
+			if (order[o] ? !(m->flags & order[o]) : first_class)
+				continue;
+			if (lookup_in(t, m, name, ret_addr) == 0)
+				return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int psvc_addr_to_symbol(struct psvc_target *t, uint64_t addr,
+			struct psvc_symbol *ret)
+{
+	struct psvc_module *m = psvc_module_for_addr(t, addr);
+	if (!m)
+		return -ENOENT;
+	ret->module = m;
+	ret->name = NULL;
+	ret->offset = addr - m->bias;
+	if (psvc_module_load_elf(t, m))
+		return 0;
+	const struct elf_sym *s = elfsym_by_addr(m->elf, addr - m->bias);
+	if (s) {
+		ret->name = s->name;
+		ret->offset = addr - m->bias - s->value;
+	}
+	return 0;
+}

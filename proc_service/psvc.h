@@ -1,0 +1,338 @@
+/*
+ * proc_service (psvc_*): everything about reaching a live process.
+ *
+ * One struct psvc_target per inspected process.  It owns the process's task
+ * list, the ptrace stop/resume sequence, memory reads with a per-stop cache,
+ * /proc facts, the module map (r_debug/link_map cross-checked with
+ * /proc/PID/maps) with ELF symbol tables, and the ps_* callbacks that
+ * libthread_db calls (through struct ps_prochandle, see psvc_prochandle()).
+ *
+ * Errors are negative errno values.  The meanings callers rely on:
+ *   -ESRCH      the process (or a task) does not exist / vanished
+ *   -EPERM      ptrace refused; psvc_diagnose_eperm() says why
+ *   -ENOEXEC    the target is of an architecture or class we cannot read
+ *   -ETIMEDOUT  the freeze limit was exceeded; everything was resumed
+ *   -EINTR      the caller's cancel flag was raised; everything was resumed
+ * Nothing here prints or exits: that is agent/'s job.
+ */
+#ifndef TINSPECT_PSVC_H
+#define TINSPECT_PSVC_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "arch.h"
+
+struct psvc_target;
+struct ps_prochandle;
+
+/* ---- /proc facts of one task ------------------------------------------ */
+
+/* What /proc/TID/syscall said. */
+enum psvc_sc_kind {
+	PSVC_SC_UNKNOWN = 0,	/* not read or unparsable */
+	PSVC_SC_RUNNING,	/* "running": on a CPU, no syscall to show */
+	PSVC_SC_NONE,		/* "-1 sp pc": blocked outside a syscall */
+	PSVC_SC_IN_SYSCALL,	/* "nr a0..a5 sp pc" */
+};
+
+struct psvc_taskinfo {
+	bool valid;		/* stat was read */
+	bool before_stop;	/* read before the stop (else after resume) */
+	char comm[64];		/* raw bytes from stat, NUL-terminated */
+	size_t comm_len;	/* may contain any byte but NUL */
+	char state;		/* R S D T t Z X I P W K ... */
+	uint64_t utime_ticks, stime_ticks;
+	long priority, nice;
+	unsigned rt_priority, policy;
+	int processor;
+	char wchan[64];		/* "" if 0 or unreadable */
+	bool status_valid;
+	uint64_t sigblk, sigpnd, shdpnd;
+	char cpus_allowed[128];	/* "0-3,8"; truncated lists end in "..." */
+	pid_t tracer_pid;
+	pid_t ns_tid;		/* last NSpid field (TID in the target's own
+				 * PID namespace); 0 if unknown */
+	enum psvc_sc_kind sc_kind;
+	long sc_nr;
+	uint64_t sc_args[6];
+	uint64_t sc_sp, sc_pc;
+};
+
+/* Read the facts of one task (any task of any process).  Returns 0 or
+ * -ESRCH if it vanished; partial results are marked by the valid flags. */
+int psvc_read_taskinfo(pid_t pid, pid_t tid, struct psvc_taskinfo *ret);
+
+/* ---- the target and its tasks ----------------------------------------- */
+
+enum psvc_task_flags {
+	PSVC_TASK_SEIZED = 1u << 0,	/* we are its tracer */
+	PSVC_TASK_STOPPED = 1u << 1,	/* it reported a stop to us */
+	PSVC_TASK_GONE = 1u << 2,	/* it exited while we worked */
+	PSVC_TASK_LATE = 1u << 3,	/* found by a rescan during the stop */
+	PSVC_TASK_STRAGGLER = 1u << 4,	/* did not stop within the timeout */
+	PSVC_TASK_HAVE_REGS = 1u << 5,	/* gregs[] and tp are valid */
+	PSVC_TASK_JOBCTL = 1u << 6,	/* was in a job-control stop */
+	PSVC_TASK_CAPTURED = 1u << 7,	/* was stopped in this capture (kept
+					 * after the resume, unlike STOPPED) */
+};
+
+struct psvc_task {
+	pid_t tid;		/* as tinspect (and ptrace) sees it */
+	unsigned flags;		/* enum psvc_task_flags */
+	int seize_errno;	/* why SEIZE failed, 0 if it did not */
+	int regs_errno;		/* why GETREGSET failed */
+	int resume_sig;		/* signal to hand back on detach */
+	uint64_t gregs[ARCH_MAX_GREGS];
+	uint64_t tp;		/* thread pointer (x86_64 fs_base) */
+	struct psvc_taskinfo info;
+};
+
+struct psvc_open_opts {
+	/* Read memory through /proc/PID/mem only (the fallback path). */
+	bool force_proc_mem;
+};
+
+/*
+ * Open a process for inspection without stopping it: checks it exists and
+ * is of the host's architecture and class, reads its auxv.  Returns 0 and
+ * *ret, or -ESRCH, -EACCES (cannot read its /proc), -ENOEXEC.
+ */
+int psvc_open(pid_t pid, const struct psvc_open_opts *opts,
+	      struct psvc_target **ret);
+/* Resumes anything still stopped, frees everything.  NULL is fine. */
+void psvc_close(struct psvc_target *t);
+
+pid_t psvc_pid(const struct psvc_target *t);
+const struct arch_desc *psvc_arch(const struct psvc_target *t);
+/* The ELF class/machine psvc_open found (for messages); 0 if unknown. */
+int psvc_exe_class(const struct psvc_target *t);
+unsigned psvc_exe_machine(const struct psvc_target *t);
+
+/* Tasks of the current capture, in the order they were found. */
+size_t psvc_ntasks(const struct psvc_target *t);
+struct psvc_task *psvc_task_at(struct psvc_target *t, size_t i);
+/* NULL if tid is not a task of this capture. */
+struct psvc_task *psvc_task_by_tid(struct psvc_target *t, pid_t tid);
+
+/*
+ * Start a capture: forget the previous task list, list /proc/PID/task and
+ * read each task's /proc facts while the process still runs (a stopped
+ * task's state, wchan and syscall describe the stop, not the thread).
+ * Returns the number of tasks, or -ESRCH.
+ */
+int psvc_scan(struct psvc_target *t);
+
+struct psvc_stop_opts {
+	/* Abort (resume everything, -ETIMEDOUT) once the target has been
+	 * stopped this long.  0: no limit. */
+	uint64_t max_freeze_ns;
+	/* A task that has not reported its stop this long after being
+	 * interrupted (uninterruptible sleep, D state) is left out of the
+	 * snapshot as a straggler instead of holding everyone else stopped.
+	 * 0: wait for ever. */
+	uint64_t stop_timeout_ns;
+	/* Checked between steps; if it becomes non-zero, resume and return
+	 * -EINTR.  May be NULL. */
+	const volatile sig_atomic_t *cancel;
+	/* Waits are interrupted by a timer raising this signal on the calling
+	 * thread, so that the deadlines above are enforced even while a
+	 * waitpid() blocks.  The caller must have installed a handler for it
+	 * without SA_RESTART.  0: no timer (deadlines checked between waits
+	 * only). */
+	int wake_signal;
+};
+
+/*
+ * Stop every task: PTRACE_SEIZE + PTRACE_INTERRUPT each one, wait for each
+ * stop with waitpid(tid, __WALL), rescan /proc/PID/task until no new task
+ * appears.  Tasks that vanish are marked GONE, not errors.  No SIGSTOP is
+ * ever sent, so if tinspect dies the kernel detaches and the target runs on.
+ * Returns the number of stopped tasks, or a negative errno after having
+ * resumed everything (-ESRCH: the whole process is gone; -EPERM: the first
+ * task could not be seized; -ETIMEDOUT, -EINTR as above).
+ */
+int psvc_stop(struct psvc_target *t, const struct psvc_stop_opts *opts);
+
+/*
+ * Between psvc_stop() and psvc_resume(): 0 if the capture may go on,
+ * -ETIMEDOUT or -EINTR if it must be abandoned (the caller then resumes).
+ */
+int psvc_check_freeze(struct psvc_target *t);
+
+/* Read the general registers and thread pointer of every stopped task.
+ * Per-task failures are recorded in the task (regs_errno). */
+void psvc_read_regs(struct psvc_target *t);
+
+/* Floating-point registers of a stopped task (NT_PRFPREG). */
+int psvc_task_fpregs(struct psvc_target *t, struct psvc_task *k, void *buf,
+		     size_t len);
+
+/*
+ * Resume every task we stopped (PTRACE_DETACH, handing back any signal that
+ * arrived while it was stopped; a task that was job-control stopped before
+ * stays stopped, by the kernel's own rule).  Idempotent.
+ */
+void psvc_resume(struct psvc_target *t);
+
+/* Tasks still seized because they never stopped (see stop_timeout_ns);
+ * they are released by the next psvc_scan() or psvc_close(), or by the
+ * kernel when tinspect exits. */
+size_t psvc_nstragglers(const struct psvc_target *t);
+
+/* Freeze of the last capture: first PTRACE_INTERRUPT to last detach.  0 if
+ * nothing was ever stopped. */
+uint64_t psvc_freeze_ns(const struct psvc_target *t);
+/* True between psvc_stop() and psvc_resume(). */
+bool psvc_is_stopped(const struct psvc_target *t);
+
+/* ---- memory ------------------------------------------------------------ */
+
+/*
+ * Read exactly len bytes at addr.  While the target is stopped, reads go
+ * through a page cache valid for that stop (libthread_db reads the same
+ * struct pthread again and again); otherwise they go to the live process.
+ * Returns 0, or -EFAULT (not mapped / not readable), -ESRCH.
+ */
+int psvc_read(struct psvc_target *t, uint64_t addr, void *buf, size_t len);
+/* Read a NUL-terminated string of at most max-1 bytes. */
+int psvc_read_string(struct psvc_target *t, uint64_t addr, char *buf,
+		     size_t max);
+
+struct psvc_range {
+	uint64_t addr, len;
+};
+/*
+ * Fill the stop's page cache for all these ranges with as few
+ * process_vm_readv calls as possible (up to IOV_MAX ranges each).  Pages
+ * that cannot be read are simply left out.  Only meaningful while stopped.
+ */
+void psvc_prefetch(struct psvc_target *t, const struct psvc_range *r,
+		   size_t n);
+
+/* Syscalls issued for memory reads so far, for the benchmark. */
+uint64_t psvc_read_syscalls(const struct psvc_target *t);
+
+/* ---- modules and symbols ----------------------------------------------- */
+
+enum psvc_module_flags {
+	PSVC_MOD_LINK_MAP = 1u << 0,	/* listed in r_debug's link_map */
+	PSVC_MOD_MAPS = 1u << 1,	/* found in /proc/PID/maps */
+	PSVC_MOD_EXE = 1u << 2,
+	PSVC_MOD_LDSO = 1u << 3,
+	PSVC_MOD_LIBC = 1u << 4,
+	PSVC_MOD_VDSO = 1u << 5,
+	PSVC_MOD_DELETED = 1u << 6,	/* the file was deleted or replaced */
+	PSVC_MOD_MISMATCH = 1u << 7,	/* link_map and maps disagree */
+};
+
+struct psvc_module {
+	char *path;		/* from /proc/PID/maps ("[vdso]" for it) */
+	char *l_name;		/* link_map's name, NULL if not listed */
+	unsigned flags;		/* enum psvc_module_flags */
+	uint64_t bias;		/* load bias (link_map l_addr) */
+	uint64_t start, end;	/* lowest and highest mapped address */
+	uint64_t link_map;	/* address of its struct link_map, or 0 */
+	uint64_t l_ld;		/* address of its dynamic section, or 0 */
+	uint64_t map_start, map_end; /* its offset-0 mapping */
+	dev_t dev;
+	ino_t ino;
+	struct psvc_elf *elf;	/* symbol tables, loaded on demand */
+	int elf_errno;		/* why the ELF could not be loaded */
+	bool has_symtab;	/* the ELF has .symtab, not only .dynsym */
+	char build_id[41];	/* hex, "" if none */
+};
+
+enum psvc_modmap_source {
+	PSVC_MODMAP_NONE = 0,
+	PSVC_MODMAP_LINK_MAP,	/* r_debug + link_map, checked with maps */
+	PSVC_MODMAP_MAPS_ONLY,	/* no usable r_debug (static, corrupt, early) */
+};
+
+/*
+ * (Re)build the module map.  The result is kept, with its ELF symbol tables,
+ * until the module list changes: the generation number only moves when it
+ * does.  Returns 0 or a negative errno; warnings (disagreements between
+ * link_map and maps, unreadable files) are recorded per module.
+ */
+int psvc_modules_load(struct psvc_target *t);
+enum psvc_modmap_source psvc_modmap_source(const struct psvc_target *t);
+uint64_t psvc_modules_generation(const struct psvc_target *t);
+size_t psvc_nmodules(const struct psvc_target *t);
+struct psvc_module *psvc_module_at(struct psvc_target *t, size_t i);
+/* The module whose mappings hold addr, or NULL. */
+struct psvc_module *psvc_module_for_addr(struct psvc_target *t, uint64_t addr);
+
+/*
+ * Look a symbol up by name in the order libthread_db needs (libc, then
+ * ld.so, then the executable, then every other module: the object name it
+ * passes is meaningless since glibc 2.34, GLIBC-NOTES.md §2).  Returns 0
+ * and the run-time address, or -ENOENT.
+ */
+int psvc_lookup_symbol(struct psvc_target *t, const char *name,
+		       uint64_t *ret_addr);
+
+struct psvc_symbol {
+	struct psvc_module *module;
+	const char *name;	/* owned by the module's ELF, NULL if none */
+	uint64_t offset;	/* addr - symbol start (or - module bias) */
+};
+/* Resolve addr to module + symbol + offset.  Returns 0 with name NULL if
+ * the module is known but no symbol covers addr; -ENOENT if no module. */
+int psvc_addr_to_symbol(struct psvc_target *t, uint64_t addr,
+			struct psvc_symbol *ret);
+/* Load the module's symbol tables now (done lazily otherwise). */
+int psvc_module_load_elf(struct psvc_target *t, struct psvc_module *m);
+
+/* ---- /proc facts of the process ----------------------------------------- */
+
+/* Path of the executable ("(deleted)" suffix kept), or NULL. */
+const char *psvc_exe_path(const struct psvc_target *t);
+/* Command line as argc/argv (bytes as they are; not NUL-safe beyond). */
+size_t psvc_cmdline(const struct psvc_target *t, const char *const **ret_argv);
+
+/* ---- permission diagnosis --------------------------------------------- */
+
+enum psvc_eperm_cause {
+	PSVC_EPERM_UNKNOWN = 0,
+	PSVC_EPERM_TRACED,	/* already traced by another process */
+	PSVC_EPERM_OTHER_UID,	/* other uid and no CAP_SYS_PTRACE */
+	PSVC_EPERM_YAMA,	/* kernel.yama.ptrace_scope forbids it */
+	PSVC_EPERM_NOT_DUMPABLE,/* set-id or PR_SET_DUMPABLE 0 target */
+};
+
+struct psvc_eperm_facts {
+	pid_t tracer_pid;	/* TracerPid of the target */
+	uid_t target_uid[4];	/* real, effective, saved, fs */
+	uid_t my_euid;
+	bool have_cap_sys_ptrace;
+	int yama_scope;		/* -1: no Yama */
+	bool target_is_descendant;
+	bool target_dumpable_known, target_dumpable;
+};
+
+struct psvc_eperm_diag {
+	enum psvc_eperm_cause cause;
+	pid_t tracer_pid;
+	char tracer_comm[64];
+	int yama_scope;
+	uid_t target_uid;
+};
+
+/* Gather the facts for pid and decide. */
+void psvc_diagnose_eperm(pid_t pid, struct psvc_eperm_diag *ret);
+/* The decision alone (pure, unit-tested). */
+enum psvc_eperm_cause psvc_eperm_decide(const struct psvc_eperm_facts *f);
+
+/* ---- libthread_db's view ---------------------------------------------- */
+
+/* The handle libthread_db passes back to the ps_* callbacks. */
+struct ps_prochandle *psvc_prochandle(struct psvc_target *t);
+
+/* Monotonic clock in ns (shared by the session for its own timings). */
+uint64_t psvc_now_ns(void);
+
+#endif

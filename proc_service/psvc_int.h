@@ -1,0 +1,154 @@
+/*
+ * Private to proc_service/: the layout of struct psvc_target and the helpers
+ * its files share.  Nothing outside this directory includes it.
+ */
+#ifndef TINSPECT_PSVC_INT_H
+#define TINSPECT_PSVC_INT_H
+
+#include "psvc.h"
+
+#include <stdio.h>
+#include <time.h>
+
+/* An open-addressing map from a TID to its index in the task array. */
+struct tidmap {
+	pid_t *keys;		/* 0 = empty */
+	uint32_t *vals;
+	size_t cap;		/* power of two, or 0 */
+	size_t n;
+};
+
+/* One cached page of target memory, valid for one stop. */
+struct page_slot {
+	uint64_t pageno;	/* page address >> PAGE_SHIFT, +1 (0 = empty) */
+	unsigned char *data;	/* NULL: known unreadable */
+};
+
+struct mem_cache {
+	struct page_slot *slots;
+	size_t cap, n;		/* cap is a power of two */
+	/* Pages come from big chunks, freed together at the end of a stop. */
+	unsigned char **chunks;
+	size_t nchunks, chunk_used, chunks_cap;
+};
+
+struct mapping {
+	uint64_t start, end, offset;
+	dev_t dev;
+	ino_t ino;
+	char perms[5];
+	char *path;		/* NULL for anonymous */
+	bool deleted;
+};
+
+struct psvc_elf;
+
+struct psvc_target {
+	pid_t pid;
+	const struct arch_desc *arch;
+	int exe_class;
+	unsigned exe_machine;
+	int mem_fd;		/* /proc/PID/mem, -1 until needed */
+	bool use_proc_mem;	/* process_vm_readv unusable: use mem_fd */
+	int task_dirfd;		/* /proc/PID/task */
+
+	/* auxv */
+	uint64_t at_phdr, at_phnum, at_base, at_entry, at_sysinfo_ehdr;
+
+	/* tasks of the current capture */
+	struct psvc_task *tasks;
+	size_t ntasks, tasks_cap;
+	struct tidmap by_tid;
+
+	/* stop state */
+	bool stopped;		/* some task may be stopped by us */
+	uint64_t t_first_stop, t_last_resume;
+	uint64_t max_freeze_ns;
+	const volatile sig_atomic_t *cancel;
+	timer_t wake_timer;
+	bool have_wake_timer;
+	/* Seized tasks that never stopped (uninterruptible sleep): they stop
+	 * when they wake and must be detached then (stop.c). */
+	pid_t *stragglers;
+	size_t nstragglers, stragglers_cap;
+
+	/* memory */
+	struct mem_cache cache;
+	bool cache_active;	/* reads go through the cache */
+	uint64_t read_syscalls;
+
+	/* modules */
+	struct psvc_module *mods;
+	size_t nmods;
+	enum psvc_modmap_source modmap_source;
+	uint64_t mod_generation;
+	uint64_t mod_fingerprint;
+	struct mapping *maps;
+	size_t nmaps;
+
+	/* process facts */
+	char *exe_path;
+	char *cmdline_buf;
+	const char **argv;
+	size_t argc;
+
+	struct ps_prochandle *ph;
+};
+
+/* mem.c */
+void mem_cache_begin(struct psvc_target *t);
+void mem_cache_end(struct psvc_target *t);
+void mem_cache_free(struct mem_cache *c);
+
+/* modules.c */
+void modules_free(struct psvc_target *t);
+int maps_read(pid_t pid, struct mapping **ret, size_t *ret_n);
+void maps_free(struct mapping *m, size_t n);
+
+/* elfsym.c: symbol tables of one ELF object */
+struct elf_sym {
+	uint64_t value, size;
+	const char *name;
+	unsigned char type, bind;
+};
+struct psvc_elf *elfsym_open_fd(int fd, int *ret_err);
+struct psvc_elf *elfsym_open_mem(const void *image, size_t len, int *ret_err);
+void elfsym_close(struct psvc_elf *e);
+const struct elf_sym *elfsym_lookup(const struct psvc_elf *e, const char *name);
+const struct elf_sym *elfsym_by_addr(const struct psvc_elf *e, uint64_t vaddr);
+bool elfsym_has_symtab(const struct psvc_elf *e);
+/* hex build-id into out[41], "" if none */
+void elfsym_build_id(const struct psvc_elf *e, char out[41]);
+/* lowest p_vaddr of a PT_LOAD, page-truncated; and ELF type */
+uint64_t elfsym_first_load(const struct psvc_elf *e);
+
+/* procfs.c */
+int read_file_at(int dirfd, const char *path, char *buf, size_t cap,
+		 size_t *ret_len);
+int read_whole_file(const char *path, char **ret, size_t *ret_len,
+		    size_t limit);
+
+int taskinfo_read_at(int taskdir, pid_t tid, struct psvc_taskinfo *ti);
+
+/* target.c */
+struct psvc_task *task_add(struct psvc_target *t, pid_t tid);
+/* Call fn for every TID in /proc/PID/task; returns the count or the first
+ * error fn returned. */
+int list_tids(struct psvc_target *t,
+	      int (*fn)(struct psvc_target *, pid_t, void *), void *arg);
+int ntasks_hint(pid_t pid);
+
+/* stop.c */
+void stop_release_stragglers(struct psvc_target *t);
+
+/* tidmap (target.c) */
+int tidmap_put(struct tidmap *m, pid_t tid, uint32_t idx);
+long tidmap_get(const struct tidmap *m, pid_t tid);
+void tidmap_clear(struct tidmap *m);
+
+static inline uint64_t ts_to_ns(const struct timespec *ts)
+{
+	return (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
+}
+
+#endif

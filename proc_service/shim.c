@@ -1,0 +1,150 @@
+/*
+ * shim.c: the proc_service callbacks libthread_db imports (GLIBC-NOTES.md
+ * §1), each a few lines over the target-access layer.  tinspect is
+ * read-only: every write and register-set callback refuses.  The lwpid_t
+ * that libthread_db passes is a TID of the target's own PID namespace
+ * (ti_lid); it is mapped back to ours before any ptrace use.
+ */
+#include "psvc_int.h"
+
+#include <errno.h>
+#include <proc_service.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ps_prochandle {
+	struct psvc_target *t;
+};
+
+struct ps_prochandle *psvc_prochandle(struct psvc_target *t)
+{
+	if (!t->ph) {
+		t->ph = calloc(1, sizeof *t->ph);
+		if (t->ph)
+			t->ph->t = t;
+	}
+	return t->ph;
+}
+
+/* A task of the current capture by its namespace-local TID. */
+static struct psvc_task *task_by_lwp(struct psvc_target *t, lwpid_t lwp)
+{
+	struct psvc_task *k = psvc_task_by_tid(t, lwp);
+	if (k && (k->info.ns_tid == 0 || k->info.ns_tid == lwp))
+		return k;
+	for (size_t i = 0; i < t->ntasks; i++)
+		if (t->tasks[i].info.ns_tid == lwp)
+			return &t->tasks[i];
+	return NULL;
+}
+
+ps_err_e ps_pdread(struct ps_prochandle *ph, psaddr_t addr, void *buf,
+		   size_t size)
+{
+	return psvc_read(ph->t, (uint64_t)(uintptr_t)addr, buf, size) ? PS_ERR
+								       : PS_OK;
+}
+
+ps_err_e ps_pdwrite(struct ps_prochandle *ph, psaddr_t addr, const void *buf,
+		    size_t size)
+{
+	(void)ph, (void)addr, (void)buf, (void)size;
+	return PS_ERR;	/* read-only: inspection must not change the target */
+}
+
+ps_err_e ps_ptread(struct ps_prochandle *ph, psaddr_t addr, void *buf,
+		   size_t size)
+{
+	return ps_pdread(ph, addr, buf, size);
+}
+
+ps_err_e ps_ptwrite(struct ps_prochandle *ph, psaddr_t addr, const void *buf,
+		    size_t size)
+{
+	return ps_pdwrite(ph, addr, buf, size);
+}
+
+ps_err_e ps_lgetregs(struct ps_prochandle *ph, lwpid_t lwp, prgregset_t regs)
+{
+	struct psvc_task *k = task_by_lwp(ph->t, lwp);
+	if (!k || !(k->flags & PSVC_TASK_HAVE_REGS))
+		return PS_ERR;
+	_Static_assert(sizeof(prgregset_t) <= sizeof k->gregs, "prgregset_t");
+	memcpy(regs, k->gregs, sizeof(prgregset_t));
+	return PS_OK;
+}
+
+ps_err_e ps_lsetregs(struct ps_prochandle *ph, lwpid_t lwp,
+		     const prgregset_t regs)
+{
+	(void)ph, (void)lwp, (void)regs;
+	return PS_ERR;
+}
+
+ps_err_e ps_lgetfpregs(struct ps_prochandle *ph, lwpid_t lwp,
+		       prfpregset_t *regs)
+{
+	struct psvc_task *k = task_by_lwp(ph->t, lwp);
+	if (!k || !(k->flags & PSVC_TASK_STOPPED))
+		return PS_ERR;
+	return psvc_task_fpregs(ph->t, k, regs, sizeof *regs) ? PS_ERR : PS_OK;
+}
+
+ps_err_e ps_lsetfpregs(struct ps_prochandle *ph, lwpid_t lwp,
+		       const prfpregset_t *regs)
+{
+	(void)ph, (void)lwp, (void)regs;
+	return PS_ERR;
+}
+
+pid_t ps_getpid(struct ps_prochandle *ph)
+{
+	return ph->t->pid;
+}
+
+ps_err_e ps_get_thread_area(struct ps_prochandle *ph, lwpid_t lwp, int idx,
+			    void **base)
+{
+	struct psvc_task *k = task_by_lwp(ph->t, lwp);
+	if (!k || !(k->flags & PSVC_TASK_HAVE_REGS) || !k->tp)
+		return PS_ERR;
+	*base = (void *)(uintptr_t)arch_thread_area(ph->t->arch, k->tp, idx);
+	return PS_OK;
+}
+
+ps_err_e ps_pglobal_lookup(struct ps_prochandle *ph, const char *object,
+			   const char *name, psaddr_t *addr)
+{
+	(void)object;	/* always "libpthread.so.0": meaningless since 2.34 */
+	uint64_t a;
+	if (psvc_lookup_symbol(ph->t, name, &a))
+		return PS_NOSYM;
+	*addr = (psaddr_t)(uintptr_t)a;
+	return PS_OK;
+}
+
+/* Never called by glibc's libthread_db; defined so that it links against
+ * any build, and refusing because tinspect does the stopping itself. */
+ps_err_e ps_pstop(struct ps_prochandle *ph)
+{
+	(void)ph;
+	return PS_ERR;
+}
+
+ps_err_e ps_pcontinue(struct ps_prochandle *ph)
+{
+	(void)ph;
+	return PS_ERR;
+}
+
+ps_err_e ps_lstop(struct ps_prochandle *ph, lwpid_t lwp)
+{
+	(void)ph, (void)lwp;
+	return PS_ERR;
+}
+
+ps_err_e ps_lcontinue(struct ps_prochandle *ph, lwpid_t lwp)
+{
+	(void)ph, (void)lwp;
+	return PS_ERR;
+}

@@ -1,0 +1,408 @@
+/*
+ * stop.c: stopping every task of the target together and letting them go.
+ *
+ * The sequence follows elfutils' linux-pid-attach.c and strace, with the
+ * measured constraints of DESIGN.md: PTRACE_SEIZE + PTRACE_INTERRUPT (never
+ * PTRACE_ATTACH, whose SIGSTOP makes attaching O(N^2) and leaves a stopped
+ * process behind if we die), and waitpid(tid, __WALL) per task (never
+ * waitpid(-1), O(N) per call in the kernel).  Because nothing is queued to
+ * the target, the kernel's detach-on-tracer-exit lets it run on if tinspect
+ * is killed at any point.
+ */
+#include "psvc_int.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef PTRACE_EVENT_STOP
+#define PTRACE_EVENT_STOP 128
+#endif
+
+uint64_t psvc_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts_to_ns(&ts);
+}
+
+/* Periodic wake-ups while stopped, so that a waitpid() on a task that does
+ * not stop (D state) returns EINTR and the deadlines are looked at. */
+static void wake_timer_arm(struct psvc_target *t, int sig, uint64_t period_ns)
+{
+	if (!sig)
+		return;
+	if (!t->have_wake_timer) {
+		struct sigevent sev = { 0 };
+		sev.sigev_notify = SIGEV_THREAD_ID;
+		sev.sigev_signo = sig;
+		sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+		if (timer_create(CLOCK_MONOTONIC, &sev, &t->wake_timer))
+			return;
+		t->have_wake_timer = true;
+	}
+	struct itimerspec its = { 0 };
+	its.it_value.tv_sec = (time_t)(period_ns / 1000000000u);
+	its.it_value.tv_nsec = (long)(period_ns % 1000000000u);
+	its.it_interval = its.it_value;
+	timer_settime(t->wake_timer, 0, &its, NULL);
+}
+
+static void wake_timer_disarm(struct psvc_target *t)
+{
+	if (!t->have_wake_timer)
+		return;
+	struct itimerspec its = { 0 };
+	timer_settime(t->wake_timer, 0, &its, NULL);
+}
+
+int psvc_check_freeze(struct psvc_target *t)
+{
+	if (t->cancel && *t->cancel)
+		return -EINTR;
+	if (t->max_freeze_ns && t->t_first_stop &&
+	    psvc_now_ns() - t->t_first_stop > t->max_freeze_ns)
+		return -ETIMEDOUT;
+	return 0;
+}
+
+static bool straggler_take(struct psvc_target *t, pid_t tid);
+static bool straggler_add(struct psvc_target *t, pid_t tid);
+
+/* Seize and interrupt one task found by a scan. */
+static int seize_one(struct psvc_target *t, pid_t tid, void *arg)
+{
+	unsigned *nseized = arg;
+	struct psvc_task *k = psvc_task_by_tid(t, tid);
+	if (k && (k->flags & (PSVC_TASK_SEIZED | PSVC_TASK_GONE)))
+		return 0;
+	if (k && k->seize_errno)
+		return 0;	/* refused once this capture: do not retry */
+	if (!k) {
+		/* created after the first scan: its /proc facts are read
+		 * after the resume, when they describe the thread again */
+		k = task_add(t, tid);
+		if (!k)
+			return -ENOMEM;
+		k->flags |= PSVC_TASK_LATE;
+		k->info.sc_nr = -1;
+	}
+	if (!t->t_first_stop)
+		t->t_first_stop = psvc_now_ns();
+	if (ptrace(PTRACE_SEIZE, tid, 0, 0) != 0) {
+		if (errno == EPERM && straggler_take(t, tid)) {
+			/* ours since an earlier capture, interrupt pending */
+			k->flags |= PSVC_TASK_SEIZED;
+			t->stopped = true;
+			(*nseized)++;
+			return 0;
+		}
+		if (errno == ESRCH) {
+			k->flags |= PSVC_TASK_GONE;
+			return 0;
+		}
+		k->seize_errno = errno;
+		return 0;
+	}
+	k->flags |= PSVC_TASK_SEIZED;
+	t->stopped = true;
+	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) != 0 && errno == ESRCH) {
+		/* it exited between the two calls; waitpid reaps it */
+	}
+	(*nseized)++;
+	return 0;
+}
+
+/* Record one wait status.  Returns true once the task no longer needs to
+ * be waited for (stopped or gone). */
+static bool note_status(struct psvc_task *k, int st)
+{
+	if (WIFEXITED(st) || WIFSIGNALED(st)) {
+		k->flags |= PSVC_TASK_GONE;
+		k->flags &= ~PSVC_TASK_SEIZED;
+		return true;
+	}
+	if (!WIFSTOPPED(st))
+		return false;
+	int sig = WSTOPSIG(st);
+	if ((st >> 16) == PTRACE_EVENT_STOP) {
+		/* our interrupt (SIGTRAP) or a group-stop (the stop signal):
+		 * the process was, or is being, job-control stopped; the
+		 * kernel puts it back in that stop when we detach */
+		if (sig != SIGTRAP)
+			k->flags |= PSVC_TASK_JOBCTL;
+	} else if ((st >> 16) == 0) {
+		/* signal-delivery-stop: hand the signal back on detach */
+		k->resume_sig = sig;
+	}
+	k->flags |= PSVC_TASK_STOPPED | PSVC_TASK_CAPTURED;
+	return true;
+}
+
+/* Wait for the stop of every task from index `from`.  Returns 0, or the
+ * freeze check's error. */
+static int wait_stops(struct psvc_target *t, size_t from, uint64_t timeout_ns,
+		      uint64_t batch_start)
+{
+	for (size_t i = from; i < t->ntasks; i++) {
+		struct psvc_task *k = &t->tasks[i];
+		if (!(k->flags & PSVC_TASK_SEIZED))
+			continue;
+		while (!(k->flags & (PSVC_TASK_STOPPED | PSVC_TASK_GONE |
+				     PSVC_TASK_STRAGGLER))) {
+			int err = psvc_check_freeze(t);
+			if (err)
+				return err;
+			bool late = timeout_ns &&
+				    psvc_now_ns() - batch_start > timeout_ns;
+			int st;
+			pid_t w = waitpid(k->tid, &st,
+					  __WALL | (late ? WNOHANG : 0));
+			if (w == 0) {
+				/* interrupted long ago and still not
+				 * stopped: uninterruptible sleep */
+				k->flags |= PSVC_TASK_STRAGGLER;
+				break;
+			}
+			if (w < 0) {
+				if (errno == EINTR)
+					continue;
+				/* ECHILD: gone and reaped */
+				k->flags |= PSVC_TASK_GONE;
+				k->flags &= ~PSVC_TASK_SEIZED;
+				break;
+			}
+			note_status(k, st);
+		}
+	}
+	return 0;
+}
+
+int psvc_stop(struct psvc_target *t, const struct psvc_stop_opts *opts)
+{
+	if (t->stopped)
+		return -EBUSY;
+	t->max_freeze_ns = opts ? opts->max_freeze_ns : 0;
+	t->cancel = opts ? opts->cancel : NULL;
+	uint64_t timeout = opts ? opts->stop_timeout_ns : 0;
+	t->t_first_stop = t->t_last_resume = 0;
+	mem_cache_begin(t);
+
+	/* Wake up often enough to honour the tighter of the two limits. */
+	uint64_t period = 2000000;
+	if (t->max_freeze_ns && t->max_freeze_ns / 4 < period)
+		period = t->max_freeze_ns / 4 ? t->max_freeze_ns / 4 : 100000;
+	wake_timer_arm(t, opts ? opts->wake_signal : 0, period);
+
+	int err = 0;
+	size_t from = 0;
+	for (int pass = 0;; pass++) {
+		unsigned nseized = 0;
+		uint64_t batch_start = psvc_now_ns();
+		if (pass == 0) {
+			/* the tasks of psvc_scan() first, in its order */
+			for (size_t i = 0; i < t->ntasks && !err; i++)
+				err = seize_one(t, t->tasks[i].tid, &nseized);
+		}
+		if (!err) {
+			int n = list_tids(t, seize_one, &nseized);
+			if (n < 0 && n != -ESRCH)
+				err = n;
+		}
+		if (err)
+			break;
+		if (pass == 0) {
+			/* Nobody seized: refused or gone from the start. */
+			bool any = false;
+			for (size_t i = 0; i < t->ntasks; i++)
+				if (t->tasks[i].flags & PSVC_TASK_SEIZED)
+					any = true;
+			if (!any) {
+				err = -ESRCH;
+				for (size_t i = 0; i < t->ntasks; i++)
+					if (t->tasks[i].seize_errno == EPERM &&
+					    t->tasks[i].info.state != 'Z')
+						err = -EPERM;
+				break;
+			}
+		}
+		if (nseized == 0)
+			break;	/* a stopped process creates no threads */
+		err = wait_stops(t, from, timeout, batch_start);
+		from = t->ntasks;
+		if (err)
+			break;
+		if (pass > 10000) {	/* a bound on a hostile fork bomb */
+			err = -EAGAIN;
+			break;
+		}
+	}
+	if (err) {
+		psvc_resume(t);
+		return err;
+	}
+	int nstopped = 0;
+	for (size_t i = 0; i < t->ntasks; i++)
+		if (t->tasks[i].flags & PSVC_TASK_STOPPED)
+			nstopped++;
+	if (nstopped == 0) {
+		psvc_resume(t);
+		return -ESRCH;
+	}
+	return nstopped;
+}
+
+void psvc_read_regs(struct psvc_target *t)
+{
+	const struct arch_desc *a = t->arch;
+	for (size_t i = 0; i < t->ntasks; i++) {
+		struct psvc_task *k = &t->tasks[i];
+		if (!(k->flags & PSVC_TASK_STOPPED))
+			continue;
+		struct iovec iov = { k->gregs, a->ngregs * sizeof(uint64_t) };
+		if (ptrace(PTRACE_GETREGSET, k->tid, (void *)NT_PRSTATUS,
+			   &iov) != 0) {
+			k->regs_errno = errno;
+			continue;
+		}
+		if (a->tp_greg_idx >= 0) {
+			k->tp = k->gregs[a->tp_greg_idx];
+		} else {
+			uint64_t tp = 0;
+			struct iovec tiov = { &tp, sizeof tp };
+			/* NT_ARM_TLS: TPIDR_EL0 (GLIBC-NOTES.md §4) */
+			if (ptrace(PTRACE_GETREGSET, k->tid, (void *)0x401,
+				   &tiov) == 0)
+				k->tp = tp;
+		}
+		k->flags |= PSVC_TASK_HAVE_REGS;
+	}
+}
+
+int psvc_task_fpregs(struct psvc_target *t, struct psvc_task *k, void *buf,
+		     size_t len)
+{
+	(void)t;
+	if (!(k->flags & PSVC_TASK_STOPPED))
+		return -ESRCH;
+	struct iovec iov = { buf, len };
+	if (ptrace(PTRACE_GETREGSET, k->tid, (void *)NT_PRFPREG, &iov) != 0)
+		return -errno;
+	return 0;
+}
+
+void psvc_resume(struct psvc_target *t)
+{
+	if (!t->stopped)
+		return;
+	for (size_t i = 0; i < t->ntasks; i++) {
+		struct psvc_task *k = &t->tasks[i];
+		if (!(k->flags & PSVC_TASK_SEIZED))
+			continue;
+		if (!(k->flags & PSVC_TASK_STOPPED)) {
+			/* Seized and interrupted but not stopped yet (a
+			 * straggler, or an abort in the middle of the waits):
+			 * it may have stopped by now. */
+			int st;
+			unsigned was = k->flags & PSVC_TASK_CAPTURED;
+			if (waitpid(k->tid, &st, __WALL | WNOHANG) > 0) {
+				note_status(k, st);
+				/* too late to be part of the snapshot */
+				k->flags = (k->flags & ~PSVC_TASK_CAPTURED) | was;
+			}
+		}
+		if (k->flags & PSVC_TASK_STOPPED) {
+			/* the signal of a signal-delivery-stop goes back */
+			if (ptrace(PTRACE_DETACH, k->tid, 0,
+				   (void *)(long)k->resume_sig) == 0 ||
+			    errno == ESRCH)
+				k->flags &= ~(PSVC_TASK_SEIZED |
+					      PSVC_TASK_STOPPED);
+		}
+	}
+	t->t_last_resume = psvc_now_ns();
+	wake_timer_disarm(t);
+	mem_cache_end(t);
+	t->stopped = false;
+	for (size_t i = 0; i < t->ntasks; i++) {
+		struct psvc_task *k = &t->tasks[i];
+		if ((k->flags & PSVC_TASK_SEIZED) && straggler_add(t, k->tid))
+			k->flags &= ~PSVC_TASK_SEIZED;	/* kept in the list */
+	}
+}
+
+static bool straggler_take(struct psvc_target *t, pid_t tid)
+{
+	for (size_t i = 0; i < t->nstragglers; i++)
+		if (t->stragglers[i] == tid) {
+			t->stragglers[i] = t->stragglers[--t->nstragglers];
+			return true;
+		}
+	return false;
+}
+
+static bool straggler_add(struct psvc_target *t, pid_t tid)
+{
+	if (t->nstragglers == t->stragglers_cap) {
+		size_t ncap = t->stragglers_cap ? t->stragglers_cap * 2 : 16;
+		pid_t *n = realloc(t->stragglers, ncap * sizeof *n);
+		if (!n)
+			return false;
+		t->stragglers = n;
+		t->stragglers_cap = ncap;
+	}
+	t->stragglers[t->nstragglers++] = tid;
+	return true;
+}
+
+/*
+ * A straggler stays seized with an interrupt pending: when it leaves its
+ * uninterruptible sleep it stops, and must be detached then.  The kernel
+ * detaches it anyway when tinspect exits; a long-lived session calls this
+ * between captures.
+ */
+void stop_release_stragglers(struct psvc_target *t)
+{
+	for (size_t i = 0; i < t->nstragglers;) {
+		pid_t tid = t->stragglers[i];
+		int st;
+		pid_t w = waitpid(tid, &st, __WALL | WNOHANG);
+		bool done = w < 0;	/* ECHILD: gone, nothing left to do */
+		if (w > 0 && (WIFEXITED(st) || WIFSIGNALED(st)))
+			done = true;
+		else if (w > 0 && WIFSTOPPED(st)) {
+			int sig = (st >> 16) == 0 ? WSTOPSIG(st) : 0;
+			done = ptrace(PTRACE_DETACH, tid, 0, (void *)(long)sig) == 0 ||
+			       errno == ESRCH;
+		}
+		if (done)
+			t->stragglers[i] = t->stragglers[--t->nstragglers];
+		else
+			i++;
+	}
+}
+
+size_t psvc_nstragglers(const struct psvc_target *t)
+{
+	return t->nstragglers;
+}
+
+uint64_t psvc_freeze_ns(const struct psvc_target *t)
+{
+	if (!t->t_first_stop)
+		return 0;
+	uint64_t end = t->t_last_resume ? t->t_last_resume : psvc_now_ns();
+	return end - t->t_first_stop;
+}
+
+bool psvc_is_stopped(const struct psvc_target *t)
+{
+	return t->stopped;
+}

@@ -1,0 +1,369 @@
+/*
+ * target.c: opening a process for inspection, its task list and the facts
+ * read from /proc about the process as a whole (exe, cmdline, auxv).
+ */
+#include "psvc_int.h"
+
+#include <dirent.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* ---- TID -> index map ------------------------------------------------------ */
+
+static size_t tid_hash(pid_t tid, size_t cap)
+{
+	return (size_t)(((uint64_t)(uint32_t)tid * 0x9E3779B97F4A7C15ull) >> 20) &
+	       (cap - 1);
+}
+
+static int tidmap_grow(struct tidmap *m)
+{
+	size_t ncap = m->cap ? m->cap * 2 : 256;
+	pid_t *nk = calloc(ncap, sizeof *nk);
+	uint32_t *nv = calloc(ncap, sizeof *nv);
+	if (!nk || !nv) {
+		free(nk);
+		free(nv);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < m->cap; i++) {
+		if (!m->keys[i])
+			continue;
+		size_t j = tid_hash(m->keys[i], ncap);
+		while (nk[j])
+			j = (j + 1) & (ncap - 1);
+		nk[j] = m->keys[i];
+		nv[j] = m->vals[i];
+	}
+	free(m->keys);
+	free(m->vals);
+	m->keys = nk;
+	m->vals = nv;
+	m->cap = ncap;
+	return 0;
+}
+
+int tidmap_put(struct tidmap *m, pid_t tid, uint32_t idx)
+{
+	if (tid <= 0)
+		return -EINVAL;
+	if ((m->n + 1) * 2 > m->cap && tidmap_grow(m))
+		return -ENOMEM;
+	size_t i = tid_hash(tid, m->cap);
+	while (m->keys[i] && m->keys[i] != tid)
+		i = (i + 1) & (m->cap - 1);
+	if (!m->keys[i])
+		m->n++;
+	m->keys[i] = tid;
+	m->vals[i] = idx;
+	return 0;
+}
+
+long tidmap_get(const struct tidmap *m, pid_t tid)
+{
+	if (!m->cap || tid <= 0)
+		return -1;
+	for (size_t i = tid_hash(tid, m->cap);; i = (i + 1) & (m->cap - 1)) {
+		if (m->keys[i] == tid)
+			return m->vals[i];
+		if (!m->keys[i])
+			return -1;
+	}
+}
+
+void tidmap_clear(struct tidmap *m)
+{
+	free(m->keys);
+	free(m->vals);
+	memset(m, 0, sizeof *m);
+}
+
+/* ---- process facts ------------------------------------------------------- */
+
+static void read_auxv(struct psvc_target *t)
+{
+	char path[64], *buf;
+	size_t len;
+	snprintf(path, sizeof path, "/proc/%d/auxv", (int)t->pid);
+	if (read_whole_file(path, &buf, &len, 1 << 16))
+		return;
+	for (size_t off = 0; off + 16 <= len; off += 16) {
+		uint64_t type, val;
+		memcpy(&type, buf + off, 8);
+		memcpy(&val, buf + off + 8, 8);
+		switch (type) {
+		case AT_PHDR: t->at_phdr = val; break;
+		case AT_PHNUM: t->at_phnum = val; break;
+		case AT_BASE: t->at_base = val; break;
+		case AT_ENTRY: t->at_entry = val; break;
+		case AT_SYSINFO_EHDR: t->at_sysinfo_ehdr = val; break;
+		default: break;
+		}
+		if (type == AT_NULL)
+			break;
+	}
+	free(buf);
+}
+
+static void read_cmdline(struct psvc_target *t)
+{
+	char path[64];
+	size_t len;
+	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)t->pid);
+	if (read_whole_file(path, &t->cmdline_buf, &len, 1 << 20))
+		return;
+	size_t n = 0;
+	for (size_t i = 0; i < len; i++)
+		if (t->cmdline_buf[i] == '\0')
+			n++;
+	if (len && t->cmdline_buf[len - 1] != '\0')
+		n++;	/* the kernel may hand back an unterminated tail */
+	t->argv = calloc(n + 1, sizeof *t->argv);
+	if (!t->argv)
+		return;
+	for (size_t i = 0; i < len && t->argc < n;) {
+		t->argv[t->argc++] = t->cmdline_buf + i;
+		i += strlen(t->cmdline_buf + i) + 1;
+	}
+}
+
+/* ELF class and machine of the running executable, from /proc/PID/exe. */
+static int read_exe_ident(struct psvc_target *t)
+{
+	char path[64];
+	unsigned char eh[64];
+	snprintf(path, sizeof path, "/proc/%d/exe", (int)t->pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = pread(fd, eh, sizeof eh, 0);
+	close(fd);
+	if (n < 20 || memcmp(eh, ELFMAG, SELFMAG) != 0)
+		return -ENOEXEC;
+	t->exe_class = eh[EI_CLASS];
+	uint16_t mach;
+	memcpy(&mach, eh + 18, 2);	/* e_machine, same offset in both */
+	t->exe_machine = mach;
+	return 0;
+}
+
+int psvc_open(pid_t pid, const struct psvc_open_opts *opts,
+	      struct psvc_target **ret)
+{
+	char path[64];
+	if (pid <= 0)
+		return -ESRCH;
+	struct psvc_target *t = calloc(1, sizeof *t);
+	if (!t)
+		return -ENOMEM;
+	t->pid = pid;
+	t->mem_fd = -1;
+	t->arch = arch_host();
+	t->use_proc_mem = opts && opts->force_proc_mem;
+	snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+	t->task_dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (t->task_dirfd < 0) {
+		int err = errno == ENOENT ? -ESRCH : -errno;
+		free(t);
+		return err;
+	}
+
+	struct psvc_taskinfo ti;
+	int err = taskinfo_read_at(t->task_dirfd, pid, &ti);
+	if (err == -ESRCH || (!err && (ti.state == 'Z' || ti.state == 'X') &&
+			      ntasks_hint(pid) <= 1)) {
+		/* A zombie whose every thread is gone is not a process to
+		 * inspect any more. */
+		psvc_close(t);
+		return -ESRCH;
+	}
+
+	err = read_exe_ident(t);
+	if (err == -ENOENT) {
+		/* no executable: a kernel thread (or exiting) */
+		psvc_close(t);
+		return -ENOEXEC;
+	}
+	if (!err && (t->exe_class != ELFCLASS64 ||
+		     t->exe_machine != t->arch->elf_machine)) {
+		psvc_close(t);
+		return -ENOEXEC;
+	}
+	/* -EACCES here means another user's process: stopping it will fail
+	 * with EPERM, which is diagnosed there. */
+
+	snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
+	char buf[4096];
+	ssize_t n = readlink(path, buf, sizeof buf - 1);
+	if (n > 0) {
+		buf[n] = '\0';
+		t->exe_path = strdup(buf);
+	}
+	read_cmdline(t);
+	read_auxv(t);
+	*ret = t;
+	return 0;
+}
+
+void psvc_close(struct psvc_target *t)
+{
+	if (!t)
+		return;
+	psvc_resume(t);
+	stop_release_stragglers(t);
+	if (t->have_wake_timer)
+		timer_delete(t->wake_timer);
+	mem_cache_free(&t->cache);
+	modules_free(t);
+	tidmap_clear(&t->by_tid);
+	free(t->tasks);
+	free(t->stragglers);
+	free(t->exe_path);
+	free(t->cmdline_buf);
+	free(t->argv);
+	free(t->ph);
+	if (t->mem_fd >= 0)
+		close(t->mem_fd);
+	if (t->task_dirfd >= 0)
+		close(t->task_dirfd);
+	free(t);
+}
+
+pid_t psvc_pid(const struct psvc_target *t) { return t->pid; }
+const struct arch_desc *psvc_arch(const struct psvc_target *t) { return t->arch; }
+int psvc_exe_class(const struct psvc_target *t) { return t->exe_class; }
+unsigned psvc_exe_machine(const struct psvc_target *t) { return t->exe_machine; }
+const char *psvc_exe_path(const struct psvc_target *t) { return t->exe_path; }
+
+size_t psvc_cmdline(const struct psvc_target *t, const char *const **ret_argv)
+{
+	*ret_argv = t->argv;
+	return t->argc;
+}
+
+/* ---- the task list --------------------------------------------------------- */
+
+size_t psvc_ntasks(const struct psvc_target *t) { return t->ntasks; }
+
+struct psvc_task *psvc_task_at(struct psvc_target *t, size_t i)
+{
+	return i < t->ntasks ? &t->tasks[i] : NULL;
+}
+
+struct psvc_task *psvc_task_by_tid(struct psvc_target *t, pid_t tid)
+{
+	long i = tidmap_get(&t->by_tid, tid);
+	return i < 0 ? NULL : &t->tasks[i];
+}
+
+struct psvc_task *task_add(struct psvc_target *t, pid_t tid)
+{
+	if (t->ntasks == t->tasks_cap) {
+		size_t ncap = t->tasks_cap ? t->tasks_cap * 2 : 64;
+		struct psvc_task *nt = realloc(t->tasks, ncap * sizeof *nt);
+		if (!nt)
+			return NULL;
+		t->tasks = nt;
+		t->tasks_cap = ncap;
+	}
+	if (tidmap_put(&t->by_tid, tid, (uint32_t)t->ntasks))
+		return NULL;
+	struct psvc_task *k = &t->tasks[t->ntasks++];
+	memset(k, 0, sizeof *k);
+	k->tid = tid;
+	return k;
+}
+
+struct linux_dirent64 {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+int list_tids(struct psvc_target *t, int (*fn)(struct psvc_target *, pid_t,
+					       void *), void *arg)
+{
+	/* A fresh descriptor each time: a directory offset would miss tasks
+	 * created behind it. */
+	int fd = openat(t->task_dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	char buf[32768];
+	int count = 0, err = 0;
+	for (;;) {
+		long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
+		if (n < 0) {
+			err = errno == ENOENT ? -ESRCH : -errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		for (long off = 0; off < n;) {
+			struct linux_dirent64 *d = (void *)(buf + off);
+			off += d->d_reclen;
+			if (d->d_name[0] < '1' || d->d_name[0] > '9')
+				continue;
+			char *end;
+			long tid = strtol(d->d_name, &end, 10);
+			if (*end || tid <= 0 || tid > INT32_MAX)
+				continue;
+			count++;
+			err = fn(t, (pid_t)tid, arg);
+			if (err)
+				goto out;
+		}
+	}
+out:
+	close(fd);
+	return err ? err : count;
+}
+
+/* How many tasks /proc/PID/task lists (0 if none/unreadable). */
+int ntasks_hint(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return 0;
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (de->d_name[0] >= '1' && de->d_name[0] <= '9')
+			n++;
+	closedir(d);
+	return n;
+}
+
+static int scan_one(struct psvc_target *t, pid_t tid, void *arg)
+{
+	(void)arg;
+	struct psvc_task *k = task_add(t, tid);
+	if (!k)
+		return -ENOMEM;
+	if (taskinfo_read_at(t->task_dirfd, tid, &k->info) == 0)
+		k->info.before_stop = true;
+	return 0;
+}
+
+int psvc_scan(struct psvc_target *t)
+{
+	if (t->stopped)
+		return -EBUSY;
+	stop_release_stragglers(t);
+	t->ntasks = 0;
+	tidmap_clear(&t->by_tid);
+	int n = list_tids(t, scan_one, NULL);
+	if (n < 0)
+		return n;
+	if (t->ntasks == 0)
+		return -ESRCH;
+	return (int)t->ntasks;
+}
