@@ -363,7 +363,11 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 				       th->state ? th->state : '?',
 				       th->wchan[0] ? ", wchan " : "", th->wchan);
 		}
-		if (k->seize_errno)
+		if (k->seize_errno && k->info.tracer_pid > 0)
+			snap_add_error(&th->errors, &th->nerrors,
+				       "could not attach: %s (traced by PID %d)",
+				       strerror(k->seize_errno), (int)k->info.tracer_pid);
+		else if (k->seize_errno)
 			snap_add_error(&th->errors, &th->nerrors,
 				       "could not attach: %s", strerror(k->seize_errno));
 		if (k->regs_errno)
@@ -448,6 +452,8 @@ int dbs_session_update(struct dbs_session *s, struct dbs_snapshot **ret)
 	}
 	err = psvc_check_freeze(t);
 	psvc_resume(t);
+	if (!err && !psvc_alive(t))
+		err = -ESRCH;	/* it exited (was killed) while stopped */
 	if (err) {
 		free(res);
 		return err;

@@ -112,6 +112,10 @@ const struct arch_desc *psvc_arch(const struct psvc_target *t);
 int psvc_exe_class(const struct psvc_target *t);
 unsigned psvc_exe_machine(const struct psvc_target *t);
 
+/* Whether any task of the process is still alive (not gone, not zombie):
+ * false once it has exited, even before its parent reaps it. */
+bool psvc_alive(struct psvc_target *t);
+
 /* Tasks of the current capture, in the order they were found. */
 size_t psvc_ntasks(const struct psvc_target *t);
 struct psvc_task *psvc_task_at(struct psvc_target *t, size_t i);

@@ -246,6 +246,26 @@ size_t psvc_cmdline(const struct psvc_target *t, const char *const **ret_argv)
 	return t->argc;
 }
 
+static int count_live(struct psvc_target *t, pid_t tid, void *arg)
+{
+	struct psvc_taskinfo ti;
+	if (taskinfo_read_at(t->task_dirfd, tid, &ti) == 0 && ti.valid &&
+	    ti.state != 'Z' && ti.state != 'X')
+		++*(int *)arg;
+	return 0;
+}
+
+bool psvc_alive(struct psvc_target *t)
+{
+	int live = 0;
+	count_live(t, t->pid, &live);	/* the common case: a live leader */
+	if (live)
+		return true;
+	if (list_tids(t, count_live, &live) < 0)
+		return false;
+	return live > 0;
+}
+
 /* ---- the task list --------------------------------------------------------- */
 
 size_t psvc_ntasks(const struct psvc_target *t) { return t->ntasks; }

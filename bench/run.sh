@@ -1,0 +1,539 @@
+#!/usr/bin/env bash
+# bench/run.sh - benchmark tinspect against the floor (`limit`), gdb and
+# eu-stack with the neutral freeze-time harness of ../shared/bench.
+# Not a test: a missed goal does not make it fail.  See bench/README.md.
+#
+# usage: bench/run.sh [options]
+#   -n "N..."          worker-thread counts of the target (default "100 1000 10000")
+#   -r R               repetitions per N and inspector (default 3)
+#   -v NAME:ARGS[:RE]  extra tinspect variant, label tinspect-NAME, run as
+#                      'tinspect ARGS {pid}'; RE (optional) counts the output
+#                      lines that stand for one thread ("seen" column; default
+#                      the text format's '^Thread [0-9]+ ', none if ARGS has
+#                      --json).  Repeatable: -v 'json:--json' -v 'ns:--no-stacks'
+#   --no-floor         do not run the floor probe `limit`
+#   --no-gdb           do not run gdb -p PID -batch -ex 'thread apply all bt'
+#   --no-eu-stack      do not run eu-stack -p PID
+#   --compare-ns "N.." run gdb and eu-stack only at these N (default: all of -n)
+#   --compare-r R      repetitions for gdb and eu-stack (default: -r)
+#   --goal-ns "N..."   N at which the goals are judged (default "1000 10000")
+#   -a "ARGS"          extra target arguments (e.g. "--hb-last", "-m mixed")
+#   -t SEC             inspector timeout passed to measure.sh (default 300)
+#   -o DIR             parent of the raw data dir (default
+#                      ${TMPDIR:-/tmp}/tinspect-bench/runs); every run gets a
+#                      fresh DIR/YYYYmmdd-HHMMSS-PID with all.tsv, outputs, table.txt
+#   -h, --help         this text
+# Environment:
+#   TINSPECT=PATH      tinspect binary (default REPO/build/agent/tinspect,
+#                      built with meson if missing)
+#   SHARED_BENCH=DIR   the harness (default REPO/../shared/bench)
+#   QUIET_MAX, QUIET_PCT are passed on to measure.sh.
+# Exit status: 0 done (goals may still be missed); 1 a run failed to start
+#   (target did not come up, inspector not executable) or setup failed;
+#   2 usage; 3 an inspector or target was left stopped (state T/t).
+set -u
+set -o pipefail
+
+PROG=${0##*/}
+die() { echo "$PROG: $*" >&2; exit 1; }
+warn() { echo "$PROG: warning: $*" >&2; }
+usage() {
+	if [[ ${1:-2} == 0 ]]; then
+		sed -n '5,33p' "$0" | sed 's/^# \{0,1\}//'
+	else
+		sed -n '5,33p' "$0" | sed 's/^# \{0,1\}//' >&2
+	fi
+	exit "${1:-2}"
+}
+indent() { sed "s/^/$1/"; }
+
+# ---------------------------------------------------------------- options
+NS="100 1000 10000"
+R=3
+VARIANTS=()
+RUN_FLOOR=1 RUN_GDB=1 RUN_EU=1
+COMPARE_NS=""
+COMPARE_R=""
+GOAL_NS="1000 10000"
+TARGS=""
+TMO=300
+OUTBASE=""
+
+need_arg() { [[ $# -ge 2 ]] || { echo "$PROG: $1 needs an argument" >&2; usage 2; }; }
+while [[ $# -gt 0 ]]; do
+	case $1 in
+	-n) need_arg "$@"; NS=$2; shift ;;
+	-r) need_arg "$@"; R=$2; shift ;;
+	-v) need_arg "$@"; VARIANTS+=("$2"); shift ;;
+	-a) need_arg "$@"; TARGS=$2; shift ;;
+	-t) need_arg "$@"; TMO=$2; shift ;;
+	-o) need_arg "$@"; OUTBASE=$2; shift ;;
+	--no-floor) RUN_FLOOR=0 ;;
+	--no-gdb) RUN_GDB=0 ;;
+	--no-eu-stack) RUN_EU=0 ;;
+	--compare-ns) need_arg "$@"; COMPARE_NS=$2; shift ;;
+	--compare-r) need_arg "$@"; COMPARE_R=$2; shift ;;
+	--goal-ns) need_arg "$@"; GOAL_NS=$2; shift ;;
+	-h | --help) usage 0 ;;
+	*) echo "$PROG: unknown argument: $1" >&2; usage 2 ;;
+	esac
+	shift
+done
+
+is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
+is_uint_list() { [[ $1 =~ ^[[:space:]]*[0-9]+([[:space:]]+[0-9]+)*[[:space:]]*$ ]]; }
+is_uint_list "$NS" || { echo "$PROG: -n wants numbers: $NS" >&2; usage 2; }
+if ! is_uint "$R" || ((R < 1)); then
+	echo "$PROG: -r wants a positive number" >&2; usage 2
+fi
+if ! is_uint "$TMO" || ((TMO < 1)); then
+	echo "$PROG: -t wants a positive number" >&2; usage 2
+fi
+[[ -z $COMPARE_NS ]] || is_uint_list "$COMPARE_NS" ||
+	{ echo "$PROG: --compare-ns wants numbers" >&2; usage 2; }
+if [[ -n $COMPARE_R ]] && { ! is_uint "$COMPARE_R" || ((COMPARE_R < 1)); }; then
+	echo "$PROG: --compare-r wants a positive number" >&2; usage 2
+fi
+[[ -z $GOAL_NS ]] || is_uint_list "$GOAL_NS" ||
+	{ echo "$PROG: --goal-ns wants numbers" >&2; usage 2; }
+COMPARE_NS=${COMPARE_NS:-$NS}
+COMPARE_R=${COMPARE_R:-$R}
+# normalise the lists to single spaces
+read -r -a _a <<<"$NS"; NS="${_a[*]}"
+read -r -a _a <<<"$COMPARE_NS"; COMPARE_NS="${_a[*]}"
+read -r -a _a <<<"$GOAL_NS"; GOAL_NS="${_a[*]}"
+
+# variants: NAME:ARGS[:REGEX] -> parallel arrays
+V_LABEL=() V_ARGS=() V_RE=()
+TEXT_RE='^Thread [0-9]+ '
+for v in "${VARIANTS[@]}"; do
+	[[ $v == *:* ]] || { echo "$PROG: -v wants NAME:ARGS, got '$v'" >&2; usage 2; }
+	name=${v%%:*} rest=${v#*:}
+	[[ $name =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ ]] ||
+		{ echo "$PROG: -v: bad name '$name' (letters, digits, . _ -)" >&2; usage 2; }
+	if [[ $rest == *:* ]]; then
+		args=${rest%%:*} re=${rest#*:}
+	else
+		args=$rest re=$TEXT_RE
+		[[ " $args " == *" --json "* ]] && re=""
+	fi
+	for l in "${V_LABEL[@]}"; do
+		[[ $l != "tinspect-$name" ]] || { echo "$PROG: -v: '$name' given twice" >&2; usage 2; }
+	done
+	V_LABEL+=("tinspect-$name") V_ARGS+=("$args") V_RE+=("$re")
+done
+
+# ---------------------------------------------------------------- locations
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(git -C "$HERE" rev-parse --show-toplevel 2>/dev/null) || REPO=$(cd "$HERE/.." && pwd)
+SHARED_BENCH=${SHARED_BENCH:-$REPO/../shared/bench}
+[[ -d $SHARED_BENCH ]] || die "harness not found: $SHARED_BENCH (clone the repository next to 'shared', or set SHARED_BENCH)"
+SHARED_BENCH=$(cd "$SHARED_BENCH" && pwd)
+for f in measure.sh target.c limit.c; do
+	[[ -r $SHARED_BENCH/$f ]] || die "$SHARED_BENCH/$f missing"
+done
+MEASURE=$SHARED_BENCH/measure.sh
+
+SCRATCH=${TMPDIR:-/tmp}/tinspect-bench
+BIN=$SCRATCH/bin
+OUTBASE=${OUTBASE:-$SCRATCH/runs}
+RUNDIR=$OUTBASE/$(date +%Y%m%d-%H%M%S)-$$
+mkdir -p "$BIN" "$RUNDIR" || die "cannot create $BIN / $RUNDIR"
+
+# Never let gdb / libdw download debug info during a measurement.
+unset DEBUGINFOD_URLS DEBUGINFOD_CACHE_PATH
+export LC_ALL=C
+
+# ---------------------------------------------------------------- processes
+# The only long-lived child is the current measure.sh (or build); it runs in
+# the background so that a signal reaches our trap at once.  On INT/TERM it
+# and all its descendants (timeout, the inspector, the target) are signalled
+# by PID -- never by name.
+CHILD=""
+
+# (these functions run from the traps: shellcheck cannot see it)
+# shellcheck disable=SC2317
+starttime() {		# pid -> start time in clock ticks (field 22), "" if gone
+	local s
+	s=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+	s=${s##*) }
+	# shellcheck disable=SC2086  # split the fields on purpose
+	set -- $s
+	echo "${20}"
+}
+
+# shellcheck disable=SC2317
+descendants() {		# pid -> "pid:starttime:leaf" of every descendant
+	ps -e -o pid= -o ppid= | awk -v root="$1" '
+		{ kids[$2] = kids[$2] " " $1 }
+		END { n = split(kids[root], q, " ")
+		      for (i = 1; i <= n; i++) {
+			m = split(kids[q[i]], k, " ")
+			print q[i], (m == 0)
+			for (j = 1; j <= m; j++) q[++n] = k[j]
+		      } }' | while read -r p leaf; do
+		echo "$p:$(starttime "$p"):$leaf"
+	done
+}
+
+# Stop the running measure.sh and everything under it: first the leaves (the
+# inspector, the target), so that timeout, time and measure.sh finish
+# normally and measure.sh's own trap runs; then, after a grace period,
+# SIGKILL whatever is left, checking start times against PID reuse.
+# shellcheck disable=SC2317
+stop_child() {
+	[[ -n $CHILD ]] || return 0
+	local c=$CHILD d p st rest desc
+	CHILD=""
+	desc=$(descendants "$c")
+	kill -TERM "$c" 2>/dev/null
+	for d in $desc; do
+		[[ ${d##*:} == 1 ]] && kill -TERM "${d%%:*}" 2>/dev/null
+	done
+	for _ in $(seq 100); do		# 10 s grace
+		kill -0 "$c" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$c" 2>/dev/null
+	wait "$c" 2>/dev/null
+	for d in $desc; do
+		p=${d%%:*} rest=${d#*:}
+		st=${rest%%:*}
+		[[ -n $st && $(starttime "$p") == "$st" ]] || continue
+		kill -CONT "$p" 2>/dev/null	# never leave anything stopped
+		kill -KILL "$p" 2>/dev/null
+	done
+}
+
+# shellcheck disable=SC2317
+on_signal() {
+	trap '' INT TERM HUP
+	echo "$PROG: interrupted, stopping the benchmark (raw data: $RUNDIR)" >&2
+	stop_child
+	exit 130
+}
+trap on_signal INT TERM HUP
+trap 'stop_child' EXIT
+
+run_bg() {		# run a command in the background and wait for it
+	"$@" &
+	CHILD=$!
+	wait "$CHILD"
+	local rc=$?
+	CHILD=""
+	return $rc
+}
+
+stopped_procs() { ps -e -o pid=,stat=,comm= | awk '$2 ~ /^[Tt]/'; }
+STOPPED_BEFORE=$(stopped_procs)
+
+# ---------------------------------------------------------------- prerequisites
+echo "== prerequisites"
+if [[ $(id -u) -ne 0 ]]; then
+	capeff=$(awk '/^CapEff:/{print $2}' /proc/self/status)
+	# CAP_SYS_PTRACE = bit 19
+	if ((((16#${capeff:-0}) >> 19) & 1)); then
+		echo "not root, but CAP_SYS_PTRACE is effective"
+	else
+		die "needs root or CAP_SYS_PTRACE to ptrace the target"
+	fi
+fi
+if [[ -r /proc/sys/kernel/yama/ptrace_scope ]]; then
+	scope=$(cat /proc/sys/kernel/yama/ptrace_scope)
+	((scope < 3)) || die "kernel.yama.ptrace_scope = 3: ptrace is disabled"
+	((scope == 0 || $(id -u) == 0)) ||
+		warn "kernel.yama.ptrace_scope = $scope; CAP_SYS_PTRACE is needed"
+fi
+[[ -x /usr/bin/time ]] || die "GNU time (/usr/bin/time) is needed: apt-get install time"
+command -v timeout >/dev/null || die "timeout (coreutils) is needed"
+command -v cc >/dev/null || die "a C compiler (cc) is needed"
+if ((RUN_GDB)) && ! command -v gdb >/dev/null; then
+	echo "gdb not found: skipping the gdb comparison (apt-get install gdb libc6-dbg)"
+	RUN_GDB=0
+fi
+if ((RUN_EU)) && ! command -v eu-stack >/dev/null; then
+	echo "eu-stack not found: skipping the eu-stack comparison (apt-get install elfutils)"
+	RUN_EU=0
+fi
+
+maxn=0
+for n in $NS; do ((n > maxn)) && maxn=$n; done
+need=$((maxn + 100))
+hard=$(ulimit -H -u)
+if [[ $hard == unlimited ]] || ((hard >= need)); then
+	soft=$(ulimit -S -u)
+	if [[ $soft != unlimited ]] && ((soft < need)); then
+		ulimit -S -u "$hard" || warn "could not raise ulimit -u"
+	fi
+else
+	ulimit -S -u "$hard" 2>/dev/null
+	warn "ulimit -u hard limit $hard < $need: the target may fail at N=$maxn"
+fi
+echo "ulimit -u: $(ulimit -S -u) (need >= $need)"
+sysctl_check() {	# path minimum what
+	local v
+	v=$(cat "$1" 2>/dev/null) || { warn "cannot read $1"; return; }
+	if ((v < $2)); then
+		warn "$1 = $v < $2 ($3); raise it with: sysctl -w $(echo "${1#/proc/sys/}" | tr / .)=$2"
+	else
+		echo "${1#/proc/sys/} = $v (need >= $2)"
+	fi
+}
+sysctl_check /proc/sys/vm/max_map_count $((2 * maxn + 1000)) "two mappings per thread"
+sysctl_check /proc/sys/kernel/threads-max $((maxn + 1000)) "threads on the machine"
+sysctl_check /proc/sys/kernel/pid_max $((maxn + 2000)) "one PID per thread"
+# pids cgroup limit (v2, then v1), best effort
+cg=$(awk -F: '$1 == 0 {print $3}' /proc/self/cgroup 2>/dev/null)
+cg1=$(awk -F: '$2 == "pids" {print $3}' /proc/self/cgroup 2>/dev/null)
+for f in "/sys/fs/cgroup${cg}/pids.max" "/sys/fs/cgroup/pids${cg1}/pids.max"; do
+	[[ -r $f ]] || continue
+	v=$(cat "$f")
+	[[ $v == max ]] || ((v >= need)) || warn "$f = $v < $need: the target may fail at N=$maxn"
+done
+
+# ---------------------------------------------------------------- builds
+echo "== build"
+for p in target limit; do
+	cc -O2 -Wall -pthread -o "$BIN/$p.new" "$SHARED_BENCH/$p.c" ||
+		die "cannot build $p from $SHARED_BENCH/$p.c"
+	mv -f "$BIN/$p.new" "$BIN/$p"
+done
+echo "built $BIN/target and $BIN/limit"
+
+if [[ -n ${TINSPECT:-} ]]; then
+	[[ -x $TINSPECT ]] || die "TINSPECT=$TINSPECT is not executable"
+else
+	TINSPECT=$REPO/build/agent/tinspect
+	if [[ ! -x $TINSPECT ]]; then
+		command -v meson >/dev/null || die "$TINSPECT missing and meson not installed"
+		echo "building tinspect with meson in $REPO/build"
+		if [[ ! -f $REPO/build/build.ninja ]]; then
+			run_bg meson setup "$REPO/build" "$REPO" || die "meson setup failed"
+		fi
+		run_bg meson compile -C "$REPO/build" || die "meson compile failed"
+		[[ -x $TINSPECT ]] || die "the build produced no $TINSPECT"
+	fi
+fi
+TINSPECT=$(cd "$(dirname "$TINSPECT")" && pwd)/$(basename "$TINSPECT")
+"$TINSPECT" --version >/dev/null 2>&1 || die "$TINSPECT --version fails"
+echo "tinspect: $TINSPECT ($("$TINSPECT" --version 2>&1 | head -n 1))"
+
+{
+	echo "date: $(date -u +%FT%TZ)"
+	echo "host: $(hostname) nproc=$(nproc) kernel=$(uname -r)"
+	echo "loadavg: $(cat /proc/loadavg)"
+	echo "repo: $REPO $(git -C "$REPO" describe --always --dirty 2>/dev/null)"
+	echo "tinspect: $TINSPECT $("$TINSPECT" --version 2>&1 | head -n 1)"
+	echo "harness: $SHARED_BENCH"
+	((RUN_GDB)) && echo "gdb: $(gdb --version | head -n 1)"
+	((RUN_EU)) && echo "eu-stack: $(eu-stack --version 2>&1 | head -n 1)"
+	echo "args: -n '$NS' -r $R --compare-ns '$COMPARE_NS' --compare-r $COMPARE_R -a '$TARGS' -t $TMO"
+	for i in "${!V_LABEL[@]}"; do echo "variant: ${V_LABEL[$i]} = tinspect ${V_ARGS[$i]}"; done
+} >"$RUNDIR/meta.txt"
+
+# ---------------------------------------------------------------- runs
+# Per N, every inspector in turn, so that they see the same machine state
+# as closely as possible.
+Q_TINSPECT=$(printf '%q' "$TINSPECT")
+Q_LIMIT=$(printf '%q' "$BIN/limit")
+export TARGET=$BIN/target
+
+START=$EPOCHSECONDS
+START_FAIL=0
+in_list() { [[ " $2 " == *" $1 "* ]]; }
+
+measure() {		# N R LABEL REGEX TEMPLATE
+	local n=$1 r=$2 label=$3 re=$4 tpl=$5
+	local args=(-l "$label" -n "$n" -r "$r" -t "$TMO" -o "$RUNDIR")
+	[[ -n $TARGS ]] && args+=(-a "$TARGS")
+	[[ -n $re ]] && args+=(-c "$re")
+	echo
+	echo "== N=$n $label (x$r, $((EPOCHSECONDS - START)) s elapsed)"
+	run_bg "$MEASURE" "${args[@]}" -- "$tpl" || {
+		warn "measure.sh failed for $label N=$n"
+		START_FAIL=1
+	}
+}
+
+for n in $NS; do
+	((RUN_FLOOR)) && measure "$n" "$R" limit "" "$Q_LIMIT {pid}"
+	measure "$n" "$R" tinspect "$TEXT_RE" "$Q_TINSPECT {pid}"
+	for i in "${!V_LABEL[@]}"; do
+		measure "$n" "$R" "${V_LABEL[$i]}" "${V_RE[$i]}" "$Q_TINSPECT ${V_ARGS[$i]} {pid}"
+	done
+	if in_list "$n" "$COMPARE_NS"; then
+		((RUN_EU)) && measure "$n" "$COMPARE_R" eu-stack '^TID ' 'eu-stack -p {pid}'
+		((RUN_GDB)) && measure "$n" "$COMPARE_R" gdb '^Thread .*\(Thread 0x' \
+			"gdb -p {pid} -batch -ex 'thread apply all bt'"
+	fi
+done
+ELAPSED=$((EPOCHSECONDS - START))
+
+# ---------------------------------------------------------------- self-reports
+# tinspect prints its own freeze ("target frozen X ms (capture Y ms)", or
+# "freeze_us"/"duration_us" in JSON), limit its all_stopped_ms / total_ms.
+# measure.sh keeps rep 1's output (and every small one) as LABEL_N*_rK.out.gz.
+TAG=${TARGS// /_}
+TAG=${TAG:--}
+SELF=$RUNDIR/self.tsv
+: >"$SELF"
+median_of() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 }
+	END { if (NR == 0) print "NA"; else if (NR % 2) print v[(NR + 1) / 2];
+	      else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+labels=()
+((RUN_FLOOR)) && labels+=(limit)
+labels+=(tinspect "${V_LABEL[@]}")
+for label in "${labels[@]}"; do
+	for n in $NS; do
+		fr="" ca="" k=0
+		for f in "$RUNDIR/${label}_N${n}_${TAG}"_r*.out.gz; do
+			[[ -e $f ]] || continue
+			line=$(gzip -dc "$f" 2>/dev/null | awk '
+				/^limit pid=/ { a = t = ""
+					for (i = 1; i <= NF; i++) {
+						if ($i ~ /^all_stopped_ms=/) a = substr($i, 16)
+						if ($i ~ /^total_ms=/) t = substr($i, 10) }
+					print a, t; exit }
+				match($0, /target frozen [0-9.]+ ms \(capture [0-9.]+ ms\)/) {
+					split(substr($0, RSTART, RLENGTH), w, " ")
+					print w[3], substr(w[6], 1); exit }
+				/"freeze_us"/ && /"duration_us"/ {
+					s = $0; sub(/.*"freeze_us": */, "", s); sub(/[^0-9].*/, "", s)
+					d = $0; sub(/.*"duration_us": */, "", d); sub(/[^0-9].*/, "", d)
+					printf "%.3f %.3f\n", s / 1000, d / 1000; exit }')
+			[[ -n $line ]] || continue
+			read -r a b <<<"$line"
+			fr+=" $a" ca+=" $b" k=$((k + 1))
+		done
+		((k > 0)) || continue
+		printf 'SELF\t%s\t%s\t%d\t%s\t%s\n' "$label" "$n" "$k" \
+			"$(median_of <<<"$fr")" "$(median_of <<<"$ca")" >>"$SELF"
+	done
+done
+
+# ---------------------------------------------------------------- table
+TABLE=$RUNDIR/table.txt
+awk -F'\t' -v ns="$NS" -v goal_ns="$GOAL_NS" -v labels="${labels[*]} eu-stack gdb" \
+	-v elapsed="$ELAPSED" -v rundir="$RUNDIR" '
+function ratio(a, b) { return (a == "" || b == "" || a == "NA" || b == "NA" || b + 0 == 0) ? "" : a / b }
+function fmt(x, f) { return (x == "") ? "-" : sprintf(f, x) }
+FILENAME ~ /self\.tsv$/ { SK[$2, $3] = $4; SF[$2, $3] = $5; SC[$2, $3] = $6; next }
+$1 == "MEDIAN" {
+	k = $2 SUBSEP $3
+	M[k] = 1; RR[k] = $4; FR[k] = $5; FMIN[k] = $6; FMAX[k] = $7; MG[k] = $8
+	WA[k] = $9; RSS[k] = $10; RC[k] = $11; NO[k] = $12; NOMAX[k] = $13; SEEN[k] = $14
+}
+END {
+	nn = split(ns, N, " "); nl = split(labels, L, " "); ng = split(goal_ns, G, " ")
+	printf "tinspect benchmark  (raw data: %s; %d s of measurements)\n", rundir, elapsed
+	print "freeze = longest heartbeat stop of the target (harness); wall = inspector wall time;"
+	print "eu-stack stops one thread at a time, so its freeze is a per-thread stop."
+	print "self = what the tool reports itself (tinspect: frozen/capture ms; limit: all_stopped/total ms),"
+	print "median over the saved outputs (k of them)."
+	for (i = 1; i <= nn; i++) {
+		n = N[i]
+		printf "\nN = %d workers (%d threads in the target)\n", n, n + 2
+		printf "  %-16s %4s %28s %9s %10s %9s %-12s %6s %15s  %s\n", "inspector", "runs",
+			"freeze ms med [min-max]", "maxgap ms", "wall ms", "RSS KiB",
+			"exit codes", "seen", "noise ms (max)", "self (k)"
+		for (j = 1; j <= nl; j++) {
+			l = L[j]; k = l SUBSEP n
+			if (!(k in M)) continue
+			self = "-"
+			if ((l, n) in SK) {
+				if (l == "limit") self = sprintf("all_stopped %s / total %s (%d)", SF[l, n], SC[l, n], SK[l, n])
+				else self = sprintf("frozen %s / capture %s (%d)", SF[l, n], SC[l, n], SK[l, n])
+			}
+			printf "  %-16s %4s %28s %9s %10s %9s %-12s %6s %15s  %s\n",
+				(l == "limit") ? "limit (floor)" : l, RR[k],
+				sprintf("%s [%s-%s]", FR[k], FMIN[k], FMAX[k]), MG[k], WA[k], RSS[k],
+				RC[k], SEEN[k], sprintf("%s (%s)", NO[k], NOMAX[k]), self
+		}
+		for (j = 1; j <= nl; j++) {
+			l = L[j]; k = l SUBSEP n
+			if (l !~ /^tinspect/ || !(k in M)) continue
+			printf "  ratios %-16s freeze/floor %s   wall/eu-stack %s   wall/gdb %s   gdb freeze/%s freeze %s\n", l,
+				fmt(ratio(FR[k], FR["limit", n]), "%.2fx"),
+				fmt(ratio(WA[k], WA["eu-stack", n]), "%.3f"),
+				fmt(ratio(WA[k], WA["gdb", n]), "%.3f"), l,
+				fmt(ratio(FR["gdb", n], FR[k]), "%.1fx")
+		}
+	}
+	printf "\nGoals (judged at N = %s on the medians; a benchmark, not a test):\n", goal_ns
+	judged = 0
+	for (i = 1; i <= ng; i++) {
+		n = G[i]
+		for (j = 1; j <= nl; j++) {
+			l = L[j]; k = l SUBSEP n
+			if (l !~ /^tinspect/ || !(k in M)) continue
+			judged++
+			r = ratio(FR[k], FR["limit", n])
+			if (r == "") v = "n/a (no floor data)"
+			else v = sprintf("%.2f  %s", r, (r <= 2) ? "PASS" : "FAIL")
+			printf "  N=%-6d %-16s freeze %s ms / floor %s ms <= 2       : %s\n", n, l, FR[k],
+				(("limit", n) in M) ? FR["limit", n] : "-", v
+			r = ratio(WA[k], WA["eu-stack", n])
+			if (r == "") v = "n/a (no eu-stack data)"
+			else v = sprintf("%.3f  %s", r, (r <= 0.2) ? "PASS" : "FAIL")
+			printf "  N=%-6d %-16s wall %s ms / eu-stack %s ms <= 0.2 : %s\n", n, l, WA[k],
+				(("eu-stack", n) in M) ? WA["eu-stack", n] : "-", v
+		}
+	}
+	if (!judged) print "  none: tinspect was not measured at any of these N"
+}' "$SELF" "$RUNDIR/all.tsv" >"$TABLE"
+
+{
+	echo
+	echo "Raw MEDIAN lines (label N R freeze_ms freeze_min freeze_max maxgap_ms wall_ms rss_kib rcs noise_ms noise_max seen target_args):"
+	grep '^MEDIAN' "$RUNDIR/all.tsv"
+} >>"$TABLE"
+
+# ---------------------------------------------------------------- checks
+# RUN columns: 9 rc, 13 left_stopped (see measure.sh)
+problems=$(awk -F'\t' '$1 == "RUN" {
+	w = $2 " N=" $3 " rep " $4
+	if ($9 == "target_fail") print "START " w ": target failed to start"
+	else if ($9 == 126 || $9 == 127) print "START " w ": inspector could not be executed (rc " $9 ")"
+	else if ($9 == 124 || $9 == 137) print "WARN  " w ": timed out (rc " $9 ")"
+	else if ($9 != 0) print "NOTE  " w ": exit code " $9
+	if ($5 == "NA" && $9 != "target_fail") print "WARN  " w ": no heartbeat reading"
+	if ($13 == 1) print "WARN  " w ": the inspector left the target stopped"
+}' "$RUNDIR/all.tsv")
+grep -q '^START' <<<"$problems" && START_FAIL=1
+grep -q '^RUN' "$RUNDIR/all.tsv" 2>/dev/null || START_FAIL=1
+
+status=0
+((START_FAIL)) && status=1
+STOPPED_AFTER=$(stopped_procs)
+new_stopped=$(awk 'NR == FNR { old[$1] = 1; next } !($1 in old)' \
+	<(printf '%s\n' "$STOPPED_BEFORE") <(printf '%s\n' "$STOPPED_AFTER") | grep -v '^$')
+{
+	echo
+	if [[ -n $problems ]]; then
+		echo "Run problems:"
+		indent '  ' <<<"$problems"
+	else
+		echo "Run problems: none (every run started, exit code 0)"
+	fi
+	if [[ -z $STOPPED_AFTER ]]; then
+		echo "Stopped processes (state T/t) left on the machine: none"
+	else
+		echo "Stopped processes (state T/t) on the machine now:"
+		indent '  ' <<<"$STOPPED_AFTER"
+		if [[ -n $new_stopped ]]; then
+			echo "  ... of which new since the start of the benchmark:"
+			indent '    ' <<<"$new_stopped"
+		fi
+	fi
+} >>"$TABLE"
+if awk '$3 ~ /^(target|control|heartbeat|limit|tinspect|gdb|eu-stack|timeout|time|measure\.sh)$/' \
+	<<<"$new_stopped" | grep -q .; then
+	status=3
+fi
+
+echo
+echo "==================================================================="
+cat "$TABLE"
+echo
+echo "raw data kept in $RUNDIR (all.tsv, *.out.gz, table.txt, meta.txt)"
+exit "$status"

@@ -1,0 +1,95 @@
+/*
+ * harness: what the live tests share.  Start a fixture program and read
+ * what it reports about itself over a pipe (never sleep-and-hope); run the
+ * real tinspect binary on it with a time limit; parse and schema-validate
+ * its JSON; check task states in /proc; kill the fixture by PID.
+ *
+ * Paths come from the environment meson sets for the tests:
+ *   TINSPECT  the binary under test
+ *   FIXTURES  the directory of the built fixture programs
+ *   SCHEMA    schema/tinspect-snapshot.schema.json
+ *   VALIDATE  tests/validate.py (run with /usr/bin/python3)
+ */
+#ifndef TINSPECT_TEST_HARNESS_H
+#define TINSPECT_TEST_HARNESS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define FX_MAX_LINES 4096
+
+struct fixture {
+	pid_t pid;
+	int in_fd;		/* the fixture's stdin (write end) */
+	int out_fd;		/* the fixture's stdout (read end) */
+	char *lines[FX_MAX_LINES];	/* what it printed up to "ready" */
+	size_t nlines;
+	char rbuf[65536];
+	size_t rlen;
+};
+
+/* Start FIXTURES/name with argv (NULL-terminated, without argv[0]) and
+ * read its stdout until a line starting with "ready".  Fails the test if
+ * the fixture dies or says nothing within timeout_s. */
+void fx_start(struct fixture *f, const char *name, const char *const *args,
+	      int timeout_s);
+/* Start an arbitrary program the same way (absolute path). */
+void fx_start_path(struct fixture *f, const char *path,
+		   const char *const *args, int timeout_s);
+/* Read one more line (without "\n"); NULL on EOF/timeout. Caller frees. */
+char *fx_read_line(struct fixture *f, int timeout_s);
+/* Write a line to the fixture's stdin. */
+void fx_send(struct fixture *f, const char *line);
+/* SIGKILL by PID and reap.  Idempotent. */
+void fx_kill(struct fixture *f);
+/* The first line of its report starting with prefix, or NULL. */
+const char *fx_line(const struct fixture *f, const char *prefix);
+
+struct run {
+	int status;		/* exit status, or -1 if killed by a signal */
+	int sig;		/* the signal, if any */
+	bool timed_out;
+	char *out, *err;
+	size_t out_len, err_len;
+	pid_t pid;
+};
+
+/* Run TINSPECT with args; wait at most timeout_s (then SIGKILL). */
+void run_tinspect(struct run *r, const char *const *args, int timeout_s);
+/* Start it without waiting (for tests that signal it); finish with
+ * run_wait(). */
+void run_start(struct run *r, const char *const *args);
+void run_wait(struct run *r, int timeout_s);
+/* Run it under a wrapper command, e.g. setpriv to drop privileges. */
+void run_start_as(struct run *r, const char *const *wrapper,
+		  const char *const *args);
+void run_free(struct run *r);
+
+/* tinspect --json [extra...] PID: parsed, validated against the schema;
+ * the exit status goes to *ret_status.  Fails the test if invalid. */
+json_t *inspect_json(pid_t pid, const char *const *extra, int *ret_status);
+/* Validate a document against the schema (1 = valid).  Prints the
+ * validator's complaint to stderr on failure. */
+bool schema_valid(const char *json_text, size_t len);
+
+/* Kernel state letter of a task ('?' if gone). */
+char task_state(pid_t pid, pid_t tid);
+/* True if any task of pid is in state T or t. */
+bool any_task_stopped(pid_t pid);
+/* Wait until every task of pid is out of T/t (the kernel resumes a
+ * detached task asynchronously); true if that happened within ms. */
+bool wait_not_stopped(pid_t pid, int ms);
+/* Wait until pid's main thread is in state T (job-control stop). */
+bool wait_state(pid_t pid, pid_t tid, char state, int ms);
+
+/* Thread object with the given tid in a snapshot, or NULL. */
+json_t *thread_by_tid(json_t *doc, pid_t tid);
+/* Decode lowercase hex into bytes; returns the length. */
+size_t unhex(const char *hex, char *out, size_t cap);
+
+const char *fixture_path(const char *name);
+
+#endif

@@ -1,0 +1,182 @@
+/*
+ * test_psvc: proc_service against a real fixture process, through its C
+ * API: memory reads (live, through the per-stop cache, batched prefetch,
+ * /proc/PID/mem), the module map and symbol lookups, stop and resume.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "psvc.h"
+
+static struct fixture fx;
+static struct psvc_target *tgt;
+
+static void teardown(void)
+{
+	psvc_close(tgt);
+	tgt = NULL;
+	fx_kill(&fx);
+}
+
+TestSuite(psvc, .fini = teardown, .timeout = 120);
+
+static unsigned long fx_sym(const char *name)
+{
+	char want[96];
+	snprintf(want, sizeof want, "sym %s ", name);
+	const char *l = fx_line(&fx, want);
+	cr_assert(l, "fixture did not report %s", name);
+	return strtoul(l + strlen(want), NULL, 16);
+}
+
+static void start(void)
+{
+	const char *args[] = { "alpha:61", "beta:62", NULL };
+	fx_start(&fx, "fx_threads", args, 30);
+}
+
+/* x86_64 and aarch64 glibc: the first word of struct pthread (tcbhead_t
+ * on x86_64) points to itself, so pthread_t values read back as
+ * themselves. */
+static void check_self_pointers(void)
+{
+	unsigned long pt;
+	int tid;
+	for (size_t i = 0; i < fx.nlines; i++) {
+		char role[16];
+		if (sscanf(fx.lines[i], "thread %d %lx %15s", &tid, &pt, role) != 3)
+			continue;
+		uint64_t word = 0;
+		cr_assert_eq(psvc_read(tgt, pt, &word, sizeof word), 0);
+		cr_assert_eq(word, pt, "self pointer of %d", tid);
+	}
+}
+
+Test(psvc, live_and_cached_reads_agree)
+{
+	start();
+	struct psvc_open_opts oo = { 0 };
+	cr_assert_eq(psvc_open(fx.pid, &oo, &tgt), 0);
+	check_self_pointers();
+	cr_assert_eq(psvc_scan(tgt), 3);
+	struct psvc_stop_opts so = { .stop_timeout_ns = 5000000000ull };
+	cr_assert_eq(psvc_stop(tgt, &so), 3);
+	cr_assert(psvc_is_stopped(tgt));
+	psvc_read_regs(tgt);
+	struct psvc_range r[3];
+	for (size_t i = 0; i < psvc_ntasks(tgt); i++) {
+		struct psvc_task *k = psvc_task_at(tgt, i);
+		cr_assert(k->flags & PSVC_TASK_HAVE_REGS);
+		r[i] = (struct psvc_range){ k->tp, 2368 };
+	}
+	uint64_t before = psvc_read_syscalls(tgt);
+	psvc_prefetch(tgt, r, 3);
+	uint64_t after = psvc_read_syscalls(tgt);
+	cr_assert(after - before <= 1, "prefetch of 3 ranges took %llu syscalls",
+		  (unsigned long long)(after - before));
+	check_self_pointers();
+	cr_assert_eq(psvc_read_syscalls(tgt), after, "cached reads went to the target");
+	/* an unmapped address fails cleanly, cached or not */
+	char b[16];
+	cr_assert_eq(psvc_read(tgt, 0x1000, b, sizeof b), -EFAULT);
+	cr_assert_eq(psvc_read(tgt, UINT64_MAX - 4, b, 8), -EFAULT);
+	psvc_resume(tgt);
+	cr_assert_not(psvc_is_stopped(tgt));
+	cr_assert(psvc_freeze_ns(tgt) > 0);
+	cr_assert(!any_task_stopped(fx.pid));
+}
+
+Test(psvc, prefetch_skips_unreadable_ranges)
+{
+	start();
+	cr_assert_eq(psvc_open(fx.pid, NULL, &tgt), 0);
+	cr_assert_eq(psvc_scan(tgt), 3);
+	cr_assert_eq(psvc_stop(tgt, NULL), 3);
+	psvc_read_regs(tgt);
+	struct psvc_task *k = psvc_task_at(tgt, 1);
+	struct psvc_range r[3] = {
+		{ 0x1000, 4096 },		/* unmapped */
+		{ k->tp, 64 },
+		{ 0x2000, 8192 },		/* unmapped */
+	};
+	psvc_prefetch(tgt, r, 3);
+	uint64_t n = psvc_read_syscalls(tgt);
+	uint64_t w;
+	cr_assert_eq(psvc_read(tgt, k->tp, &w, sizeof w), 0);
+	cr_assert_eq(w, k->tp);
+	cr_assert_eq(psvc_read_syscalls(tgt), n, "the readable range was not cached");
+	psvc_resume(tgt);
+}
+
+Test(psvc, proc_mem_reads)
+{
+	start();
+	struct psvc_open_opts oo = { .force_proc_mem = true };
+	cr_assert_eq(psvc_open(fx.pid, &oo, &tgt), 0);
+	check_self_pointers();
+	char b[8];
+	cr_assert_eq(psvc_read(tgt, 0x1000, b, sizeof b), -EFAULT);
+}
+
+Test(psvc, module_map_and_symbols)
+{
+	start();
+	cr_assert_eq(psvc_open(fx.pid, NULL, &tgt), 0);
+	cr_assert_eq(psvc_modules_load(tgt), 0);
+	cr_assert_eq(psvc_modmap_source(tgt), PSVC_MODMAP_LINK_MAP);
+	uint64_t gen = psvc_modules_generation(tgt);
+	unsigned seen = 0;
+	for (size_t i = 0; i < psvc_nmodules(tgt); i++) {
+		struct psvc_module *m = psvc_module_at(tgt, i);
+		cr_assert(!(m->flags & PSVC_MOD_MISMATCH), "%s: link_map and maps "
+			  "disagree", m->path);
+		seen |= m->flags;
+	}
+	cr_assert(seen & PSVC_MOD_EXE);
+	cr_assert(seen & PSVC_MOD_LIBC);
+	cr_assert(seen & PSVC_MOD_LDSO);
+	cr_assert(seen & PSVC_MOD_VDSO);
+
+	/* by name: libthread_db's symbols live in libc */
+	uint64_t a;
+	cr_assert_eq(psvc_lookup_symbol(tgt, "__nptl_version", &a), 0);
+	struct psvc_module *m = psvc_module_for_addr(tgt, a);
+	cr_assert(m && (m->flags & PSVC_MOD_LIBC));
+	char v[8];
+	cr_assert_eq(psvc_read_string(tgt, a, v, sizeof v), 0);
+	cr_assert_str_eq(v, "2.36");
+	cr_assert_eq(psvc_lookup_symbol(tgt, "no_such_symbol_anywhere", &a), -ENOENT);
+
+	/* by address: the fixture's own start routines */
+	static const char *const fns[] = { "fx_start_alpha", "fx_start_beta",
+					   "fx_start_gamma" };
+	for (size_t i = 0; i < 3; i++) {
+		unsigned long addr = fx_sym(fns[i]);
+		struct psvc_symbol s;
+		cr_assert_eq(psvc_addr_to_symbol(tgt, addr, &s), 0);
+		cr_assert_str_eq(s.name, fns[i]);
+		cr_assert_eq(s.offset, 0);
+		cr_assert(s.module->flags & PSVC_MOD_EXE);
+		cr_assert_eq(psvc_addr_to_symbol(tgt, addr + 3, &s), 0);
+		cr_assert_str_eq(s.name, fns[i]);
+		cr_assert_eq(s.offset, 3);
+		cr_assert_eq(psvc_lookup_symbol(tgt, fns[i], &a), 0);
+		cr_assert_eq(a, addr);
+	}
+	/* nothing changed: same generation, no rebuild */
+	cr_assert_eq(psvc_modules_load(tgt), 0);
+	cr_assert_eq(psvc_modules_generation(tgt), gen);
+}
+
+Test(psvc, open_errors)
+{
+	cr_assert_eq(psvc_open(0, NULL, &tgt), -ESRCH);
+	cr_assert_eq(psvc_open(-5, NULL, &tgt), -ESRCH);
+	fx_start(&fx, "fx_i386", NULL, 30);
+	cr_assert_eq(psvc_open(fx.pid, NULL, &tgt), -ENOEXEC);
+	tgt = NULL;
+}

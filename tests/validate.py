@@ -1,0 +1,49 @@
+#!/usr/bin/python3
+"""Validate tinspect JSON output against a schema.
+
+    validate.py SCHEMA FILE
+
+FILE holds one JSON document, or one per line (NDJSON).  Exit 0 if every
+document is valid, 1 otherwise (the first errors are printed).  Uses
+Debian's python3-jsonschema (Draft 2020-12).
+"""
+import json
+import sys
+
+import jsonschema
+
+
+def main():
+    schema_path, doc_path = sys.argv[1], sys.argv[2]
+    with open(schema_path) as f:
+        schema = json.load(f)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    with open(doc_path, "rb") as f:
+        raw = f.read()
+    try:
+        text = raw.decode("utf-8", errors="strict")
+    except UnicodeDecodeError as e:
+        print(f"not UTF-8: {e}", file=sys.stderr)
+        return 1
+    text = text.strip()
+    docs = [text] if text.startswith("{") and "\n{" not in text else text.splitlines()
+    bad = 0
+    for i, line in enumerate(docs):
+        if not line.strip():
+            continue
+        try:
+            doc = json.loads(line)
+        except ValueError as e:
+            print(f"document {i}: not JSON: {e}", file=sys.stderr)
+            return 1
+        errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.path))
+        for e in errors[:5]:
+            print(f"document {i}: {'/'.join(map(str, e.path))}: {e.message}",
+                  file=sys.stderr)
+        bad += bool(errors)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
