@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# setup.sh - install what a fresh Debian 12 lacks, build, and either show
+# tinspect on the bundled deadlocking example or run the whole test suite.
+#
+#   tools/setup.sh demo    install, build, run tinspect on examples/deadlock
+#   tools/setup.sh test    install, build (warnings are errors), run the test
+#                          suite, then again under ASan+UBSan; prints
+#                          "N passed, N failed" last and exits non-zero on
+#                          any failure
+#   tools/setup.sh deps    only install the packages
+#   tools/setup.sh build   install and build (build/)
+#
+# Run it as root (ptrace of other processes and apt-get need it), or as a
+# user with sudo.  It never reads standard input.
+set -euo pipefail
+
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$top"
+
+# Everything the build, the tests and the demo use, by Debian package.
+PACKAGES=(
+	gcc libc6-dev binutils pkg-config meson ninja-build
+	libelf-dev libdw-dev libjansson-dev libcriterion-dev
+	python3 python3-jsonschema util-linux procps
+)
+
+as_root() {
+	if [[ $(id -u) -eq 0 ]]; then
+		"$@"
+	else
+		sudo -n "$@"
+	fi
+}
+
+deps() {
+	local missing=() p
+	for p in "${PACKAGES[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+			missing+=("$p")
+	done
+	if ((${#missing[@]})); then
+		echo "setup: installing ${missing[*]}"
+		as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q </dev/null
+		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+			--no-install-recommends "${missing[@]}" </dev/null
+	fi
+}
+
+build() {	# dir [meson options...]
+	local dir=$1
+	shift
+	if [[ ! -f $dir/build.ninja ]]; then
+		meson setup "$dir" -Dwerror=true "$@" </dev/null
+	fi
+	ninja -C "$dir" </dev/null
+}
+
+demo() {
+	deps
+	build build
+	local out pid
+	out=$(mktemp)
+	build/examples/deadlock >"$out" &
+	pid=$!
+	# shellcheck disable=SC2064
+	trap "kill -KILL $pid 2>/dev/null; wait $pid 2>/dev/null; rm -f '$out'" EXIT
+	for _ in $(seq 500); do
+		grep -q '^ready' "$out" && break
+		sleep 0.01
+	done
+	echo "setup: examples/deadlock runs as PID $pid; tinspect $pid says:"
+	echo
+	as_root build/agent/tinspect "$pid" || true
+}
+
+# Sum the TAP results of a meson test run: prints "passed failed".
+tap_counts() {	# builddir
+	/usr/bin/python3 - "$1/meson-logs/testlog.json" <<'EOF'
+import json, re, sys
+ok = bad = 0
+with open(sys.argv[1]) as f:
+    for line in f:
+        t = json.loads(line)
+        tap = [l for l in (t.get("stdout") or "").splitlines()
+               if re.match(r"(not )?ok\b", l)]
+        if not tap:                       # a test without TAP output
+            if t.get("result") == "OK":
+                ok += 1
+            else:
+                bad += 1
+            continue
+        for l in tap:
+            if l.startswith("not ok"):
+                bad += 1
+            else:
+                ok += 1
+        # a crash after the last TAP line still fails the run
+        if t.get("result") not in ("OK", "EXPECTEDFAIL") and \
+           not any(l.startswith("not ok") for l in tap):
+            bad += 1
+print(ok, bad)
+EOF
+}
+
+install_check() {	# builddir: meson install puts binary, man page, schema
+	local dest
+	dest=$(mktemp -d)
+	meson install -C "$1" --destdir "$dest" --no-rebuild >/dev/null </dev/null
+	local ok=1 f
+	for f in bin/tinspect share/man/man1/tinspect.1 \
+		share/tinspect/schema/tinspect-snapshot.schema.json; do
+		if [[ ! -e $dest/usr/local/$f ]]; then
+			echo "install: missing $f" >&2
+			ok=0
+		fi
+	done
+	rm -rf "$dest"
+	((ok))
+}
+
+run_tests() {
+	deps
+	local passed=0 failed=0 rc=0 p f dir
+	for dir in build build-asan; do
+		if [[ $dir == build-asan ]]; then
+			build "$dir" -Db_sanitize=address,undefined -Db_lundef=false
+		else
+			build "$dir"
+		fi
+		echo "setup: meson test -C $dir"
+		meson test -C "$dir" --print-errorlogs </dev/null || rc=1
+		read -r p f < <(tap_counts "$dir")
+		passed=$((passed + p))
+		failed=$((failed + f))
+	done
+	if install_check build; then
+		passed=$((passed + 1))
+	else
+		failed=$((failed + 1))
+		rc=1
+	fi
+	# A stopped process of ours left behind is a bug to report.
+	local stopped="" pid stat exe
+	while read -r pid stat; do
+		[[ $stat == [Tt]* ]] || continue
+		exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || continue
+		[[ $exe == "$top"/* ]] && stopped+=" $pid($exe)"
+	done < <(ps -eo pid=,stat=)
+	if [[ -n $stopped ]]; then
+		echo "setup: processes left stopped: $stopped" >&2
+		failed=$((failed + 1))
+		rc=1
+	fi
+	((failed == 0)) || rc=1
+	echo "$passed passed, $failed failed"
+	return $rc
+}
+
+case ${1:-} in
+demo) demo ;;
+test) run_tests ;;
+deps) deps ;;
+build) deps; build build ;;
+*)
+	sed -n '2,14p' "$0"
+	exit 2
+	;;
+esac
