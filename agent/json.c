@@ -155,6 +155,38 @@ static json_t *syscall_json(const struct dbs_snapshot *snap,
 	return o;
 }
 
+static json_t *frame_json(const struct dbs_frame *f)
+{
+	json_t *o = json_object();
+	set(o, "pc", jhex(f->pc));
+	set(o, "inlined", json_boolean(f->inlined));
+	set(o, "module", jstr(f->module));
+	set(o, "build_id", jstr(f->build_id));
+	set(o, "symbol", jstr(f->symbol));
+	if (f->mangled)
+		set(o, "mangled", jstr(f->mangled));
+	set(o, "offset", f->symbol ? json_integer((json_int_t)f->offset) : json_null());
+	set(o, "file", jstr(f->file));
+	set(o, "line", f->line ? json_integer(f->line) : json_null());
+	return o;
+}
+
+static json_t *stack_json(const struct dbs_stack *st)
+{
+	if (st->end == DBS_STACK_NONE)
+		return json_null();
+	json_t *o = json_object();
+	json_t *a = json_array();
+	for (size_t i = 0; i < st->nframes; i++)
+		json_array_append_new(a, frame_json(&st->frames[i]));
+	set(o, "frames", a);
+	set(o, "end", json_string(dbs_stack_end_name(st->end)));
+	set(o, "truncated", json_boolean(st->end == DBS_STACK_TRUNCATED));
+	set(o, "error", jstr(st->error));
+	set(o, "copied_bytes", json_integer((json_int_t)(st->copied_to - st->copied_from)));
+	return o;
+}
+
 static json_t *thread_json(const struct dbs_snapshot *snap,
 			   const struct dbs_thread *th)
 {
@@ -226,6 +258,7 @@ static json_t *thread_json(const struct dbs_snapshot *snap,
 	} else {
 		set(o, "pthread", json_null());
 	}
+	set(o, "stack", stack_json(&th->stack));
 	set(o, "stopped", json_boolean(th->stopped));
 	set(o, "straggler", json_boolean(th->straggler));
 	set(o, "jobctl_stopped", json_boolean(th->jobctl_stopped));
@@ -278,6 +311,18 @@ static json_t *snapshot_json(const struct dbs_snapshot *snap)
 	set(c, "stragglers", json_integer((json_int_t)snap->stragglers));
 	set(c, "threads_with_errors",
 	    json_integer((json_int_t)snap->threads_with_errors));
+	json_t *jt = json_object();
+	const struct dbs_timings *st = &snap->timings;
+	set(jt, "scan_us", json_integer((json_int_t)(st->scan_ns / 1000)));
+	set(jt, "stop_us", json_integer((json_int_t)(st->stop_ns / 1000)));
+	set(jt, "regs_us", json_integer((json_int_t)(st->regs_ns / 1000)));
+	set(jt, "memory_us", json_integer((json_int_t)(st->memory_ns / 1000)));
+	set(jt, "thread_db_us", json_integer((json_int_t)(st->thread_db_ns / 1000)));
+	set(jt, "resume_us", json_integer((json_int_t)(st->resume_ns / 1000)));
+	set(jt, "analyse_us", json_integer((json_int_t)(st->analyse_ns / 1000)));
+	set(c, "timings", jt);
+	set(c, "stacks", json_boolean(snap->stacks));
+	set(c, "stack_bytes_copied", json_integer((json_int_t)snap->stack_bytes_copied));
 	set(c, "errors", errors_array(snap->errors, snap->nerrors));
 	set(doc, "capture", c);
 

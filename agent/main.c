@@ -75,6 +75,13 @@ static const char usage_text[] =
 "                       stay stopped longer than MS milliseconds\n"
 "  --stop-timeout MS    leave out threads that do not stop within MS ms\n"
 "                       (uninterruptible sleep); default 1000\n"
+"  --no-stacks          do not capture or unwind stacks\n"
+"  --max-frames N       at most N frames per stack (default 256)\n"
+"  --stack-bytes N      bytes of each stack copied while stopped, from sp\n"
+"                       up (default 65536); a stack that needs more ends\n"
+"                       with a \"truncated\" marker\n"
+"  --debuginfod         let elfutils fetch missing debug info from the\n"
+"                       servers in $DEBUGINFOD_URLS (off by default)\n"
 "  --thread-db PATH     libthread_db to load (default: the system's)\n"
 "  --proc-mem           read target memory through /proc/PID/mem\n"
 "  -h, --help           this text\n"
@@ -101,6 +108,18 @@ static bool parse_ms(const char *s, uint64_t *ret_ns)
 	if (errno || end == s || *end || v < 0 || v > 86400000.0)
 		return false;
 	*ret_ns = (uint64_t)(v * 1e6);
+	return true;
+}
+
+static bool parse_count(const char *s, unsigned long min, unsigned long max,
+			unsigned long *ret)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 0);
+	if (errno || end == s || *end || *s == '-' || v < min || v > max)
+		return false;
+	*ret = v;
 	return true;
 }
 
@@ -216,7 +235,9 @@ int main(int argc, char **argv)
 		.wake_signal = WAKE_SIGNAL,
 	};
 	enum { OPT_JSON = 256, OPT_PRETTY, OPT_MAX_FREEZE, OPT_STOP_TIMEOUT,
-	       OPT_THREAD_DB, OPT_PROC_MEM };
+	       OPT_THREAD_DB, OPT_PROC_MEM, OPT_NO_STACKS, OPT_MAX_FRAMES,
+	       OPT_STACK_BYTES, OPT_DEBUGINFOD };
+	bool debuginfod = false;
 	static const struct option lo[] = {
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "pretty", no_argument, NULL, OPT_PRETTY },
@@ -224,11 +245,16 @@ int main(int argc, char **argv)
 		{ "stop-timeout", required_argument, NULL, OPT_STOP_TIMEOUT },
 		{ "thread-db", required_argument, NULL, OPT_THREAD_DB },
 		{ "proc-mem", no_argument, NULL, OPT_PROC_MEM },
+		{ "no-stacks", no_argument, NULL, OPT_NO_STACKS },
+		{ "max-frames", required_argument, NULL, OPT_MAX_FRAMES },
+		{ "stack-bytes", required_argument, NULL, OPT_STACK_BYTES },
+		{ "debuginfod", no_argument, NULL, OPT_DEBUGINFOD },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
+	unsigned long count;
 	while ((c = getopt_long(argc, argv, "hV", lo, NULL)) != -1) {
 		switch (c) {
 		case OPT_JSON:
@@ -258,6 +284,28 @@ int main(int argc, char **argv)
 		case OPT_PROC_MEM:
 			dopts.force_proc_mem = true;
 			break;
+		case OPT_NO_STACKS:
+			dopts.no_stacks = true;
+			break;
+		case OPT_MAX_FRAMES:
+			if (!parse_count(optarg, 1, 1024, &count)) {
+				fprintf(stderr, "tinspect: --max-frames: not a number "
+					"from 1 to 1024: %s\n", optarg);
+				return EXIT_USAGE;
+			}
+			dopts.max_frames = (unsigned)count;
+			break;
+		case OPT_STACK_BYTES:
+			if (!parse_count(optarg, 64, 64ul << 20, &count)) {
+				fprintf(stderr, "tinspect: --stack-bytes: not a number "
+					"from 64 to 67108864: %s\n", optarg);
+				return EXIT_USAGE;
+			}
+			dopts.stack_bytes = count;
+			break;
+		case OPT_DEBUGINFOD:
+			debuginfod = true;
+			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			return EXIT_SNAPSHOT_OK;
@@ -281,6 +329,10 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 
+	/* elfutils consults debuginfod servers when DEBUGINFOD_URLS is set:
+	 * an incident tool must not wait on the network unless asked to */
+	if (!debuginfod)
+		unsetenv("DEBUGINFOD_URLS");
 	install_signals();
 	struct dbs_session *s = NULL;
 	capturing = 1;

@@ -128,6 +128,57 @@ static void put_syscall(FILE *out, const struct dbs_snapshot *snap,
 	fprintf(out, ")%s\n", note);
 }
 
+/* A stack as gdb's "bt" prints it: #N  pc in symbol+off at file:line. */
+static void put_stack(FILE *out, const struct dbs_stack *st)
+{
+	unsigned level = 0;
+	for (size_t i = 0; i < st->nframes; i++) {
+		const struct dbs_frame *f = &st->frames[i];
+		fprintf(out, "  #%-2u ", level++);
+		if (f->inlined)
+			fputs("[inlined]          ", out);
+		else
+			fprintf(out, "0x%016" PRIx64 " ", f->pc);
+		fputs("in ", out);
+		if (f->symbol) {
+			put_escaped(out, f->symbol);
+			if (f->offset && !f->inlined)
+				fprintf(out, "+0x%" PRIx64, f->offset);
+		} else {
+			fputs("??", out);
+		}
+		if (f->file) {
+			fputs(" at ", out);
+			put_escaped(out, f->file);
+			if (f->line)
+				fprintf(out, ":%d", f->line);
+		}
+		if (f->module && !f->inlined) {
+			const char *base = strrchr(f->module, '/');
+			fputs(" from ", out);
+			put_escaped(out, base ? base + 1 : f->module);
+		}
+		fputc('\n', out);
+	}
+	switch (st->end) {
+	case DBS_STACK_TRUNCATED:
+		fputs("  (stack truncated: more than the copied stack bytes are "
+		      "needed; see --stack-bytes)\n", out);
+		break;
+	case DBS_STACK_MAX_FRAMES:
+		fputs("  (more frames: --max-frames reached)\n", out);
+		break;
+	case DBS_STACK_BAD_SP:
+	case DBS_STACK_ERROR:
+		fputs("  (unwinding stopped: ", out);
+		put_escaped(out, st->error ? st->error : "unknown error");
+		fputs(")\n", out);
+		break;
+	default:
+		break;
+	}
+}
+
 static void put_thread(FILE *out, const struct dbs_snapshot *snap,
 		       const struct dbs_thread *th)
 {
@@ -182,6 +233,8 @@ static void put_thread(FILE *out, const struct dbs_snapshot *snap,
 		fprintf(out, "  signals: blocked 0x%016" PRIx64 " pending 0x%016" PRIx64 "\n",
 			th->sigblk, th->sigpnd);
 	}
+	if (th->stack.end != DBS_STACK_NONE)
+		put_stack(out, &th->stack);
 	for (size_t i = 0; i < th->nerrors; i++) {
 		fputs("  error: ", out);
 		put_escaped(out, th->errors[i]);
@@ -225,6 +278,12 @@ int render_text(FILE *out, const struct dbs_snapshot *snap,
 	fprintf(out, "captured %s.%03ld UTC; target frozen %.3f ms (capture %.3f ms)\n",
 		ts, snap->captured_at.tv_nsec / 1000000,
 		(double)snap->freeze_ns / 1e6, (double)snap->duration_ns / 1e6);
+	const struct dbs_timings *ti = &snap->timings;
+	fprintf(out, "freeze breakdown: stop %.3f, registers %.3f, memory %.3f, "
+		"libthread_db %.3f, resume %.3f ms; before %.3f, after %.3f ms\n",
+		ti->stop_ns / 1e6, ti->regs_ns / 1e6, ti->memory_ns / 1e6,
+		ti->thread_db_ns / 1e6, ti->resume_ns / 1e6, ti->scan_ns / 1e6,
+		ti->analyse_ns / 1e6);
 	fprintf(out, "threads: %zu (%zu stopped together", snap->nthreads,
 		snap->threads_stopped);
 	if (snap->threads_vanished)

@@ -317,13 +317,19 @@ fi
 TINSPECT=$(cd "$(dirname "$TINSPECT")" && pwd)/$(basename "$TINSPECT")
 "$TINSPECT" --version >/dev/null 2>&1 || die "$TINSPECT --version fails"
 echo "tinspect: $TINSPECT ($("$TINSPECT" --version 2>&1 | head -n 1))"
+# The binary is measured as it is: say so if sources changed since it was built.
+stale=$(find "$REPO" \( -path "$REPO/build*" -o -path "$REPO/.git" \) -prune -o \
+	-type f \( -name '*.[ch]' -o -name meson.build \) -newer "$TINSPECT" -print 2>/dev/null | head -n 3)
+[[ -z $stale ]] || warn "sources newer than $TINSPECT (rebuild with ninja -C $REPO/build?): $(echo "$stale" | tr '\n' ' ')"
 
 {
 	echo "date: $(date -u +%FT%TZ)"
 	echo "host: $(hostname) nproc=$(nproc) kernel=$(uname -r)"
 	echo "loadavg: $(cat /proc/loadavg)"
 	echo "repo: $REPO $(git -C "$REPO" describe --always --dirty 2>/dev/null)"
-	echo "tinspect: $TINSPECT $("$TINSPECT" --version 2>&1 | head -n 1)"
+	echo "tinspect: $TINSPECT $("$TINSPECT" --version 2>&1 | head -n 1)" \
+		"built $(date -u -r "$TINSPECT" +%FT%TZ) sha256 $(sha256sum "$TINSPECT" | cut -c1-16)"
+	[[ -z $stale ]] || echo "warning: sources newer than the binary: $(echo "$stale" | tr '\n' ' ')"
 	echo "harness: $SHARED_BENCH"
 	((RUN_GDB)) && echo "gdb: $(gdb --version | head -n 1)"
 	((RUN_EU)) && echo "eu-stack: $(eu-stack --version 2>&1 | head -n 1)"

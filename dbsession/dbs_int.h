@@ -32,6 +32,24 @@ void tdb_unload(struct tdb_lib *lib);
 /* The one place td_err_e becomes text. */
 const char *tdb_strerror(td_err_e e);
 
+/* strpool.c: interned, reference-counted string pools */
+struct dbs_strpool *strpool_new(void);
+struct dbs_strpool *strpool_ref(struct dbs_strpool *p);
+void strpool_unref(struct dbs_strpool *p);
+const char *strpool_intern(struct dbs_strpool *p, const char *s);
+
+/* unwind.c: libdwfl over the frozen capture */
+struct dbs_unwinder;
+int unwinder_new(struct psvc_target *t, struct dbs_unwinder **ret);
+void unwinder_free(struct dbs_unwinder *u);
+/* Bring libdwfl's module list in line with the target's current one. */
+int unwinder_sync(struct dbs_unwinder *u);
+/* The pool holding the strings of the frames it produces. */
+struct dbs_strpool *unwinder_pool(struct dbs_unwinder *u);
+/* Unwind th from its registers and the captured stack into th->stack. */
+void unwinder_unwind(struct dbs_unwinder *u, struct dbs_thread *th,
+		     unsigned max_frames);
+
 struct dbs_session {
 	pid_t pid;
 	struct dbs_options opts;
@@ -45,6 +63,7 @@ struct dbs_session {
 	uint32_t sizeof_pthread;
 	char glibc_version[16];
 	long clk_tck;
+	struct dbs_unwinder *unwinder;	/* NULL with --no-stacks */
 };
 
 /* util.c */

@@ -30,6 +30,10 @@
 
 struct dbs_session;
 
+/* Defaults of the stack capture. */
+#define DBS_DEFAULT_STACK_BYTES (64u * 1024)
+#define DBS_DEFAULT_MAX_FRAMES 256
+
 struct dbs_options {
 	uint64_t max_freeze_ns;		/* 0: no limit */
 	uint64_t stop_timeout_ns;	/* per task; 0: wait for ever */
@@ -38,6 +42,11 @@ struct dbs_options {
 	bool force_proc_mem;		/* read memory via /proc/PID/mem */
 	/* libthread_db.so to load; NULL: the system's libthread_db.so.1 */
 	const char *thread_db_path;
+	/* Stacks: copied during the stop (at most stack_bytes above each
+	 * thread's sp), unwound after the resume. */
+	bool no_stacks;
+	size_t stack_bytes;		/* 0: DBS_DEFAULT_STACK_BYTES */
+	unsigned max_frames;		/* 0: DBS_DEFAULT_MAX_FRAMES */
 };
 
 /* What libthread_db made of the target. */
@@ -57,6 +66,39 @@ struct dbs_symbol {
 	char *module;		/* path, NULL if no module holds addr */
 	char *name;		/* NULL if no symbol covers addr */
 	uint64_t offset;	/* from the symbol, or from the module bias */
+};
+
+/* One frame of a stack.  Strings are owned by the snapshot (interned:
+ * thousands of threads share the same few frames). */
+struct dbs_frame {
+	uint64_t pc;		/* as unwound (a return address above #0) */
+	bool inlined;		/* a function inlined into the next frame */
+	const char *module;	/* path; NULL if no module holds pc */
+	const char *build_id;	/* hex; NULL if none */
+	const char *symbol;	/* demangled; NULL if unknown */
+	const char *mangled;	/* the ELF/DWARF name when it differs */
+	uint64_t offset;	/* pc - symbol start; 0 for inlined frames */
+	const char *file;	/* source file, NULL without debug info */
+	int line;		/* 0 if unknown */
+};
+
+/* Why a stack ends where it ends. */
+enum dbs_stack_end {
+	DBS_STACK_NONE = 0,	/* not unwound (no registers, --no-stacks) */
+	DBS_STACK_COMPLETE,	/* reached the outermost frame */
+	DBS_STACK_TRUNCATED,	/* needed memory the stop did not copy */
+	DBS_STACK_MAX_FRAMES,	/* --max-frames reached */
+	DBS_STACK_BAD_SP,	/* sp did not move up: garbage or a loop */
+	DBS_STACK_ERROR,	/* the unwinder gave up (see error) */
+};
+const char *dbs_stack_end_name(enum dbs_stack_end e);
+
+struct dbs_stack {
+	struct dbs_frame *frames;	/* innermost first */
+	size_t nframes;
+	enum dbs_stack_end end;
+	const char *error;	/* why it ended, for BAD_SP and ERROR */
+	uint64_t copied_from, copied_to; /* the stack bytes captured */
 };
 
 struct dbs_thread {
@@ -98,9 +140,23 @@ struct dbs_thread {
 	bool is_main;		/* ti_startfunc NULL: the initial thread */
 	struct dbs_symbol start;	/* start routine */
 
+	struct dbs_stack stack;
+
 	/* per-thread failures, as text: "registers: No such process" */
 	char **errors;
 	size_t nerrors;
+};
+
+/* Where the time of one update went.  stop+regs+memory+thread_db+resume
+ * is the freeze. */
+struct dbs_timings {
+	uint64_t scan_ns;	/* /proc facts and module map, target running */
+	uint64_t stop_ns;	/* seize, interrupt, wait for every stop */
+	uint64_t regs_ns;	/* PTRACE_GETREGSET of every thread */
+	uint64_t memory_ns;	/* batched copies: struct pthread, stacks */
+	uint64_t thread_db_ns;	/* libthread_db, from the copies */
+	uint64_t resume_ns;	/* detach every thread */
+	uint64_t analyse_ns;	/* unwinding, symbols; target running */
 };
 
 struct dbs_snapshot {
@@ -118,6 +174,7 @@ struct dbs_snapshot {
 	struct timespec captured_at;	/* CLOCK_REALTIME at the stop */
 	uint64_t freeze_ns;		/* first stop to last resume */
 	uint64_t duration_ns;		/* whole update */
+	struct dbs_timings timings;
 	size_t threads_seen;		/* tasks met, including vanished */
 	size_t threads_stopped;
 	size_t threads_vanished;	/* exited while we attached */
@@ -129,6 +186,10 @@ struct dbs_snapshot {
 	char **errors;			/* capture-wide problems */
 	size_t nerrors;
 	size_t threads_with_errors;
+
+	bool stacks;			/* stacks were captured */
+	uint64_t stack_bytes_copied;	/* during the stop, all threads */
+	struct dbs_strpool *strings;	/* owns frame strings */
 };
 
 int dbs_session_init(pid_t pid, const struct dbs_options *opts,

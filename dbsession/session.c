@@ -150,6 +150,10 @@ int dbs_session_init(pid_t pid, const struct dbs_options *opts,
 	s->pid = pid;
 	if (opts)
 		s->opts = *opts;
+	if (!s->opts.stack_bytes)
+		s->opts.stack_bytes = DBS_DEFAULT_STACK_BYTES;
+	if (!s->opts.max_frames)
+		s->opts.max_frames = DBS_DEFAULT_MAX_FRAMES;
 	s->clk_tck = sysconf(_SC_CLK_TCK);
 	if (s->clk_tck <= 0)
 		s->clk_tck = 100;
@@ -167,6 +171,10 @@ int dbs_session_init(pid_t pid, const struct dbs_options *opts,
 	if (err) {
 		dbs_session_destroy(s);
 		return err;
+	}
+	if (!s->opts.no_stacks && unwinder_new(s->t, &s->unwinder) != 0) {
+		dbs_session_destroy(s);
+		return -ENOMEM;
 	}
 	char *detail = NULL;
 	if (tdb_load(s->opts.thread_db_path, &s->lib, &detail) == 0)
@@ -190,6 +198,8 @@ void dbs_session_destroy(struct dbs_session *s)
 		ta_release(s);
 	free(s->tdb_detail);
 	s->tdb_detail = NULL;
+	unwinder_free(s->unwinder);
+	s->unwinder = NULL;
 	psvc_close(s->t);
 	s->t = NULL;
 	if (s->lib_loaded)
@@ -205,33 +215,66 @@ struct psvc_target *dbs_session_target(struct dbs_session *s)
 
 /* ---- one update ------------------------------------------------------------------ */
 
-/* What libthread_db said about one task, kept until the snapshot is built. */
-struct tdb_result {
-	td_err_e err;
+/* What the stop gathered about one task beyond its registers, kept until
+ * the snapshot is built. */
+struct task_capture {
+	td_err_e err;		/* libthread_db's answer */
 	const char *step;
 	td_thrinfo_t ti;
+	uint64_t stack_lo, stack_hi;	/* the stack bytes copied */
 };
 
-static void gather_tdb(struct dbs_session *s, struct tdb_result *res)
+/*
+ * The memory the analysis will need, read in as few process_vm_readv
+ * calls as possible while everything is stopped: every struct pthread
+ * (libthread_db then reads them one small piece at a time from the cache)
+ * and the top of every stack (the unwinder reads nothing else).  A stack
+ * copy runs from sp up to stack_bytes, clipped to the end of the mapping
+ * that holds sp: for most threads that is the whole used stack.
+ */
+static void prefetch_capture(struct dbs_session *s, struct task_capture *cap)
 {
 	struct psvc_target *t = s->t;
+	const struct arch_desc *a = psvc_arch(t);
 	size_t n = psvc_ntasks(t);
-
-	/* One batched read of every struct pthread before libthread_db
-	 * asks for them one small piece at a time. */
-	struct psvc_range *r = calloc(n ? n : 1, sizeof *r);
+	struct psvc_range *r = calloc(2 * n + 1, sizeof *r);
+	if (!r)
+		return;
 	size_t nr = 0;
-	for (size_t i = 0; r && i < n; i++) {
+	for (size_t i = 0; i < n; i++) {
 		struct psvc_task *k = psvc_task_at(t, i);
-		if ((k->flags & PSVC_TASK_HAVE_REGS) && k->tp)
+		if (!(k->flags & PSVC_TASK_HAVE_REGS))
+			continue;
+		if (s->ta && k->tp)
 			r[nr++] = (struct psvc_range){
-				arch_thread_area(psvc_arch(t), k->tp,
-						 (int)s->sizeof_pthread),
+				arch_thread_area(a, k->tp, (int)s->sizeof_pthread),
 				s->sizeof_pthread };
+		if (!s->unwinder)
+			continue;
+		uint64_t sp = arch_sp(a, k->gregs), lo, hi;
+		uint64_t end = sp + s->opts.stack_bytes;
+		if (end < sp)
+			end = UINT64_MAX;
+		if (psvc_mapping_of(t, sp, &lo, &hi)) {
+			if (hi < end)
+				end = hi;
+		} else {
+			/* a stack mapped after the maps were read (a thread
+			 * born during the stop): one page, nothing assumed */
+			end = (sp | 4095) + 1;
+		}
+		cap[i].stack_lo = sp;
+		cap[i].stack_hi = end;
+		r[nr++] = (struct psvc_range){ sp, end - sp };
 	}
 	psvc_prefetch(t, r, nr);
 	free(r);
+}
 
+static void gather_tdb(struct dbs_session *s, struct task_capture *res)
+{
+	struct psvc_target *t = s->t;
+	size_t n = psvc_ntasks(t);
 	for (size_t i = 0; i < n; i++) {
 		struct psvc_task *k = psvc_task_at(t, i);
 		res[i].err = TD_NOTHR;
@@ -306,7 +349,7 @@ static int cmp_threads(const void *a, const void *b, void *pid)
 }
 
 static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
-					   const struct tdb_result *res)
+					   const struct task_capture *res)
 {
 	struct psvc_target *t = s->t;
 	size_t n = psvc_ntasks(t);
@@ -334,6 +377,15 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 	snap->modmap_source = psvc_modmap_source(t);
 	snap->module_generation = psvc_modules_generation(t);
 	snap->threads_seen = n;
+	if (s->unwinder) {
+		int err = unwinder_sync(s->unwinder);
+		if (err)
+			snap_add_error(&snap->errors, &snap->nerrors,
+				       "stacks: cannot load the modules: %s",
+				       strerror(-err));
+		snap->stacks = true;
+		snap->strings = strpool_ref(unwinder_pool(s->unwinder));
+	}
 
 	for (size_t i = 0; i < n; i++) {
 		struct psvc_task *k = psvc_task_at(t, i);
@@ -363,7 +415,10 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 				       th->state ? th->state : '?',
 				       th->wchan[0] ? ", wchan " : "", th->wchan);
 		}
-		if (k->seize_errno && k->info.tracer_pid > 0)
+		if (k->seize_errno == EPERM && k->info.state == 'Z') {
+			/* an exited main thread (pthread_exit) stays a zombie
+			 * while others run: nothing to attach to, no error */
+		} else if (k->seize_errno && k->info.tracer_pid > 0)
 			snap_add_error(&th->errors, &th->nerrors,
 				       "could not attach: %s (traced by PID %d)",
 				       strerror(k->seize_errno), (int)k->info.tracer_pid);
@@ -387,7 +442,7 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 			th->syscall.nr = -1;
 		}
 		if (s->ta && res && th->have_regs) {
-			const struct tdb_result *r = &res[i];
+			const struct task_capture *r = &res[i];
 			if (r->err == TD_OK && r->ti.ti_tid != 0 && r->ti.ti_lid != -1) {
 				th->have_pthread = true;
 				th->pthread = (uint64_t)r->ti.ti_tid;
@@ -409,6 +464,15 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 					       "libthread_db: %s: %s", r->step,
 					       tdb_strerror(r->err));
 			}
+		}
+		if (s->unwinder && th->have_regs && res) {
+			th->stack.copied_from = res[i].stack_lo;
+			th->stack.copied_to = res[i].stack_hi;
+			snap->stack_bytes_copied += res[i].stack_hi - res[i].stack_lo;
+			unwinder_unwind(s->unwinder, th, s->opts.max_frames);
+			if (th->stack.end == DBS_STACK_ERROR)
+				snap_add_error(&th->errors, &th->nerrors,
+					       "stack: %s", th->stack.error);
 		}
 		if (th->nerrors)
 			snap->threads_with_errors++;
@@ -436,22 +500,42 @@ int dbs_session_update(struct dbs_session *s, struct dbs_snapshot **ret)
 		.stop_timeout_ns = s->opts.stop_timeout_ns,
 		.cancel = s->opts.cancel,
 		.wake_signal = s->opts.wake_signal,
+		/* a struct pthread fits in a page or two, and lies inside
+		 * the stack copy of a typical idle thread (sp to the top of
+		 * its mapping: one or two pages); more is allocated if needed */
+		.reserve_per_task = s->unwinder ? 8192 : 4096,
 	};
+	uint64_t t_stop = psvc_now_ns();
 	int err = psvc_stop(t, &so);
 	if (err < 0)
 		return err;
 	struct timespec captured_at;
 	clock_gettime(CLOCK_REALTIME, &captured_at);
+	struct dbs_timings tm = { 0 };
+	uint64_t t_stopped = psvc_now_ns();
+	/* from psvc_stop() to the first stop: buffers made ready, not frozen */
+	uint64_t t_first = psvc_first_stop_ns(t) ? psvc_first_stop_ns(t) : t_stop;
+	tm.scan_ns = t_first - t0;
+	tm.stop_ns = t_stopped - t_first;
 	psvc_read_regs(t);
+	uint64_t t_regs = psvc_now_ns();
+	tm.regs_ns = t_regs - t_stopped;
 
-	struct tdb_result *res = NULL;
-	if (s->ta) {
-		res = calloc(psvc_ntasks(t), sizeof *res);
-		if (res)
+	struct task_capture *res = calloc(psvc_ntasks(t) + 1, sizeof *res);
+	uint64_t t_mem = t_regs;
+	if (res) {
+		prefetch_capture(s, res);
+		t_mem = psvc_now_ns();
+		if (s->ta)
 			gather_tdb(s, res);
 	}
+	uint64_t t_tdb = psvc_now_ns();
+	tm.memory_ns = t_mem - t_regs;
+	tm.thread_db_ns = t_tdb - t_mem;
 	err = psvc_check_freeze(t);
 	psvc_resume(t);
+	uint64_t t_resumed = psvc_now_ns();
+	tm.resume_ns = t_resumed - t_tdb;
 	if (!err && !psvc_alive(t))
 		err = -ESRCH;	/* it exited (was killed) while stopped */
 	if (err) {
@@ -461,9 +545,12 @@ int dbs_session_update(struct dbs_session *s, struct dbs_snapshot **ret)
 
 	struct dbs_snapshot *snap = build_snapshot(s, res);
 	free(res);
+	psvc_release_capture(t);	/* the copies are analysed: let go */
 	if (!snap)
 		return -ENOMEM;
 	snap->captured_at = captured_at;
+	tm.analyse_ns = psvc_now_ns() - t_resumed;
+	snap->timings = tm;
 	snap->freeze_ns = psvc_freeze_ns(t);
 	if (snap->nthreads == 0) {
 		dbs_snapshot_free(snap);
@@ -492,6 +579,7 @@ void dbs_snapshot_free(struct dbs_snapshot *snap)
 		free(th->name);
 		free(th->start.module);
 		free(th->start.name);
+		free(th->stack.frames);
 		free_strings(th->errors, th->nerrors);
 	}
 	free(snap->threads);
@@ -499,6 +587,7 @@ void dbs_snapshot_free(struct dbs_snapshot *snap)
 	free_strings(snap->argv, snap->argc);
 	free(snap->tdb_detail);
 	free_strings(snap->errors, snap->nerrors);
+	strpool_unref(snap->strings);
 	free(snap);
 }
 

@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -132,43 +133,53 @@ static int cache_insert(struct mem_cache *c, uint64_t blk, unsigned char *data)
 	return 0;
 }
 
+static bool chunk_new(struct mem_cache *c, size_t nblocks)
+{
+	if (c->nchunks == c->chunks_cap) {
+		size_t ncap = c->chunks_cap ? c->chunks_cap * 2 : 16;
+		struct arena_chunk *nc = realloc(c->chunks, ncap * sizeof *nc);
+		if (!nc)
+			return false;
+		c->chunks = nc;
+		c->chunks_cap = ncap;
+	}
+	void *p = mmap(NULL, nblocks * BLK_SIZE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (p == MAP_FAILED)
+		return false;
+	c->chunks[c->nchunks++] = (struct arena_chunk){ p, nblocks, 0 };
+	return true;
+}
+
 /* nblocks contiguous blocks of storage from the arena. */
 static unsigned char *cache_alloc(struct mem_cache *c, size_t nblocks)
 {
-	if (nblocks > CHUNK_BLOCKS || !c->nchunks ||
-	    c->chunk_used + nblocks > CHUNK_BLOCKS) {
-		if (c->nchunks == c->chunks_cap) {
-			size_t ncap = c->chunks_cap ? c->chunks_cap * 2 : 16;
-			unsigned char **nc = realloc(c->chunks, ncap * sizeof *nc);
-			if (!nc)
-				return NULL;
-			c->chunks = nc;
-			c->chunks_cap = ncap;
-		}
-		size_t n = nblocks > CHUNK_BLOCKS ? nblocks : CHUNK_BLOCKS;
-		unsigned char *chunk = malloc(n * BLK_SIZE);
-		if (!chunk)
+	struct arena_chunk *k = c->nchunks ? &c->chunks[c->nchunks - 1] : NULL;
+	if (!k || k->used + nblocks > k->nblocks) {
+		if (!chunk_new(c, nblocks > CHUNK_BLOCKS ? nblocks : CHUNK_BLOCKS))
 			return NULL;
-		if (nblocks > CHUNK_BLOCKS && c->nchunks) {
-			/* a big dedicated chunk: keep the current one open
-			 * for small allocations by inserting before it */
-			c->chunks[c->nchunks] = c->chunks[c->nchunks - 1];
-			c->chunks[c->nchunks - 1] = chunk;
-			c->nchunks++;
-			return chunk;
-		}
-		c->chunks[c->nchunks++] = chunk;
-		c->chunk_used = 0;
+		k = &c->chunks[c->nchunks - 1];
 	}
-	unsigned char *p = c->chunks[c->nchunks - 1] + c->chunk_used * BLK_SIZE;
-	c->chunk_used += nblocks;
+	unsigned char *p = k->base + k->used * BLK_SIZE;
+	k->used += nblocks;
 	return p;
+}
+
+void mem_cache_reserve(struct mem_cache *c, size_t nblocks)
+{
+	if (!nblocks)
+		return;
+	chunk_new(c, nblocks);
+	/* and a hash table that will not need to grow while stopped */
+	while (c->cap < nblocks * 2 + 64)
+		if (cache_grow(c))
+			break;
 }
 
 void mem_cache_free(struct mem_cache *c)
 {
 	for (size_t i = 0; i < c->nchunks; i++)
-		free(c->chunks[i]);
+		munmap(c->chunks[i].base, c->chunks[i].nblocks * BLK_SIZE);
 	free(c->chunks);
 	free(c->slots);
 	memset(c, 0, sizeof *c);
@@ -268,6 +279,32 @@ int psvc_read_string(struct psvc_target *t, uint64_t addr, char *buf,
 	}
 	buf[got] = '\0';
 	return 0;
+}
+
+int psvc_read_frozen(struct psvc_target *t, uint64_t addr, void *buf,
+		     size_t len)
+{
+	if (addr + len < addr)
+		return -EFAULT;
+	unsigned char *out = buf;
+	while (len) {
+		struct page_slot *s = cache_find(&t->cache, addr >> BLK_SHIFT);
+		if (!s || !s->data)
+			return -EFAULT;
+		size_t off = (size_t)(addr & (BLK_SIZE - 1));
+		size_t n = BLK_SIZE - off < len ? BLK_SIZE - off : len;
+		memcpy(out, s->data + off, n);
+		out += n;
+		addr += n;
+		len -= n;
+	}
+	return 0;
+}
+
+void psvc_release_capture(struct psvc_target *t)
+{
+	if (!t->cache_active)
+		mem_cache_free(&t->cache);
 }
 
 static int cmp_u64(const void *a, const void *b)

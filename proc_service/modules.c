@@ -21,6 +21,7 @@
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -346,7 +347,10 @@ int psvc_modules_load(struct psvc_target *t)
 		return err;
 	uint64_t fp = maps_fingerprint(maps, nmaps);
 	if (t->mods && fp == t->mod_fingerprint) {
-		maps_free(maps, nmaps);
+		/* same modules; keep the fresh maps for stack extents */
+		maps_free(t->maps, t->nmaps);
+		t->maps = maps;
+		t->nmaps = nmaps;
 		return 0;
 	}
 
@@ -520,43 +524,93 @@ struct psvc_module *psvc_module_for_addr(struct psvc_target *t, uint64_t addr)
 
 /* ---- ELF files ----------------------------------------------------------------- */
 
+/* A new descriptor on the module's file: the mapped inode itself through
+ * map_files (right even if the file was replaced or deleted on disk), else
+ * its path in the target's mount namespace, checked to be the same inode. */
+static int module_open_fd(struct psvc_target *t, const struct psvc_module *m)
+{
+	char path[4200];
+	snprintf(path, sizeof path, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
+		 (int)t->pid, m->map_start, m->map_end);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0)
+		return fd;
+	int err = -errno;
+	if (!m->path || (m->flags & PSVC_MOD_DELETED))
+		return err;
+	snprintf(path, sizeof path, "/proc/%d/root%s", (int)t->pid, m->path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(fd, &st) || st.st_ino != m->ino || st.st_dev != m->dev) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+/* The vDSO has no file: its image is copied from target memory. */
+static int vdso_image(struct psvc_target *t, const struct psvc_module *m,
+		      void **ret, size_t *ret_len)
+{
+	size_t len = (size_t)(m->end - m->start);
+	if (len == 0 || len > (1u << 20))
+		return -E2BIG;
+	void *img = malloc(len);
+	if (!img)
+		return -ENOMEM;
+	int err = psvc_read(t, m->start, img, len);
+	if (err) {
+		free(img);
+		return err;
+	}
+	*ret = img;
+	*ret_len = len;
+	return 0;
+}
+
+int psvc_module_open(struct psvc_target *t, struct psvc_module *m)
+{
+	if (!(m->flags & PSVC_MOD_VDSO))
+		return module_open_fd(t, m);
+	void *img;
+	size_t len;
+	int err = vdso_image(t, m, &img, &len);
+	if (err)
+		return err;
+	int fd = memfd_create("vdso", MFD_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+	} else if (write(fd, img, len) != (ssize_t)len) {
+		err = -EIO;
+		close(fd);
+		fd = -1;
+	}
+	free(img);
+	return fd >= 0 ? fd : err;
+}
+
 int psvc_module_load_elf(struct psvc_target *t, struct psvc_module *m)
 {
 	if (m->elf)
 		return 0;
 	if (m->elf_errno)
 		return -m->elf_errno;
-	int err = -ENOENT;
+	int err;
 	if (m->flags & PSVC_MOD_VDSO) {
-		size_t len = (size_t)(m->end - m->start);
-		void *img = len <= (1u << 20) ? malloc(len) : NULL;
-		if (img && psvc_read(t, m->start, img, len) == 0)
+		void *img;
+		size_t len;
+		err = vdso_image(t, m, &img, &len);
+		if (!err) {
 			m->elf = elfsym_open_mem(img, len, &err);
-		free(img);
-	} else {
-		char path[4200];
-		int fd = -1;
-		/* the mapped inode itself, right even if replaced on disk */
-		snprintf(path, sizeof path, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
-			 (int)t->pid, m->map_start, m->map_end);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0 && m->path && !(m->flags & PSVC_MOD_DELETED)) {
-			/* the path in the target's mount namespace; the
-			 * inode check guards against a replaced file */
-			snprintf(path, sizeof path, "/proc/%d/root%s",
-				 (int)t->pid, m->path);
-			fd = open(path, O_RDONLY | O_CLOEXEC);
-			struct stat st;
-			if (fd >= 0 && (fstat(fd, &st) || st.st_ino != m->ino)) {
-				close(fd);
-				fd = -1;
-				err = -ESTALE;
-			}
+			free(img);
 		}
+	} else {
+		int fd = module_open_fd(t, m);
+		err = fd;
 		if (fd >= 0)
 			m->elf = elfsym_open_fd(fd, &err);
-		else if (err != -ESTALE)
-			err = -errno;
 	}
 	if (!m->elf) {
 		m->elf_errno = -err;
@@ -565,6 +619,17 @@ int psvc_module_load_elf(struct psvc_target *t, struct psvc_module *m)
 	elfsym_build_id(m->elf, m->build_id);
 	m->has_symtab = elfsym_has_symtab(m->elf);
 	return 0;
+}
+
+bool psvc_mapping_of(const struct psvc_target *t, uint64_t addr,
+		     uint64_t *ret_start, uint64_t *ret_end)
+{
+	const struct mapping *mp = mapping_at(t->maps, t->nmaps, addr);
+	if (!mp)
+		return false;
+	*ret_start = mp->start;
+	*ret_end = mp->end;
+	return true;
 }
 
 static int lookup_in(struct psvc_target *t, struct psvc_module *m,

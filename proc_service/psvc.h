@@ -148,6 +148,10 @@ struct psvc_stop_opts {
 	 * without SA_RESTART.  0: no timer (deadlines checked between waits
 	 * only). */
 	int wake_signal;
+	/* Bytes of target memory the caller expects to copy per task while
+	 * stopped: room for them is mapped and faulted in before the first
+	 * task is stopped. */
+	size_t reserve_per_task;
 };
 
 /*
@@ -190,6 +194,8 @@ size_t psvc_nstragglers(const struct psvc_target *t);
 /* Freeze of the last capture: first PTRACE_INTERRUPT to last detach.  0 if
  * nothing was ever stopped. */
 uint64_t psvc_freeze_ns(const struct psvc_target *t);
+/* CLOCK_MONOTONIC ns of the first stop of the last capture (0: none). */
+uint64_t psvc_first_stop_ns(const struct psvc_target *t);
 /* True between psvc_stop() and psvc_resume(). */
 bool psvc_is_stopped(const struct psvc_target *t);
 
@@ -216,6 +222,17 @@ struct psvc_range {
  */
 void psvc_prefetch(struct psvc_target *t, const struct psvc_range *r,
 		   size_t n);
+
+/*
+ * Read exactly len bytes from what the last stop captured (its cache), and
+ * nothing else: after the resume, the analysis of a snapshot must see the
+ * memory as it was when everything was stopped, or fail (-EFAULT) rather
+ * than mix in memory read later.  The capture stays until the next
+ * psvc_stop() or psvc_release_capture().
+ */
+int psvc_read_frozen(struct psvc_target *t, uint64_t addr, void *buf,
+		     size_t len);
+void psvc_release_capture(struct psvc_target *t);
 
 /* Syscalls issued for memory reads so far, for the benchmark. */
 uint64_t psvc_read_syscalls(const struct psvc_target *t);
@@ -288,6 +305,13 @@ struct psvc_symbol {
  * the module is known but no symbol covers addr; -ENOENT if no module. */
 int psvc_addr_to_symbol(struct psvc_target *t, uint64_t addr,
 			struct psvc_symbol *ret);
+/* A new read-only descriptor on the module's ELF image (a memfd holding
+ * the image for the vDSO); the caller owns it.  Negative errno on failure. */
+int psvc_module_open(struct psvc_target *t, struct psvc_module *m);
+/* The extent of the mapping that holds addr, from the /proc/PID/maps read
+ * by the last psvc_modules_load(); false if none. */
+bool psvc_mapping_of(const struct psvc_target *t, uint64_t addr,
+		     uint64_t *ret_start, uint64_t *ret_end);
 /* Load the module's symbol tables now (done lazily otherwise). */
 int psvc_module_load_elf(struct psvc_target *t, struct psvc_module *m);
 

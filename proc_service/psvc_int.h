@@ -24,12 +24,19 @@ struct page_slot {
 	unsigned char *data;	/* NULL: known unreadable */
 };
 
+/* Pages come from big chunks, mapped and pre-faulted before the stop when
+ * their size can be foreseen, and unmapped together: page faults in
+ * tinspect's own buffers would otherwise land inside the freeze. */
+struct arena_chunk {
+	unsigned char *base;
+	size_t nblocks, used;
+};
+
 struct mem_cache {
 	struct page_slot *slots;
 	size_t cap, n;		/* cap is a power of two */
-	/* Pages come from big chunks, freed together at the end of a stop. */
-	unsigned char **chunks;
-	size_t nchunks, chunk_used, chunks_cap;
+	struct arena_chunk *chunks;	/* the last one is the open one */
+	size_t nchunks, chunks_cap;
 };
 
 struct mapping {
@@ -99,6 +106,8 @@ struct psvc_target {
 void mem_cache_begin(struct psvc_target *t);
 void mem_cache_end(struct psvc_target *t);
 void mem_cache_free(struct mem_cache *c);
+/* Map and pre-fault room for nblocks cached blocks now. */
+void mem_cache_reserve(struct mem_cache *c, size_t nblocks);
 
 /* modules.c */
 void modules_free(struct psvc_target *t);

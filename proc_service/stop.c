@@ -194,6 +194,9 @@ int psvc_stop(struct psvc_target *t, const struct psvc_stop_opts *opts)
 	uint64_t timeout = opts ? opts->stop_timeout_ns : 0;
 	t->t_first_stop = t->t_last_resume = 0;
 	mem_cache_begin(t);
+	if (opts && opts->reserve_per_task)
+		mem_cache_reserve(&t->cache, t->ntasks *
+				  ((opts->reserve_per_task + 4095) / 4096));
 
 	/* Wake up often enough to honour the tighter of the two limits. */
 	uint64_t period = 2000000;
@@ -207,33 +210,21 @@ int psvc_stop(struct psvc_target *t, const struct psvc_stop_opts *opts)
 		unsigned nseized = 0;
 		uint64_t batch_start = psvc_now_ns();
 		if (pass == 0) {
-			/* the tasks of psvc_scan() first, in its order */
-			for (size_t i = 0; i < t->ntasks && !err; i++)
+			/* the tasks of psvc_scan(), in its order; tasks born
+			 * since then are found by the rescan after the waits
+			 * (listing /proc/PID/task again now would only add to
+			 * the freeze) */
+			size_t n0 = t->ntasks;
+			for (size_t i = 0; i < n0 && !err; i++)
 				err = seize_one(t, t->tasks[i].tid, &nseized);
-		}
-		if (!err) {
+		} else {
 			int n = list_tids(t, seize_one, &nseized);
 			if (n < 0 && n != -ESRCH)
 				err = n;
 		}
 		if (err)
 			break;
-		if (pass == 0) {
-			/* Nobody seized: refused or gone from the start. */
-			bool any = false;
-			for (size_t i = 0; i < t->ntasks; i++)
-				if (t->tasks[i].flags & PSVC_TASK_SEIZED)
-					any = true;
-			if (!any) {
-				err = -ESRCH;
-				for (size_t i = 0; i < t->ntasks; i++)
-					if (t->tasks[i].seize_errno == EPERM &&
-					    t->tasks[i].info.state != 'Z')
-						err = -EPERM;
-				break;
-			}
-		}
-		if (nseized == 0)
+		if (nseized == 0 && pass > 0)
 			break;	/* a stopped process creates no threads */
 		err = wait_stops(t, from, timeout, batch_start);
 		from = t->ntasks;
@@ -248,13 +239,21 @@ int psvc_stop(struct psvc_target *t, const struct psvc_stop_opts *opts)
 		psvc_resume(t);
 		return err;
 	}
-	int nstopped = 0;
-	for (size_t i = 0; i < t->ntasks; i++)
-		if (t->tasks[i].flags & PSVC_TASK_STOPPED)
+	int nstopped = 0, nheld = 0, nperm = 0;
+	for (size_t i = 0; i < t->ntasks; i++) {
+		struct psvc_task *k = &t->tasks[i];
+		if (k->flags & PSVC_TASK_STOPPED)
 			nstopped++;
-	if (nstopped == 0) {
+		if (k->flags & PSVC_TASK_STRAGGLER)
+			nheld++;
+		/* a zombie leader refuses seizing with EPERM too */
+		if (k->seize_errno == EPERM && k->info.state != 'Z')
+			nperm++;
+	}
+	if (nstopped + nheld == 0) {
+		/* nothing to show: refused, or gone from the start */
 		psvc_resume(t);
-		return -ESRCH;
+		return nperm ? -EPERM : -ESRCH;
 	}
 	return nstopped;
 }
@@ -400,6 +399,11 @@ uint64_t psvc_freeze_ns(const struct psvc_target *t)
 		return 0;
 	uint64_t end = t->t_last_resume ? t->t_last_resume : psvc_now_ns();
 	return end - t->t_first_stop;
+}
+
+uint64_t psvc_first_stop_ns(const struct psvc_target *t)
+{
+	return t->t_first_stop;
 }
 
 bool psvc_is_stopped(const struct psvc_target *t)

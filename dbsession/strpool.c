@@ -1,0 +1,119 @@
+/*
+ * strpool.c: interned strings.  A snapshot of thousands of threads repeats
+ * the same few module paths, symbols and source files; each is stored once
+ * and frames point at it.  The pool is freed with its owner, all at once.
+ */
+#include "dbs_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define POOL_CHUNK (64u * 1024)
+
+struct dbs_strpool {
+	unsigned refs;
+	const char **slots;	/* open addressing over interned strings */
+	size_t cap, n;
+	char **chunks;
+	size_t nchunks, used;	/* bytes used in the last chunk */
+};
+
+struct dbs_strpool *strpool_new(void)
+{
+	struct dbs_strpool *p = calloc(1, sizeof *p);
+	if (p)
+		p->refs = 1;
+	return p;
+}
+
+struct dbs_strpool *strpool_ref(struct dbs_strpool *p)
+{
+	if (p)
+		p->refs++;
+	return p;
+}
+
+void strpool_unref(struct dbs_strpool *p)
+{
+	if (!p || --p->refs)
+		return;
+	for (size_t i = 0; i < p->nchunks; i++)
+		free(p->chunks[i]);
+	free(p->chunks);
+	free(p->slots);
+	free(p);
+}
+
+static size_t str_hash(const char *s)
+{
+	size_t h = 14695981039346656037ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+static char *pool_alloc(struct dbs_strpool *p, size_t len)
+{
+	if (len > POOL_CHUNK / 4 || !p->nchunks || p->used + len > POOL_CHUNK) {
+		size_t sz = len > POOL_CHUNK / 4 ? len : POOL_CHUNK;
+		char **nc = realloc(p->chunks, (p->nchunks + 1) * sizeof *nc);
+		if (!nc)
+			return NULL;
+		p->chunks = nc;
+		char *c = malloc(sz);
+		if (!c)
+			return NULL;
+		if (sz != POOL_CHUNK && p->nchunks) {
+			/* an outsized string: keep the open chunk last */
+			p->chunks[p->nchunks] = p->chunks[p->nchunks - 1];
+			p->chunks[p->nchunks - 1] = c;
+			p->nchunks++;
+			return c;
+		}
+		p->chunks[p->nchunks++] = c;
+		p->used = 0;
+	}
+	char *r = p->chunks[p->nchunks - 1] + p->used;
+	p->used += len;
+	return r;
+}
+
+static int pool_grow(struct dbs_strpool *p)
+{
+	size_t ncap = p->cap ? p->cap * 2 : 256;
+	const char **ns = calloc(ncap, sizeof *ns);
+	if (!ns)
+		return -1;
+	for (size_t i = 0; i < p->cap; i++) {
+		if (!p->slots[i])
+			continue;
+		size_t j = str_hash(p->slots[i]) & (ncap - 1);
+		while (ns[j])
+			j = (j + 1) & (ncap - 1);
+		ns[j] = p->slots[i];
+	}
+	free(p->slots);
+	p->slots = ns;
+	p->cap = ncap;
+	return 0;
+}
+
+const char *strpool_intern(struct dbs_strpool *p, const char *s)
+{
+	if (!s || !p)
+		return NULL;
+	if ((p->n + 1) * 2 > p->cap && pool_grow(p))
+		return NULL;
+	size_t i = str_hash(s) & (p->cap - 1);
+	for (; p->slots[i]; i = (i + 1) & (p->cap - 1))
+		if (!strcmp(p->slots[i], s))
+			return p->slots[i];
+	size_t len = strlen(s) + 1;
+	char *c = pool_alloc(p, len);
+	if (!c)
+		return NULL;
+	memcpy(c, s, len);
+	p->slots[i] = c;
+	p->n++;
+	return c;
+}

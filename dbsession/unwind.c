@@ -1,0 +1,541 @@
+/*
+ * unwind.c: native backtraces with elfutils' libdwfl, after the resume,
+ * from the copies the stop took (registers and the top of each stack).
+ *
+ * The target is never touched here: libdwfl gets tinspect's own thread
+ * callbacks (Dwfl_Thread_Callbacks through dwfl_attach_state), whose
+ * memory_read answers from the frozen capture only.  A frame that needs
+ * memory the stop did not copy ends the stack with a "truncated" marker;
+ * it is never filled in from live memory, so no frame is ever wrong.
+ *
+ * The Dwfl (modules, CFI, DWARF, symbol tables) lives as long as the
+ * session and is re-synchronised only when the module generation moves
+ * (dlopen, dlclose, exec): libdwfl keeps modules that are re-reported at
+ * the same place.  Symbolization is cached per pc for the same
+ * generation: thousands of idle threads share a handful of frames.
+ */
+#include "dbs_int.h"
+
+#include <dlfcn.h>
+#include <dwarf.h>
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct sym_entry {
+	uint64_t pc;		/* the pc looked up (adjusted), 0 = empty */
+	const char *module, *build_id;
+	struct dbs_frame *frames;	/* inline chain then the real frame */
+	unsigned nframes;
+};
+
+struct dbs_unwinder {
+	struct psvc_target *t;
+	const struct arch_desc *arch;
+	Dwfl *dwfl;
+	Dwfl_Callbacks cb;
+	bool attached;
+	uint64_t generation;	/* module generation the Dwfl reflects */
+	/* modules reported to libdwfl, to re-report unchanged ones by name
+	 * and range (a new descriptor for a known module is an "overlap") */
+	struct reported {
+		dev_t dev;
+		ino_t ino;
+		uint64_t map_start;
+		char *name;
+		Dwarf_Addr low, high;
+	} *rep;
+	size_t nrep;
+	struct dbs_strpool *pool;	/* strings of the cache, shared with
+					 * the snapshots that use them */
+	struct sym_entry *cache;
+	size_t cache_cap, cache_n;
+	char *(*demangle)(const char *, char *, size_t *, int *);
+
+	/* the thread being unwound */
+	const struct dbs_thread *cur;
+	bool missed;		/* a memory read missed the capture since
+				 * the last frame */
+	uint64_t miss_addr;
+};
+
+const char *dbs_stack_end_name(enum dbs_stack_end e)
+{
+	switch (e) {
+	case DBS_STACK_NONE: return "none";
+	case DBS_STACK_COMPLETE: return "complete";
+	case DBS_STACK_TRUNCATED: return "truncated";
+	case DBS_STACK_MAX_FRAMES: return "max_frames";
+	case DBS_STACK_BAD_SP: return "bad_sp";
+	case DBS_STACK_ERROR: return "error";
+	}
+	return "error";
+}
+
+/* ---- libdwfl thread callbacks ------------------------------------------------------ */
+
+static pid_t cb_next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
+{
+	(void)dwfl, (void)arg, (void)thread_argp;
+	return 0;	/* we never iterate: dwfl_getthread_frames by TID */
+}
+
+static bool cb_get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
+{
+	(void)dwfl;
+	struct dbs_unwinder *u = arg;
+	if (!u->cur || u->cur->tid != tid)
+		return false;
+	*thread_argp = u;
+	return true;
+}
+
+static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result,
+			   void *arg)
+{
+	(void)dwfl;
+	struct dbs_unwinder *u = arg;
+	uint64_t v;
+	if (psvc_read_frozen(u->t, addr, &v, sizeof v)) {
+		if (!u->missed)
+			u->miss_addr = addr;
+		u->missed = true;
+		return false;
+	}
+	*result = v;
+	return true;
+}
+
+static bool cb_set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
+{
+	struct dbs_unwinder *u = thread_arg;
+	Dwarf_Word dw[64];
+	unsigned n = arch_gregs_to_dwarf(u->arch, u->cur->gregs, dw, 64);
+	if (!dwfl_thread_state_registers(thread, 0, n, dw))
+		return false;
+	/* x86_64's DWARF 16 is rip; aarch64 has no DWARF pc column */
+	if (u->arch->id == ARCH_AARCH64)
+		dwfl_thread_state_register_pc(thread, u->cur->pc);
+	return true;
+}
+
+static const Dwfl_Thread_Callbacks thread_callbacks = {
+	.next_thread = cb_next_thread,
+	.get_thread = cb_get_thread,
+	.memory_read = cb_memory_read,
+	.set_initial_registers = cb_set_initial_registers,
+};
+
+/* ---- modules ----------------------------------------------------------------- */
+
+static void cache_clear(struct dbs_unwinder *u)
+{
+	for (size_t i = 0; i < u->cache_cap; i++)
+		free(u->cache[i].frames);
+	free(u->cache);
+	u->cache = NULL;
+	u->cache_cap = u->cache_n = 0;
+}
+
+static void reported_free(struct dbs_unwinder *u)
+{
+	for (size_t i = 0; i < u->nrep; i++)
+		free(u->rep[i].name);
+	free(u->rep);
+	u->rep = NULL;
+	u->nrep = 0;
+}
+
+/* Report the target's modules to libdwfl, keeping the unchanged ones. */
+static int sync_modules(struct dbs_unwinder *u)
+{
+	struct psvc_target *t = u->t;
+	size_t n = psvc_nmodules(t);
+	struct reported *rep = calloc(n ? n : 1, sizeof *rep);
+	if (!rep)
+		return -ENOMEM;
+	size_t nrep = 0;
+	dwfl_report_begin(u->dwfl);
+	for (size_t i = 0; i < n; i++) {
+		struct psvc_module *m = psvc_module_at(t, i);
+		const char *name = m->path ? m->path : "?";
+		const struct reported *old = NULL;
+		for (size_t j = 0; j < u->nrep && !old; j++)
+			if (u->rep[j].dev == m->dev && u->rep[j].ino == m->ino &&
+			    u->rep[j].map_start == m->map_start &&
+			    !strcmp(u->rep[j].name, name))
+				old = &u->rep[j];
+		Dwfl_Module *dm;
+		Dwarf_Addr low, high;
+		if (old) {
+			dm = dwfl_report_module(u->dwfl, name, old->low, old->high);
+			low = old->low;
+			high = old->high;
+		} else {
+			int fd = psvc_module_open(t, m);
+			if (fd < 0)
+				continue;	/* frames there stay unnamed */
+			dm = dwfl_report_elf(u->dwfl, name, name, fd, m->bias, false);
+			if (!dm) {
+				close(fd);
+				continue;
+			}
+			dwfl_module_info(dm, NULL, &low, &high, NULL, NULL, NULL, NULL);
+		}
+		if (!dm)
+			continue;
+		rep[nrep++] = (struct reported){ m->dev, m->ino, m->map_start,
+						 strdup(name), low, high };
+	}
+	dwfl_report_end(u->dwfl, NULL, NULL);
+	reported_free(u);
+	u->rep = rep;
+	u->nrep = nrep;
+	return 0;
+}
+
+int unwinder_new(struct psvc_target *t, struct dbs_unwinder **ret)
+{
+	struct dbs_unwinder *u = calloc(1, sizeof *u);
+	if (!u)
+		return -ENOMEM;
+	u->t = t;
+	u->arch = psvc_arch(t);
+	/* separate debuginfo by build-id or debuglink under /usr/lib/debug;
+	 * debuginfod only if the user kept DEBUGINFOD_URLS (--debuginfod) */
+	u->cb.find_elf = dwfl_linux_proc_find_elf;
+	u->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+	u->dwfl = dwfl_begin(&u->cb);
+	if (!u->dwfl) {
+		free(u);
+		return -ENOMEM;
+	}
+	/* C++ names: libstdc++'s demangler if the system has it */
+	void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+	if (h)
+		*(void **)&u->demangle = dlsym(h, "__cxa_demangle");
+	*ret = u;
+	return 0;
+}
+
+void unwinder_free(struct dbs_unwinder *u)
+{
+	if (!u)
+		return;
+	if (u->dwfl)
+		dwfl_end(u->dwfl);
+	cache_clear(u);
+	reported_free(u);
+	strpool_unref(u->pool);
+	free(u);
+}
+
+int unwinder_sync(struct dbs_unwinder *u)
+{
+	uint64_t gen = psvc_modules_generation(u->t);
+	if (u->attached && gen == u->generation)
+		return 0;
+	int err = sync_modules(u);
+	if (err)
+		return err;
+	if (!u->attached) {
+		if (!dwfl_attach_state(u->dwfl, NULL, psvc_pid(u->t),
+				       &thread_callbacks, u))
+			return -ENOEXEC;
+		u->attached = true;
+	}
+	/* new modules, new names: a fresh cache and pool (snapshots that
+	 * still use the old pool keep it alive) */
+	cache_clear(u);
+	strpool_unref(u->pool);
+	u->pool = strpool_new();
+	if (!u->pool)
+		return -ENOMEM;
+	u->generation = gen;
+	return 0;
+}
+
+struct dbs_strpool *unwinder_pool(struct dbs_unwinder *u)
+{
+	return u->pool;
+}
+
+/* ---- symbolization -------------------------------------------------------------- */
+
+static const char *demangled(struct dbs_unwinder *u, const char *raw,
+			     const char **ret_mangled)
+{
+	*ret_mangled = NULL;
+	if (!raw)
+		return NULL;
+	/* glibc's symbol tables name versioned aliases "sym@@GLIBC_2.34":
+	 * the version says nothing about the frame */
+	char buf[4096];
+	const char *at = strchr(raw, '@');
+	const char *name = raw;
+	if (at && at != raw && (size_t)(at - raw) < sizeof buf) {
+		memcpy(buf, raw, (size_t)(at - raw));
+		buf[at - raw] = '\0';
+		name = buf;
+	}
+	if (name[0] != '_' || name[1] != 'Z' || !u->demangle)
+		return strpool_intern(u->pool, name);
+	int status = -1;
+	char *d = u->demangle(name, NULL, NULL, &status);
+	if (status != 0 || !d) {
+		free(d);
+		return strpool_intern(u->pool, name);
+	}
+	const char *r = strpool_intern(u->pool, d);
+	free(d);
+	*ret_mangled = strpool_intern(u->pool, name);
+	return r;
+}
+
+/* The name of a subprogram or inlined instance, through its origin. */
+static const char *die_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	const char *n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
+	if (!n)
+		n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
+	if (!n)
+		n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &a));
+	return n;
+}
+
+static const char *call_file(Dwarf_Die *cudie, Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word idx;
+	Dwarf_Files *files;
+	size_t nfiles;
+	if (dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &a), &idx) != 0 ||
+	    dwarf_getsrcfiles(cudie, &files, &nfiles) != 0 || idx >= nfiles)
+		return NULL;
+	return dwarf_filesrc(files, idx, NULL, NULL);
+}
+
+static int call_line(Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word line;
+	if (dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &a), &line) != 0)
+		return 0;
+	return line > 0x7fffffff ? 0 : (int)line;
+}
+
+/* Fill e for the (adjusted) pc: module, then the inline chain from the
+ * DWARF scopes, then the real function from the ELF symbol table. */
+static void symbolize(struct dbs_unwinder *u, uint64_t pc, struct sym_entry *e)
+{
+	struct dbs_frame fr[32];
+	unsigned n = 0;
+	memset(fr, 0, sizeof fr);
+	e->pc = pc;
+	struct psvc_module *pm = psvc_module_for_addr(u->t, pc);
+	if (pm) {
+		e->module = strpool_intern(u->pool, pm->path);
+		if (!pm->elf)
+			psvc_module_load_elf(u->t, pm);
+		if (pm->build_id[0])
+			e->build_id = strpool_intern(u->pool, pm->build_id);
+	}
+	Dwfl_Module *mod = dwfl_addrmodule(u->dwfl, pc);
+	const char *file = NULL;
+	int line = 0;
+	if (mod) {
+		Dwfl_Line *l = dwfl_module_getsrc(mod, pc);
+		if (l)
+			file = dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL);
+		Dwarf_Addr bias;
+		Dwarf_Die *cu = dwfl_module_addrdie(mod, pc, &bias);
+		Dwarf_Die *scopes = NULL;
+		int ns = cu ? dwarf_getscopes(cu, pc - bias, &scopes) : 0;
+		for (int i = 0; i < ns && n < 31; i++) {
+			if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine)
+				continue;
+			fr[n].inlined = true;
+			fr[n].symbol = demangled(u, die_name(&scopes[i]), &fr[n].mangled);
+			fr[n].file = strpool_intern(u->pool, file);
+			fr[n].line = line;
+			n++;
+			/* the caller's position is this instance's call site */
+			file = call_file(cu, &scopes[i]);
+			line = call_line(&scopes[i]);
+		}
+		free(scopes);
+	}
+	/* the real frame: the ELF symbol (what the code is linked as) */
+	GElf_Off off = 0;
+	GElf_Sym sym;
+	const char *name = mod ? dwfl_module_addrinfo(mod, pc, &off, &sym, NULL,
+						      NULL, NULL) : NULL;
+	if (!name && pm) {
+		/* no Dwfl module (file unreadable for libdwfl): our tables */
+		struct psvc_symbol ps;
+		if (psvc_addr_to_symbol(u->t, pc, &ps) == 0 && ps.name) {
+			name = ps.name;
+			off = ps.offset;
+		}
+	}
+	fr[n].symbol = demangled(u, name, &fr[n].mangled);
+	fr[n].offset = name ? off : 0;
+	fr[n].file = strpool_intern(u->pool, file);
+	fr[n].line = line;
+	n++;
+	for (unsigned i = 0; i < n; i++) {
+		fr[i].module = e->module;
+		fr[i].build_id = e->build_id;
+	}
+	e->frames = malloc(n * sizeof *e->frames);
+	if (e->frames) {
+		memcpy(e->frames, fr, n * sizeof *fr);
+		e->nframes = n;
+	}
+}
+
+static const struct sym_entry *lookup_pc(struct dbs_unwinder *u, uint64_t pc)
+{
+	if ((u->cache_n + 1) * 2 > u->cache_cap) {
+		size_t ncap = u->cache_cap ? u->cache_cap * 2 : 1024;
+		struct sym_entry *nc = calloc(ncap, sizeof *nc);
+		if (!nc)
+			return NULL;
+		for (size_t i = 0; i < u->cache_cap; i++) {
+			if (!u->cache[i].pc)
+				continue;
+			size_t j = (size_t)(u->cache[i].pc * 0x9E3779B97F4A7C15ull >> 20) & (ncap - 1);
+			while (nc[j].pc)
+				j = (j + 1) & (ncap - 1);
+			nc[j] = u->cache[i];
+		}
+		free(u->cache);
+		u->cache = nc;
+		u->cache_cap = ncap;
+	}
+	size_t i = (size_t)(pc * 0x9E3779B97F4A7C15ull >> 20) & (u->cache_cap - 1);
+	for (; u->cache[i].pc; i = (i + 1) & (u->cache_cap - 1))
+		if (u->cache[i].pc == pc)
+			return &u->cache[i];
+	if (!pc)
+		return NULL;
+	symbolize(u, pc, &u->cache[i]);
+	u->cache_n++;
+	return &u->cache[i];
+}
+
+/* ---- unwinding ------------------------------------------------------------------- */
+
+struct walk {
+	struct dbs_unwinder *u;
+	uint64_t pcs[1025];
+	bool activation[1025];
+	unsigned n, max;
+	uint64_t prev_sp;
+	unsigned same_sp;
+	enum dbs_stack_end end;
+	const char *why;
+};
+
+static int frame_cb(Dwfl_Frame *frame, void *arg)
+{
+	struct walk *w = arg;
+	Dwarf_Addr pc;
+	bool act;
+	if (!dwfl_frame_pc(frame, &pc, &act))
+		return DWARF_CB_ABORT;
+	w->u->missed = false;	/* this frame stands: earlier misses did not
+				 * matter */
+	Dwarf_Word sp;
+	unsigned spreg = w->u->arch->id == ARCH_X86_64 ? 7 : 31;
+	if (dwfl_frame_reg(frame, spreg, &sp) == 0) {
+		if (w->n > 0 && sp < w->prev_sp) {
+			w->end = DBS_STACK_BAD_SP;
+			w->why = "the stack pointer moved down: garbage or a loop";
+			return DWARF_CB_ABORT;
+		}
+		w->same_sp = w->n > 0 && sp == w->prev_sp ? w->same_sp + 1 : 0;
+		if (w->same_sp > 8) {
+			w->end = DBS_STACK_BAD_SP;
+			w->why = "the stack pointer stopped moving: a loop";
+			return DWARF_CB_ABORT;
+		}
+		w->prev_sp = sp;
+	}
+	if (w->n > 0 && !psvc_module_for_addr(w->u->t, pc)) {
+		/* a return address in no module is garbage (or JIT code,
+		 * which has no CFI to go on with either) */
+		w->end = DBS_STACK_BAD_SP;
+		w->why = "a return address outside any module";
+		return DWARF_CB_ABORT;
+	}
+	if (w->n == w->max) {
+		w->end = DBS_STACK_MAX_FRAMES;
+		return DWARF_CB_ABORT;
+	}
+	w->pcs[w->n] = pc;
+	w->activation[w->n] = act;
+	w->n++;
+	return DWARF_CB_OK;
+}
+
+void unwinder_unwind(struct dbs_unwinder *u, struct dbs_thread *th,
+		     unsigned max_frames)
+{
+	struct walk *w = calloc(1, sizeof *w);
+	if (!w)
+		return;
+	w->u = u;
+	w->max = max_frames > 1024 ? 1024 : max_frames;
+	w->end = DBS_STACK_COMPLETE;
+	u->cur = th;
+	u->missed = false;
+	int rc = u->attached ? dwfl_getthread_frames(u->dwfl, th->tid, frame_cb, w) : -1;
+	u->cur = NULL;
+	if (rc == -1 && w->end == DBS_STACK_COMPLETE) {
+		if (u->missed) {
+			w->end = DBS_STACK_TRUNCATED;
+		} else {
+			w->end = DBS_STACK_ERROR;
+			w->why = strpool_intern(u->pool, dwfl_errmsg(-1));
+		}
+	}
+	th->stack.end = w->end;
+	th->stack.error = w->why ? strpool_intern(u->pool, w->why) : NULL;
+
+	/* expand each pc through the cache into frames */
+	size_t cap = w->n * 2 + 1, nf = 0;
+	struct dbs_frame *f = malloc(cap * sizeof *f);
+	for (unsigned i = 0; f && i < w->n; i++) {
+		/* a return address points after the call: look up pc - 1 so
+		 * that the call's own line and inline context are found */
+		uint64_t look = w->activation[i] ? w->pcs[i] : w->pcs[i] - 1;
+		const struct sym_entry *e = lookup_pc(u, look);
+		unsigned k = e ? e->nframes : 0;
+		if (nf + k + 1 > cap) {
+			cap = (nf + k + 1) * 2;
+			struct dbs_frame *nfr = realloc(f, cap * sizeof *f);
+			if (!nfr)
+				break;
+			f = nfr;
+		}
+		if (!k) {
+			f[nf++] = (struct dbs_frame){ .pc = w->pcs[i] };
+			continue;
+		}
+		for (unsigned j = 0; j < k; j++) {
+			f[nf] = e->frames[j];
+			f[nf].pc = w->pcs[i];
+			/* the offset of a return address is to the pc itself */
+			if (!f[nf].inlined && f[nf].symbol && !w->activation[i])
+				f[nf].offset += 1;
+			nf++;
+		}
+	}
+	th->stack.frames = f;
+	th->stack.nframes = f ? nf : 0;
+	free(w);
+}
