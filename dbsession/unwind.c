@@ -56,8 +56,7 @@ struct dbs_unwinder {
 
 	/* the thread being unwound */
 	const struct dbs_thread *cur;
-	bool missed;		/* a memory read missed the capture since
-				 * the last frame */
+	bool missed;		/* a memory read missed the capture */
 	uint64_t miss_addr;
 };
 
@@ -447,8 +446,6 @@ static int frame_cb(Dwfl_Frame *frame, void *arg)
 	bool act;
 	if (!dwfl_frame_pc(frame, &pc, &act))
 		return DWARF_CB_ABORT;
-	w->u->missed = false;	/* this frame stands: earlier misses did not
-				 * matter */
 	Dwarf_Word sp;
 	unsigned spreg = w->u->arch->id == ARCH_X86_64 ? 7 : 31;
 	if (dwfl_frame_reg(frame, spreg, &sp) == 0) {
@@ -495,13 +492,18 @@ void unwinder_unwind(struct dbs_unwinder *u, struct dbs_thread *th,
 	u->missed = false;
 	int rc = u->attached ? dwfl_getthread_frames(u->dwfl, th->tid, frame_cb, w) : -1;
 	u->cur = NULL;
-	if (rc == -1 && w->end == DBS_STACK_COMPLETE) {
-		if (u->missed) {
-			w->end = DBS_STACK_TRUNCATED;
-		} else {
-			w->end = DBS_STACK_ERROR;
-			w->why = strpool_intern(u->pool, dwfl_errmsg(-1));
-		}
+	/* libdwfl takes a return address it could not read, or a register
+	 * lost to an earlier failed read, for the end of the stack
+	 * (frame_unwind.c: pc_state PC_UNDEFINED).  Only our own record of
+	 * a read that missed the capture tells a truncated stack from a
+	 * complete one.  The copy spans sp to the top of the stack mapping
+	 * unless the stack is deeper than --stack-bytes, so a missed read
+	 * means the outer frames were not copied. */
+	if (w->end == DBS_STACK_COMPLETE && u->missed)
+		w->end = DBS_STACK_TRUNCATED;
+	else if (rc == -1 && w->end == DBS_STACK_COMPLETE) {
+		w->end = DBS_STACK_ERROR;
+		w->why = strpool_intern(u->pool, dwfl_errmsg(-1));
 	}
 	th->stack.end = w->end;
 	th->stack.error = w->why ? strpool_intern(u->pool, w->why) : NULL;

@@ -481,6 +481,15 @@ static void static_binary_test(const char *name)
 		cr_assert_str_eq(jstr(pt, "id"), want);
 		snprintf(want, sizeof want, "fx_start_%s", p[i].role);
 		cr_assert_str_eq(jstr(json_object_get(pt, "start_routine"), "symbol"), want);
+		/* and its stack, from the .symtab of the static binary */
+		json_t *st = json_object_get(t, "stack");
+		cr_assert_str_eq(jstr(st, "end"), "complete");
+		bool seen = false;
+		size_t k;
+		json_t *f;
+		json_array_foreach(json_object_get(st, "frames"), k, f)
+			seen |= jstr(f, "symbol") && !strcmp(jstr(f, "symbol"), want);
+		cr_assert(seen, "no %s frame", want);
 	}
 	json_decref(doc);
 }
