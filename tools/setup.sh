@@ -19,9 +19,12 @@ cd "$top"
 
 # Everything the build, the tests and the demo use, by Debian package.
 PACKAGES=(
-	gcc libc6-dev binutils pkg-config meson ninja-build
+	gcc g++ libc6-dev binutils pkg-config meson ninja-build
 	libelf-dev libdw-dev libjansson-dev libcriterion-dev
 	python3 python3-jsonschema util-linux procps
+	# separate debug info of libc: source lines and internal symbols
+	# (start_thread, clone3) in stacks
+	libc6-dbg
 )
 
 as_root() {
