@@ -367,6 +367,19 @@ Test(snapshot, sigkill_mid_capture_leaves_target_running)
 		run_free(&r);
 	}
 	cr_assert(hits > 0, "never caught tinspect with the target stopped");
+	/* and at any other moment: startup, /proc reading, analysis */
+	srand((unsigned)fx.pid);
+	for (int i = 0; i < 20; i++) {
+		struct run r;
+		const char *targs[] = { pidstr(fx.pid), NULL };
+		run_start(&r, targs);
+		usleep((useconds_t)(rand() % 40000));
+		kill(r.pid, SIGKILL);
+		run_wait(&r, 60);
+		cr_assert(!any_task_stopped(fx.pid),
+			  "random kill %d: target left stopped", i);
+		run_free(&r);
+	}
 }
 
 static void signal_test(int sig)
