@@ -88,6 +88,8 @@ static void ta_release(struct dbs_session *s)
 	s->ta = NULL;
 	free(s->tdb_detail);
 	s->tdb_detail = NULL;
+	free(s->tdb_warning);
+	s->tdb_warning = NULL;
 }
 
 /* (Re)create the thread agent for the current module map. */
@@ -103,7 +105,9 @@ static void ta_setup(struct dbs_session *s)
 
 	uint64_t a;
 	s->glibc_version[0] = '\0';
-	if (psvc_lookup_symbol(s->t, "__nptl_version", &a) == 0) {
+	/* "nptl_version" (a local symbol of libpthread) before 2.34 */
+	if (psvc_lookup_symbol(s->t, "__nptl_version", &a) == 0 ||
+	    psvc_lookup_symbol(s->t, "nptl_version", &a) == 0) {
 		char v[sizeof s->glibc_version];
 		if (psvc_read_string(s->t, a, v, sizeof v) == 0) {
 			/* keep it printable: it is target memory */
@@ -122,6 +126,9 @@ static void ta_setup(struct dbs_session *s)
 		s->sizeof_pthread = 4096;
 
 	td_err_e e = s->lib.td_ta_new(psvc_prochandle(s->t), &s->ta);
+	if ((e == TD_VERSION || e == TD_NOLIBTHREAD) &&
+	    tdb_pick_target_lib(s, e) == 0)
+		e = TD_OK;	/* the target's own libthread_db fits */
 	switch (e) {
 	case TD_OK:
 		s->tdb_status = DBS_TDB_OK;
@@ -188,6 +195,9 @@ void dbs_session_destroy(struct dbs_session *s)
 		return;
 	if (s->lib_loaded)
 		ta_release(s);
+	tls_free(s);
+	keys_free(s);
+	free(s->tdb_warning);
 	free(s->tdb_detail);
 	s->tdb_detail = NULL;
 	psvc_close(s->t);
@@ -204,13 +214,6 @@ struct psvc_target *dbs_session_target(struct dbs_session *s)
 }
 
 /* ---- one update ------------------------------------------------------------------ */
-
-/* What libthread_db said about one task, kept until the snapshot is built. */
-struct tdb_result {
-	td_err_e err;
-	const char *step;
-	td_thrinfo_t ti;
-};
 
 static void gather_tdb(struct dbs_session *s, struct tdb_result *res)
 {
@@ -248,13 +251,15 @@ static void gather_tdb(struct dbs_session *s, struct tdb_result *res)
 			res[i].step = "td_ta_map_lwp2thr";
 			continue;
 		}
+		res[i].th = th;
+		res[i].have_th = true;
 		e = s->lib.td_thr_get_info(&th, &res[i].ti);
 		res[i].err = e;
 		res[i].step = "td_thr_get_info";
 	}
 }
 
-static void symbolize(struct psvc_target *t, uint64_t addr, struct dbs_symbol *ret)
+void symbolize(struct psvc_target *t, uint64_t addr, struct dbs_symbol *ret)
 {
 	struct psvc_symbol sym;
 	ret->addr = addr;
@@ -334,6 +339,11 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 	snap->modmap_source = psvc_modmap_source(t);
 	snap->module_generation = psvc_modules_generation(t);
 	snap->threads_seen = n;
+	if (s->ta)
+		snap->thread_db_path = dbs_strdup(s->lib.path);
+	if (s->tdb_warning)
+		snap_add_error(&snap->warnings, &snap->nwarnings, "%s",
+			       s->tdb_warning);
 
 	for (size_t i = 0; i < n; i++) {
 		struct psvc_task *k = psvc_task_at(t, i);
@@ -410,6 +420,9 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 					       tdb_strerror(r->err));
 			}
 		}
+		tls_fill(s, snap, th, i);
+		keys_fill(s, snap, th, i);
+		stack_fill(s, snap, th);
 		if (th->nerrors)
 			snap->threads_with_errors++;
 	}
@@ -430,6 +443,8 @@ int dbs_session_update(struct dbs_session *s, struct dbs_snapshot **ret)
 	    (psvc_modules_generation(t) != s->ta_generation ||
 	     (s->lib_loaded && !s->ta)))
 		ta_setup(s);
+	tls_prepare(s);
+	keys_prepare(s);
 
 	struct psvc_stop_opts so = {
 		.max_freeze_ns = s->opts.max_freeze_ns,
@@ -443,6 +458,7 @@ int dbs_session_update(struct dbs_session *s, struct dbs_snapshot **ret)
 	struct timespec captured_at;
 	clock_gettime(CLOCK_REALTIME, &captured_at);
 	psvc_read_regs(t);
+	psvc_resolve_late_ns_tids(t);
 
 	struct tdb_result *res = NULL;
 	if (s->ta) {
@@ -450,17 +466,23 @@ int dbs_session_update(struct dbs_session *s, struct dbs_snapshot **ret)
 		if (res)
 			gather_tdb(s, res);
 	}
+	tls_gather(s, res);
+	keys_gather(s, res);
 	err = psvc_check_freeze(t);
 	psvc_resume(t);
 	if (!err && !psvc_alive(t))
 		err = -ESRCH;	/* it exited (was killed) while stopped */
 	if (err) {
 		free(res);
+		tls_finish(s, NULL);
+		keys_finish(s, NULL);
 		return err;
 	}
 
 	struct dbs_snapshot *snap = build_snapshot(s, res);
 	free(res);
+	tls_finish(s, snap);
+	keys_finish(s, snap);
 	if (!snap)
 		return -ENOMEM;
 	snap->captured_at = captured_at;
@@ -493,7 +515,30 @@ void dbs_snapshot_free(struct dbs_snapshot *snap)
 		free(th->start.module);
 		free(th->start.name);
 		free_strings(th->errors, th->nerrors);
+		for (size_t k = 0; k < th->ntls; k++) {
+			free(th->tls[k].bytes);
+			free(th->tls[k].str);
+			free(th->tls[k].ptr_sym.module);
+			free(th->tls[k].ptr_sym.name);
+			free(th->tls[k].error);
+		}
+		free(th->tls);
+		free(th->keys);
 	}
+	for (size_t k = 0; k < snap->ntls_vars; k++) {
+		free(snap->tls_vars[k].name);
+		free(snap->tls_vars[k].error);
+		free(snap->tls_vars[k].module);
+		free(snap->tls_vars[k].c_type);
+	}
+	free(snap->tls_vars);
+	for (size_t k = 0; k < snap->nkeys; k++) {
+		free(snap->keys[k].destructor_sym.module);
+		free(snap->keys[k].destructor_sym.name);
+	}
+	free(snap->keys);
+	free(snap->thread_db_path);
+	free_strings(snap->warnings, snap->nwarnings);
 	free(snap->threads);
 	free(snap->exe);
 	free_strings(snap->argv, snap->argc);
