@@ -110,7 +110,9 @@ int dwarf_find_tls(struct psvc_target *t, struct psvc_module *m,
 /* tdbpick.c: when the system's libthread_db does not fit the target's
  * glibc (TD_VERSION, or TD_NOLIBTHREAD because the symbols it looks for
  * have other names), load the one beside the target's libc.  Returns 0
- * if the session now has a thread agent. */
+ * if the session now has a thread agent, -ENOENT if the target's glibc is
+ * the system's (nothing else to try), another negative errno if it is
+ * another glibc that could not be served (s->tdb_warning says why). */
 int tdb_pick_target_lib(struct dbs_session *s, td_err_e first_err);
 
 

@@ -224,8 +224,6 @@ void keys_gather(struct dbs_session *s, const struct tdb_result *res)
 		return;
 	}
 	k->gathered = true;
-	if (!k->ninuse)
-		return;
 
 	/* Which first-level slots hold keys in use. */
 	bool *need = calloc(L->l1, sizeof *need);

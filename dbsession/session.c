@@ -126,9 +126,13 @@ static void ta_setup(struct dbs_session *s)
 		s->sizeof_pthread = 4096;
 
 	td_err_e e = s->lib.td_ta_new(psvc_prochandle(s->t), &s->ta);
-	if ((e == TD_VERSION || e == TD_NOLIBTHREAD) &&
-	    tdb_pick_target_lib(s, e) == 0)
-		e = TD_OK;	/* the target's own libthread_db fits */
+	if (e == TD_VERSION || e == TD_NOLIBTHREAD) {
+		int pick = tdb_pick_target_lib(s, e);
+		if (pick == 0)
+			e = TD_OK;	/* the target's own libthread_db fits */
+		else if (pick != -ENOENT)
+			e = TD_VERSION;	/* another glibc, not served */
+	}
 	switch (e) {
 	case TD_OK:
 		s->tdb_status = DBS_TDB_OK;

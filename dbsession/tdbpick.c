@@ -58,7 +58,8 @@ static bool same_as_loaded(struct dbs_session *s, const struct stat *st)
 
 /* Try the libthread_db.so.1 in directory dir (a path in the target's
  * mount namespace).  0: the session now uses it; -ENOENT: none there (or
- * it is ours); another error: it is there but does not serve. */
+ * it is ours); another error: it is there but does not serve, or must not
+ * be loaded. */
 static int try_dir(struct dbs_session *s, const char *dir, char *why,
 		   size_t whylen)
 {
@@ -71,6 +72,11 @@ static int try_dir(struct dbs_session *s, const char *dir, char *why,
 		return -ENOENT;
 	if (same_as_loaded(s, &st))
 		return -ENOENT;
+	if (s->opts.no_target_thread_db) {
+		snprintf(why, whylen, "--no-target-thread-db forbids loading %s",
+			 path);
+		return -EPERM;
+	}
 	if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022)) {
 		snprintf(why, whylen, "%s is not a root-owned file writable "
 			 "only by root; not loaded", path);
@@ -125,13 +131,6 @@ int tdb_pick_target_lib(struct dbs_session *s, td_err_e first_err)
 	}
 	if (!ndirs)
 		return -ENOENT;	/* no glibc: nothing to pick from */
-	if (s->opts.no_target_thread_db) {
-		if (first_err == TD_VERSION)
-			warn(s, "the target's glibc is not the one libthread_db was "
-			     "built for, and --no-target-thread-db forbids loading "
-			     "its own; threads are listed from /proc only");
-		return -EPERM;
-	}
 	char why[PATH_MAX + 200] = "";
 	int err = -ENOENT;
 	for (size_t i = 0; i < ndirs && err; i++) {
@@ -148,7 +147,7 @@ int tdb_pick_target_lib(struct dbs_session *s, td_err_e first_err)
 		return 0;
 	}
 	if (err == -ENOENT && first_err != TD_VERSION)
-		return err;	/* probably just not threaded (yet) */
+		return err;	/* the same glibc: just not threaded (yet) */
 	warn(s, "the system's libthread_db does not serve the target's glibc "
 	     "(%s), and %s; threads are listed from /proc only",
 	     tdb_strerror(first_err),
