@@ -358,9 +358,16 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 		struct dbs_thread *th = &snap->threads[snap->nthreads++];
 		th->tid = k->tid;
 		if (k->flags & PSVC_TASK_LATE) {
-			/* appeared during the stop: its /proc facts now */
-			if (psvc_read_taskinfo(s->pid, k->tid, &k->info) == 0)
-				k->info.before_stop = false;
+			/* appeared during the stop: its /proc facts now; if it
+			 * has exited since, keep what the stop learnt (its
+			 * namespace TID) rather than a zeroed record */
+			struct psvc_taskinfo ti;
+			if (psvc_read_taskinfo(s->pid, k->tid, &ti) == 0 && ti.valid) {
+				if (!ti.ns_tid)
+					ti.ns_tid = k->info.ns_tid;
+				ti.before_stop = false;
+				k->info = ti;
+			}
 		}
 		fill_proc(s, th, &k->info);
 		th->stopped = k->flags & PSVC_TASK_CAPTURED;
