@@ -281,7 +281,12 @@ static void thread_extras_json(json_t *o, const struct dbs_snapshot *snap,
 		}
 		if (!tls)
 			tls = json_object();
-		set(tls, var->name, tls_entry_json(var, &th->tls[i]));
+		/* an object key must be valid UTF-8 too (jansson drops it
+		 * otherwise) */
+		json_t *key = jstr(var->name);
+		set(tls, json_is_string(key) ? json_string_value(key) : "?",
+		    tls_entry_json(var, &th->tls[i]));
+		json_decref(key);
 	}
 	bool any_tls = false;
 	for (size_t i = 0; i < snap->ntls_vars; i++)
