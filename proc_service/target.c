@@ -391,5 +391,6 @@ int psvc_scan(struct psvc_target *t)
 		return n;
 	if (t->ntasks == 0)
 		return -ESRCH;
+	psvc_foreign_pidns(t);	/* decided now, not during the stop */
 	return (int)t->ntasks;
 }
