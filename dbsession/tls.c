@@ -249,8 +249,11 @@ static void resolve_one(struct dbs_session *s, struct tls_var_int *v,
 	}
 	if (err == 0) {
 		v->pub.source = "symtab";
+		/* the DWARF variable must be this one, not a static of the
+		 * same name in another file of the module */
 		if (rq->type == DBS_TLS_AUTO && !is_errno &&
-		    dwarf_find_tls(t, sym.module, rq->name, &dw) == 0)
+		    dwarf_find_tls(t, sym.module, rq->name, &dw) == 0 &&
+		    (!dw.have_offset || dw.offset == sym.offset))
 			have_dw = true;
 		if (have_dw)
 			v->pub.source = "symtab+dwarf";
