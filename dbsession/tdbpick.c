@@ -92,6 +92,12 @@ static int try_dir(struct dbs_session *s, const char *dir, char *why,
 	}
 	td_thragent_t *ta = NULL;
 	td_err_e e = lib.td_ta_new(psvc_prochandle(s->t), &ta);
+	if (e == TD_NOLIBTHREAD) {
+		/* the target's own library says so: not threaded (yet),
+		 * nothing to warn about */
+		tdb_unload(&lib);
+		return -ENOENT;
+	}
 	if (e != TD_OK) {
 		snprintf(why, whylen, "%s does not serve it either: %s", path,
 			 tdb_strerror(e));
