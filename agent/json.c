@@ -309,9 +309,9 @@ static void thread_extras_json(json_t *o, const struct dbs_snapshot *snap,
 		set(o, "keys", json_null());
 	}
 
-	const struct dbs_stack *st = &th->stack;
-	if (st->status == DBS_STACK_UNKNOWN) {
-		set(o, "stack", json_null());
+	const struct dbs_stack_bounds *st = &th->bounds;
+	if (st->status == DBS_BOUNDS_UNKNOWN) {
+		set(o, "stack_bounds", json_null());
 		return;
 	}
 	json_t *s = json_object();
@@ -331,10 +331,10 @@ static void thread_extras_json(json_t *o, const struct dbs_snapshot *snap,
 	}
 	set(s, "limit", st->limit ? jhex(st->limit) : json_null());
 	set(s, "used_bytes", json_integer((json_int_t)st->used));
-	set(s, "available_bytes", st->limit && st->status != DBS_STACK_OVERFLOW
+	set(s, "available_bytes", st->limit && st->status != DBS_BOUNDS_OVERFLOW
 					  ? json_integer((json_int_t)st->avail)
 					  : json_null());
-	set(o, "stack", s);
+	set(o, "stack_bounds", s);
 }
 
 static json_t *process_extras_json(json_t *p, const struct dbs_snapshot *snap)

@@ -138,19 +138,19 @@ static void put_kib(FILE *out, uint64_t bytes)
 		fprintf(out, "%.1f KiB", (double)bytes / 1024.0);
 }
 
-static void put_stack(FILE *out, const struct dbs_stack *st)
+static void put_stack_bounds(FILE *out, const struct dbs_stack_bounds *st)
 {
-	if (st->status == DBS_STACK_UNKNOWN)
+	if (st->status == DBS_BOUNDS_UNKNOWN)
 		return;
 	fprintf(out, "  stack: 0x%" PRIx64 "-0x%" PRIx64 " ", st->low, st->high);
-	if (st->status == DBS_STACK_NOT_STACK) {
+	if (st->status == DBS_BOUNDS_NOT_STACK) {
 		fputs("(sp is not on a thread stack: sigaltstack or user stack)\n",
 		      out);
 		return;
 	}
 	fputs("used ", out);
 	put_kib(out, st->used);
-	if (st->status == DBS_STACK_OVERFLOW) {
+	if (st->status == DBS_BOUNDS_OVERFLOW) {
 		fputs("  [!! STACK OVERFLOW: sp is in or below the guard]\n", out);
 		return;
 	}
@@ -162,7 +162,7 @@ static void put_stack(FILE *out, const struct dbs_stack *st)
 	}
 	if (!st->guard_high && !st->main)
 		fputs(" (no guard page)", out);
-	if (st->status == DBS_STACK_LOW)
+	if (st->status == DBS_BOUNDS_LOW)
 		fputs("  [!! STACK NEARLY FULL]", out);
 	fputc('\n', out);
 }
@@ -249,7 +249,7 @@ static void put_tls_value(FILE *out, const struct dbs_tls_var *var,
 static void put_thread_extras(FILE *out, const struct dbs_snapshot *snap,
 			      const struct dbs_thread *th)
 {
-	put_stack(out, &th->stack);
+	put_stack_bounds(out, &th->bounds);
 	for (size_t i = 0; i < th->ntls && i < snap->ntls_vars; i++) {
 		const struct dbs_tls_var *var = &snap->tls_vars[i];
 		const struct dbs_tls_value *v = &th->tls[i];

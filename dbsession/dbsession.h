@@ -156,18 +156,18 @@ struct dbs_key_value {
 
 /* Where the thread's stack is, from the mapping that holds sp
  * (/proc/PID/maps read before the stop). */
-enum dbs_stack_status {
-	DBS_STACK_UNKNOWN = 0,	/* no registers, or sp in no mapping */
-	DBS_STACK_OK,
-	DBS_STACK_LOW,		/* less than DBS_STACK_LOW_BYTES or 1/8 left */
-	DBS_STACK_OVERFLOW,	/* sp in the guard page or below the limit */
-	DBS_STACK_NOT_STACK,	/* sp in a mapping that is not a stack
+enum dbs_bounds_status {
+	DBS_BOUNDS_UNKNOWN = 0,	/* no registers, or sp in no mapping */
+	DBS_BOUNDS_OK,
+	DBS_BOUNDS_LOW,		/* less than DBS_BOUNDS_LOW_BYTES or 1/8 left */
+	DBS_BOUNDS_OVERFLOW,	/* sp in the guard page or below the limit */
+	DBS_BOUNDS_NOT_STACK,	/* sp in a mapping that is not a stack
 				 * (sigaltstack, a user-allocated stack) */
 };
-#define DBS_STACK_LOW_BYTES (16 * 1024)
+#define DBS_BOUNDS_LOW_BYTES (16 * 1024)
 
-struct dbs_stack {
-	enum dbs_stack_status status;
+struct dbs_stack_bounds {
+	enum dbs_bounds_status status;
 	bool main;		/* the [stack] mapping of the initial thread */
 	uint64_t low, high;	/* the mapping that holds sp */
 	uint64_t guard_low, guard_high;	/* PROT_NONE mapping below; 0 none */
@@ -228,7 +228,7 @@ struct dbs_thread {
 	bool keys_read;
 	struct dbs_key_value *keys;
 	size_t nkeys;
-	struct dbs_stack stack;
+	struct dbs_stack_bounds bounds;
 };
 
 struct dbs_snapshot {

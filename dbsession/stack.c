@@ -20,7 +20,7 @@ static bool anon_or_stack(const struct psvc_map *m)
 void stack_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 		struct dbs_thread *th)
 {
-	struct dbs_stack *st = &th->stack;
+	struct dbs_stack_bounds *st = &th->bounds;
 	memset(st, 0, sizeof *st);
 	if (!th->have_regs)
 		return;
@@ -35,13 +35,13 @@ void stack_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 			err = psvc_map_lookup(s->t, sp, &m, &below);
 	}
 	if (err)
-		return;	/* DBS_STACK_UNKNOWN */
+		return;	/* DBS_BOUNDS_UNKNOWN */
 	st->low = m.start;
 	st->high = m.end;
 	st->used = m.end - sp;
 	if (!strcmp(m.perms, "---p")) {
 		/* sp is inside a guard: the thread has overflowed */
-		st->status = DBS_STACK_OVERFLOW;
+		st->status = DBS_BOUNDS_OVERFLOW;
 		st->guard_low = m.start;
 		st->guard_high = m.end;
 		st->limit = m.end;
@@ -70,19 +70,19 @@ void stack_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 	} else {
 		/* a sigaltstack, a file mapping, the heap: not a stack whose
 		 * end we know */
-		st->status = DBS_STACK_NOT_STACK;
+		st->status = DBS_BOUNDS_NOT_STACK;
 		return;
 	}
 	if (!st->limit) {
-		st->status = DBS_STACK_OK;	/* unlimited, nothing below */
+		st->status = DBS_BOUNDS_OK;	/* unlimited, nothing below */
 		return;
 	}
 	if (sp < st->limit) {
-		st->status = DBS_STACK_OVERFLOW;
+		st->status = DBS_BOUNDS_OVERFLOW;
 		return;
 	}
 	st->avail = sp - st->limit;
 	uint64_t size = m.end - st->limit;
-	st->status = st->avail < DBS_STACK_LOW_BYTES || st->avail < size / 8
-			     ? DBS_STACK_LOW : DBS_STACK_OK;
+	st->status = st->avail < DBS_BOUNDS_LOW_BYTES || st->avail < size / 8
+			     ? DBS_BOUNDS_LOW : DBS_BOUNDS_OK;
 }

@@ -179,7 +179,7 @@ static void start_in_mount_ns(void)
 	const char *dir = getenv("FIXTURES");
 	snprintf(script, sizeof script,
 		 "mount -t tmpfs tinspect-test /mnt && "
-		 "cp '%s/fx_tls' '%s/libfx_tlslib.so' '%s/libfx_plugin.so' /mnt/ && "
+		 "cp '%s/fx_tls' '%s/libfx_tlslib.so' '%s/libfx_tlsplugin.so' /mnt/ && "
 		 "unset LD_LIBRARY_PATH && exec /mnt/fx_tls 2", dir, dir, dir);
 	const char *args[] = { "--mount", "--pid", "--fork", "--kill-child",
 			       "--mount-proc", "/bin/sh", "-c", script, NULL };
@@ -236,7 +236,7 @@ static const char *copy_fx_tls(void)
 	const char *dir = getenv("FIXTURES");
 	char cmd[1024];
 	snprintf(cmd, sizeof cmd, "cp '%s/fx_tls' '%s/libfx_tlslib.so' "
-		 "'%s/libfx_plugin.so' '%s/'", dir, dir, dir, tmpdir);
+		 "'%s/libfx_tlsplugin.so' '%s/'", dir, dir, dir, tmpdir);
 	cr_assert(system(cmd) == 0);
 	static char exe[128];
 	snprintf(exe, sizeof exe, "%s/fx_tls", tmpdir);
@@ -318,7 +318,7 @@ Test(ns, shadowed_library_rejected_by_build_id)
 	char cmd[512];
 	snprintf(cmd, sizeof cmd, "/usr/bin/nsenter --target %d --mount -- "
 		 "/bin/mount --bind '%s' /mnt/libfx_tlslib.so", (int)inner,
-		 fixture_path("libfx_plugin.so"));
+		 fixture_path("libfx_tlsplugin.so"));
 	cr_assert(system(cmd) == 0, "%s failed", cmd);
 	struct psvc_open_opts oo = { .no_map_files = true };
 	cr_assert_eq(psvc_open(inner, &oo, &tgt), 0);

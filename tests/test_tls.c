@@ -213,7 +213,7 @@ Test(tls, nothing_asked_nothing_read)
 	cr_assert(json_is_null(json_object_get(t, "errno")));
 	cr_assert(json_is_null(json_object_get(t, "keys")));
 	/* stacks come from the maps, read anyway */
-	cr_assert(json_is_object(json_object_get(t, "stack")));
+	cr_assert(json_is_object(json_object_get(t, "stack_bounds")));
 	json_decref(doc);
 }
 
@@ -331,7 +331,7 @@ Test(tls, stack_bounds_and_nearly_full_stack)
 	const char *dl = fx_line(&fx, "deep ");
 	cr_assert(dl && sscanf(dl, "deep %d %lx %lx", &deep, &lo, &hi) == 3);
 	json_t *doc = inspect_json(fx.pid, NULL, NULL);
-	json_t *st = json_object_get(thread_by_tid(doc, deep), "stack");
+	json_t *st = json_object_get(thread_by_tid(doc, deep), "stack_bounds");
 	cr_assert_str_eq(jstr(st, "status"), "low");
 	char want[32];
 	snprintf(want, sizeof want, "0x%lx", lo);
@@ -346,13 +346,13 @@ Test(tls, stack_bounds_and_nearly_full_stack)
 	struct worker w[8];
 	size_t n = workers(&fx, w, 8);
 	for (size_t k = 0; k < n; k++) {
-		st = json_object_get(thread_by_tid(doc, w[k].tid), "stack");
+		st = json_object_get(thread_by_tid(doc, w[k].tid), "stack_bounds");
 		cr_assert_str_eq(jstr(st, "status"), "ok");
 		cr_assert(json_is_false(json_object_get(st, "main")));
 		cr_assert(json_integer_value(json_object_get(st, "available_bytes")) >
 			  100 * 1024);
 	}
-	st = json_object_get(thread_by_tid(doc, fx.pid), "stack");
+	st = json_object_get(thread_by_tid(doc, fx.pid), "stack_bounds");
 	cr_assert(json_is_true(json_object_get(st, "main")));
 	cr_assert_str_eq(jstr(st, "status"), "ok");
 	json_decref(doc);

@@ -288,7 +288,7 @@ Test(render, hostile_tls_values_make_valid_json)
 	th->nkeys = 1;
 	th->keys = calloc(1, sizeof *th->keys);
 	th->keys[0] = (struct dbs_key_value){ 7, UINT64_MAX };
-	th->stack = (struct dbs_stack){ .status = DBS_STACK_OVERFLOW, .low = 0x1000,
+	th->bounds = (struct dbs_stack_bounds){ .status = DBS_BOUNDS_OVERFLOW, .low = 0x1000,
 		.high = 0x2000, .guard_low = 0x1000, .guard_high = 0x2000,
 		.limit = 0x2000, .used = 0x800 };
 
@@ -311,7 +311,7 @@ Test(render, hostile_tls_values_make_valid_json)
 	json_t *en = json_object_get(t1, "errno");
 	cr_assert_str_eq(json_string_value(json_object_get(en, "name")), "ENOENT");
 	cr_assert_str_eq(json_string_value(json_object_get(
-		json_object_get(t1, "stack"), "status")), "overflow");
+		json_object_get(t1, "stack_bounds"), "status")), "overflow");
 	json_decref(doc);
 	free(buf);
 
