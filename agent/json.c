@@ -187,6 +187,231 @@ static json_t *stack_json(const struct dbs_stack *st)
 	return o;
 }
 
+/* ---- --tls, --errno, --keys, stacks ---------------------------------------- */
+
+static const char *tls_status_name(enum dbs_tls_status s)
+{
+	switch (s) {
+	case DBS_TLS_OK: return "ok";
+	case DBS_TLS_NOT_ALLOCATED: return "not_allocated";
+	case DBS_TLS_NOT_FOUND: return "not_found";
+	case DBS_TLS_UNAVAILABLE: return "unavailable";
+	case DBS_TLS_ERROR: return "error";
+	}
+	return "error";
+}
+
+/* The value of a variable, typed by its decoding: integers up to 32 bits
+ * are numbers, 64-bit integers decimal strings and addresses "0x..."
+ * strings (exact for readers with 53-bit numbers), bytes lowercase hex. */
+static json_t *tls_value_json(const struct dbs_tls_var *var,
+			      const struct dbs_tls_value *v)
+{
+	const unsigned char *b = v->bytes;
+	uint64_t u = 0;
+	if (!b)
+		return json_null();
+	if (var->size <= 8)
+		memcpy(&u, b, var->size);
+	char buf[32];
+	switch (var->type) {
+	case DBS_TLS_INT: {
+		int64_t x = var->size == 1 ? (int8_t)u : var->size == 2 ? (int16_t)u :
+			    var->size == 4 ? (int32_t)u : (int64_t)u;
+		if (var->size < 8)
+			return json_integer(x);
+		snprintf(buf, sizeof buf, "%" PRId64, x);
+		return json_string(buf);
+	}
+	case DBS_TLS_UNSIGNED:
+	case DBS_TLS_BOOL:
+		if (var->type == DBS_TLS_BOOL)
+			return json_boolean(u != 0);
+		if (var->size < 8)
+			return json_integer((json_int_t)u);
+		snprintf(buf, sizeof buf, "%" PRIu64, u);
+		return json_string(buf);
+	case DBS_TLS_HEX:
+	case DBS_TLS_POINTER:
+		return jhex(u);
+	case DBS_TLS_FLOAT: {
+		double d;
+		if (var->size == 4) {
+			float f;
+			memcpy(&f, b, 4);
+			d = f;
+		} else {
+			memcpy(&d, b, 8);
+		}
+		return json_real(d);	/* NaN and infinities become null */
+	}
+	case DBS_TLS_STRING:
+		return v->str ? jstr_bytes(v->str, v->str_len, NULL) : json_null();
+	case DBS_TLS_BYTES:
+	case DBS_TLS_AUTO:
+		return hexbytes((const char *)b, var->size);
+	}
+	return json_null();
+}
+
+static json_t *tls_entry_json(const struct dbs_tls_var *var,
+			      const struct dbs_tls_value *v)
+{
+	json_t *o = json_object();
+	set(o, "address", v->have_addr ? jhex(v->addr) : json_null());
+	set(o, "type", json_string(var->type_name));
+	set(o, "status", json_string(tls_status_name(v->status)));
+	set(o, "value", v->status == DBS_TLS_OK ? tls_value_json(var, v)
+						: json_null());
+	if (var->type == DBS_TLS_STRING && v->status == DBS_TLS_OK && v->bytes) {
+		uint64_t p;
+		memcpy(&p, v->bytes, sizeof p);
+		set(o, "pointer", jhex(p));
+		set(o, "truncated", json_boolean(v->str_truncated));
+		bool lossy = false;
+		json_t *tmp = v->str ? jstr_bytes(v->str, v->str_len, &lossy) : NULL;
+		json_decref(tmp);
+		if (lossy)
+			set(o, "value_hex", hexbytes(v->str, v->str_len));
+	}
+	if (var->type == DBS_TLS_POINTER && v->status == DBS_TLS_OK &&
+	    v->ptr_sym.module)
+		set(o, "symbol", symbol_json(&v->ptr_sym));
+	if (v->error)
+		set(o, "error", jstr(v->error));
+	return o;
+}
+
+static json_t *errno_json(const struct dbs_tls_var *var,
+			  const struct dbs_tls_value *v)
+{
+	json_t *o = json_object();
+	int e = 0;
+	bool ok = v->status == DBS_TLS_OK && v->bytes;
+	if (ok)
+		memcpy(&e, v->bytes, sizeof e);
+	const char *name = ok && e ? strerrorname_np(e) : NULL;
+	set(o, "value", ok ? json_integer(e) : json_null());
+	set(o, "name", name ? json_string(name) : json_null());
+	set(o, "address", v->have_addr ? jhex(v->addr) : json_null());
+	set(o, "status", json_string(tls_status_name(v->status)));
+	if (v->error)
+		set(o, "error", jstr(v->error));
+	(void)var;
+	return o;
+}
+
+static void thread_extras_json(json_t *o, const struct dbs_snapshot *snap,
+			       const struct dbs_thread *th)
+{
+	json_t *tls = NULL, *err = NULL;
+	for (size_t i = 0; i < th->ntls && i < snap->ntls_vars; i++) {
+		const struct dbs_tls_var *var = &snap->tls_vars[i];
+		if (var->is_errno) {
+			err = errno_json(var, &th->tls[i]);
+			continue;
+		}
+		if (!tls)
+			tls = json_object();
+		/* an object key must be valid UTF-8 too (jansson drops it
+		 * otherwise) */
+		json_t *key = jstr(var->name);
+		set(tls, json_is_string(key) ? json_string_value(key) : "?",
+		    tls_entry_json(var, &th->tls[i]));
+		json_decref(key);
+	}
+	bool any_tls = false;
+	for (size_t i = 0; i < snap->ntls_vars; i++)
+		any_tls |= !snap->tls_vars[i].is_errno;
+	if (!tls && any_tls)
+		tls = json_object();	/* asked, but nothing for this thread */
+	set(o, "tls", tls ? tls : json_null());
+	set(o, "errno", err ? err : json_null());
+
+	if (th->keys_read) {
+		json_t *a = json_array();
+		for (size_t i = 0; i < th->nkeys; i++) {
+			json_t *k = json_object();
+			set(k, "key", json_integer(th->keys[i].key));
+			set(k, "value", jhex(th->keys[i].value));
+			json_array_append_new(a, k);
+		}
+		set(o, "keys", a);
+	} else {
+		set(o, "keys", json_null());
+	}
+
+	const struct dbs_stack_bounds *st = &th->bounds;
+	if (st->status == DBS_BOUNDS_UNKNOWN) {
+		set(o, "stack_bounds", json_null());
+		return;
+	}
+	json_t *s = json_object();
+	static const char *const names[] = { "unknown", "ok", "low", "overflow",
+					     "not_a_stack" };
+	set(s, "status", json_string(names[st->status]));
+	set(s, "main", json_boolean(st->main));
+	set(s, "low", jhex(st->low));
+	set(s, "high", jhex(st->high));
+	if (st->guard_high) {
+		json_t *g = json_object();
+		set(g, "low", jhex(st->guard_low));
+		set(g, "high", jhex(st->guard_high));
+		set(s, "guard", g);
+	} else {
+		set(s, "guard", json_null());
+	}
+	set(s, "limit", st->limit ? jhex(st->limit) : json_null());
+	set(s, "used_bytes", json_integer((json_int_t)st->used));
+	set(s, "available_bytes", st->limit && st->status != DBS_BOUNDS_OVERFLOW
+					  ? json_integer((json_int_t)st->avail)
+					  : json_null());
+	set(o, "stack_bounds", s);
+}
+
+static json_t *process_extras_json(json_t *p, const struct dbs_snapshot *snap)
+{
+	if (snap->ntls_vars) {
+		json_t *a = json_array();
+		for (size_t i = 0; i < snap->ntls_vars; i++) {
+			const struct dbs_tls_var *v = &snap->tls_vars[i];
+			json_t *o = json_object();
+			set(o, "name", jstr(v->name));
+			set(o, "builtin", json_boolean(v->is_errno));
+			set(o, "found", json_boolean(v->found));
+			set(o, "module", jstr(v->module));
+			set(o, "offset", v->found ? jhex(v->offset) : json_null());
+			set(o, "type", json_string(v->type_name));
+			set(o, "c_type", jstr(v->c_type));
+			set(o, "source", v->found ? jstr(v->source) : json_null());
+			set(o, "error", jstr(v->error));
+			json_array_append_new(a, o);
+		}
+		set(p, "tls", a);
+	} else {
+		set(p, "tls", json_null());
+	}
+	if (snap->keys_read) {
+		json_t *k = json_object();
+		set(k, "max", json_integer((json_int_t)snap->keys_max));
+		json_t *a = json_array();
+		for (size_t i = 0; i < snap->nkeys; i++) {
+			const struct dbs_key *d = &snap->keys[i];
+			json_t *o = json_object();
+			set(o, "key", json_integer(d->key));
+			set(o, "destructor", d->destructor
+					     ? symbol_json(&d->destructor_sym)
+					     : json_null());
+			json_array_append_new(a, o);
+		}
+		set(k, "in_use", a);
+		set(p, "keys", k);
+	} else {
+		set(p, "keys", json_null());
+	}
+	return p;
+}
+
 static json_t *thread_json(const struct dbs_snapshot *snap,
 			   const struct dbs_thread *th)
 {
@@ -263,6 +488,7 @@ static json_t *thread_json(const struct dbs_snapshot *snap,
 	set(o, "straggler", json_boolean(th->straggler));
 	set(o, "jobctl_stopped", json_boolean(th->jobctl_stopped));
 	set(o, "errors", errors_array(th->errors, th->nerrors));
+	thread_extras_json(o, snap, th);
 	return o;
 }
 
@@ -295,11 +521,12 @@ static json_t *snapshot_json(const struct dbs_snapshot *snap)
 	json_t *tdb = json_object();
 	set(tdb, "status", json_string(dbs_tdb_status_name(snap->tdb_status)));
 	set(tdb, "detail", jstr(snap->tdb_detail));
+	set(tdb, "library", jstr(snap->thread_db_path));
 	set(p, "thread_db", tdb);
 	set(p, "module_map", json_string(
 		snap->modmap_source == PSVC_MODMAP_LINK_MAP ? "link_map" :
 		snap->modmap_source == PSVC_MODMAP_MAPS_ONLY ? "maps_only" : "none"));
-	set(doc, "process", p);
+	set(doc, "process", process_extras_json(p, snap));
 
 	json_t *c = json_object();
 	set(c, "mode", json_string("all-stop"));
@@ -324,6 +551,7 @@ static json_t *snapshot_json(const struct dbs_snapshot *snap)
 	set(c, "stacks", json_boolean(snap->stacks));
 	set(c, "stack_bytes_copied", json_integer((json_int_t)snap->stack_bytes_copied));
 	set(c, "errors", errors_array(snap->errors, snap->nerrors));
+	set(c, "warnings", errors_array(snap->warnings, snap->nwarnings));
 	set(doc, "capture", c);
 
 	json_t *threads = json_array();

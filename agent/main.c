@@ -83,6 +83,15 @@ static const char usage_text[] =
 "  --debuginfod         let elfutils fetch missing debug info from the\n"
 "                       servers in $DEBUGINFOD_URLS (off by default)\n"
 "  --thread-db PATH     libthread_db to load (default: the system's)\n"
+"  --no-target-thread-db  never load the target's own libthread_db when the\n"
+"                       system's does not fit its glibc (a container's)\n"
+"  --tls NAME[:TYPE]    the thread-local variable NAME in every thread\n"
+"                       (repeatable); TYPE: int long unsigned ulong int8\n"
+"                       int16 uint8 uint16 hex pointer string bytes:N\n"
+"                       (default: its DWARF type, else its bits in hex)\n"
+"  --errno              errno of every thread\n"
+"  --keys               pthread keys in use, their destructors, and every\n"
+"                       thread's values\n"
 "  --proc-mem           read target memory through /proc/PID/mem\n"
 "  -h, --help           this text\n"
 "  -V, --version        version\n"
@@ -132,6 +141,37 @@ static bool parse_pid(const char *s, pid_t *ret)
 		return false;
 	*ret = (pid_t)v;
 	return true;
+}
+
+/* One --tls NAME[:TYPE]; names must be unique (they key the JSON). */
+static int parse_tls(const char *arg, struct dbs_tls_request *v, size_t *n,
+		     size_t max)
+{
+	struct dbs_tls_request r = { .type = DBS_TLS_AUTO };
+	if (*n == max) {
+		fprintf(stderr, "tinspect: --tls: at most %zu variables\n", max);
+		return -1;
+	}
+	size_t len = strcspn(arg, ":");
+	if (len == 0 || (arg[len] && dbs_tls_parse_type(arg + len + 1, &r))) {
+		fprintf(stderr, "tinspect: --tls: not NAME[:TYPE] with TYPE one of "
+			"int long unsigned ulong int8 int16 uint8 uint16 hex "
+			"pointer string bytes:N (N <= %d): %s\n", DBS_TLS_BYTES_MAX,
+			arg);
+		return -1;
+	}
+	char *name = strndup(arg, len);
+	if (!name)
+		return -1;
+	for (size_t i = 0; i < *n; i++)
+		if (!strcmp(v[i].name, name)) {
+			fprintf(stderr, "tinspect: --tls: %s given twice\n", name);
+			free(name);
+			return -1;
+		}
+	r.name = name;	/* lives until exit */
+	v[(*n)++] = r;
+	return 0;
 }
 
 static int report_eperm(pid_t pid)
@@ -236,8 +276,11 @@ int main(int argc, char **argv)
 	};
 	enum { OPT_JSON = 256, OPT_PRETTY, OPT_MAX_FREEZE, OPT_STOP_TIMEOUT,
 	       OPT_THREAD_DB, OPT_PROC_MEM, OPT_NO_STACKS, OPT_MAX_FRAMES,
-	       OPT_STACK_BYTES, OPT_DEBUGINFOD };
+	       OPT_STACK_BYTES, OPT_DEBUGINFOD, OPT_TLS, OPT_ERRNO, OPT_KEYS,
+	       OPT_NO_TARGET_TDB };
 	bool debuginfod = false;
+	enum { MAX_TLS = 64 };
+	static struct dbs_tls_request tls[MAX_TLS];
 	static const struct option lo[] = {
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "pretty", no_argument, NULL, OPT_PRETTY },
@@ -249,6 +292,10 @@ int main(int argc, char **argv)
 		{ "max-frames", required_argument, NULL, OPT_MAX_FRAMES },
 		{ "stack-bytes", required_argument, NULL, OPT_STACK_BYTES },
 		{ "debuginfod", no_argument, NULL, OPT_DEBUGINFOD },
+		{ "tls", required_argument, NULL, OPT_TLS },
+		{ "errno", no_argument, NULL, OPT_ERRNO },
+		{ "keys", no_argument, NULL, OPT_KEYS },
+		{ "no-target-thread-db", no_argument, NULL, OPT_NO_TARGET_TDB },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -305,6 +352,20 @@ int main(int argc, char **argv)
 			break;
 		case OPT_DEBUGINFOD:
 			debuginfod = true;
+			break;
+		case OPT_TLS:
+			if (parse_tls(optarg, tls, &dopts.ntls, MAX_TLS))
+				return EXIT_USAGE;
+			dopts.tls = tls;
+			break;
+		case OPT_ERRNO:
+			dopts.want_errno = true;
+			break;
+		case OPT_KEYS:
+			dopts.want_keys = true;
+			break;
+		case OPT_NO_TARGET_TDB:
+			dopts.no_target_thread_db = true;
 			break;
 		case 'h':
 			fputs(usage_text, stdout);

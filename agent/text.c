@@ -179,6 +179,213 @@ static void put_stack(FILE *out, const struct dbs_stack *st)
 	}
 }
 
+/* ---- --tls, --errno, --keys, stack bounds ---------------------------------------- */
+
+static void put_kib(FILE *out, uint64_t bytes)
+{
+	if (bytes >= 10 * 1024 * 1024)
+		fprintf(out, "%.0f MiB", (double)bytes / (1024.0 * 1024.0));
+	else
+		fprintf(out, "%.1f KiB", (double)bytes / 1024.0);
+}
+
+static void put_stack_bounds(FILE *out, const struct dbs_stack_bounds *st)
+{
+	if (st->status == DBS_BOUNDS_UNKNOWN)
+		return;
+	fprintf(out, "  stack: 0x%" PRIx64 "-0x%" PRIx64 " ", st->low, st->high);
+	if (st->status == DBS_BOUNDS_NOT_STACK) {
+		fputs("(sp is not on a thread stack: sigaltstack or user stack)\n",
+		      out);
+		return;
+	}
+	fputs("used ", out);
+	put_kib(out, st->used);
+	if (st->status == DBS_BOUNDS_OVERFLOW) {
+		fputs("  [!! STACK OVERFLOW: sp is in or below the guard]\n", out);
+		return;
+	}
+	if (st->limit) {
+		fputs(", ", out);
+		put_kib(out, st->avail);
+		fputs(st->main ? " left before RLIMIT_STACK" : " left above the guard",
+		      out);
+	}
+	if (!st->guard_high && !st->main)
+		fputs(" (no guard page)", out);
+	if (st->status == DBS_BOUNDS_LOW)
+		fputs("  [!! STACK NEARLY FULL]", out);
+	fputc('\n', out);
+}
+
+static void put_tls_value(FILE *out, const struct dbs_tls_var *var,
+			  const struct dbs_tls_value *v)
+{
+	switch (v->status) {
+	case DBS_TLS_NOT_ALLOCATED:
+		fputs("not allocated (a dlopen'ed module this thread has not "
+		      "touched yet)", out);
+		return;
+	case DBS_TLS_NOT_FOUND:
+		fputs("not found", out);
+		return;
+	case DBS_TLS_UNAVAILABLE:
+	case DBS_TLS_ERROR:
+		fputs(v->status == DBS_TLS_ERROR ? "error: " : "unavailable: ", out);
+		put_escaped(out, v->error ? v->error : "?");
+		return;
+	case DBS_TLS_OK:
+		break;
+	}
+	const unsigned char *b = v->bytes;
+	uint64_t u = 0;
+	if (var->size <= 8)
+		memcpy(&u, b, var->size);
+	switch (var->type) {
+	case DBS_TLS_INT: {
+		int64_t x = var->size == 1 ? (int8_t)u : var->size == 2 ? (int16_t)u :
+			    var->size == 4 ? (int32_t)u : (int64_t)u;
+		fprintf(out, "%" PRId64, x);
+		break;
+	}
+	case DBS_TLS_UNSIGNED:
+		fprintf(out, "%" PRIu64, u);
+		break;
+	case DBS_TLS_BOOL:
+		fputs(u ? "true" : "false", out);
+		break;
+	case DBS_TLS_HEX:
+		fprintf(out, "0x%" PRIx64, u);
+		break;
+	case DBS_TLS_POINTER:
+		fprintf(out, "0x%" PRIx64, u);
+		if (v->ptr_sym.module) {
+			fputs(" (", out);
+			put_symbol(out, &v->ptr_sym);
+			fputc(')', out);
+		}
+		break;
+	case DBS_TLS_FLOAT: {
+		double d;
+		if (var->size == 4) {
+			float f;
+			memcpy(&f, b, 4);
+			d = f;
+		} else {
+			memcpy(&d, b, 8);
+		}
+		fprintf(out, "%g", d);
+		break;
+	}
+	case DBS_TLS_STRING:
+		if (!u)
+			fputs("NULL", out);
+		else if (v->str) {
+			agent_fput_quoted(out, v->str, v->str_len);
+			if (v->str_truncated)
+				fputs("...", out);
+		} else {
+			fprintf(out, "0x%" PRIx64 " (unreadable)", u);
+		}
+		break;
+	case DBS_TLS_BYTES:
+	case DBS_TLS_AUTO:
+		for (unsigned i = 0; i < var->size; i++)
+			fprintf(out, "%02x", b[i]);
+		break;
+	}
+	fprintf(out, " (%s) at 0x%" PRIx64, var->type_name, v->addr);
+}
+
+static void put_thread_extras(FILE *out, const struct dbs_snapshot *snap,
+			      const struct dbs_thread *th)
+{
+	put_stack_bounds(out, &th->bounds);
+	for (size_t i = 0; i < th->ntls && i < snap->ntls_vars; i++) {
+		const struct dbs_tls_var *var = &snap->tls_vars[i];
+		const struct dbs_tls_value *v = &th->tls[i];
+		if (var->is_errno) {
+			int e = 0;
+			fputs("  errno: ", out);
+			if (v->status == DBS_TLS_OK && v->bytes) {
+				memcpy(&e, v->bytes, sizeof e);
+				const char *n = e ? strerrorname_np(e) : NULL;
+				fprintf(out, "%d", e);
+				if (n)
+					fprintf(out, " (%s: %s)", n, strerror(e));
+				fputc('\n', out);
+			} else {
+				put_tls_value(out, var, v);
+				fputc('\n', out);
+			}
+			continue;
+		}
+		fputs("  tls: ", out);
+		put_escaped(out, var->name);
+		fputs(" = ", out);
+		put_tls_value(out, var, v);
+		fputc('\n', out);
+	}
+	if (th->keys_read) {
+		size_t unset = 0;
+		fputs("  keys:", out);
+		for (size_t i = 0; i < th->nkeys; i++) {
+			if (!th->keys[i].value) {
+				unset++;
+				continue;
+			}
+			fprintf(out, " %u=0x%" PRIx64, th->keys[i].key,
+				th->keys[i].value);
+		}
+		if (unset == th->nkeys)
+			fputs(" none set", out);
+		else if (unset)
+			fprintf(out, " (%zu more in use, not set here)", unset);
+		fputc('\n', out);
+	}
+}
+
+static void put_process_extras(FILE *out, const struct dbs_snapshot *snap)
+{
+	for (size_t i = 0; i < snap->nwarnings; i++) {
+		fputs("warning: ", out);
+		put_escaped(out, snap->warnings[i]);
+		fputc('\n', out);
+	}
+	for (size_t i = 0; i < snap->ntls_vars; i++) {
+		const struct dbs_tls_var *v = &snap->tls_vars[i];
+		if (!v->found)
+			continue;
+		fputs(v->is_errno ? "errno: " : "tls ", out);
+		if (!v->is_errno) {
+			put_escaped(out, v->name);
+			fputs(": ", out);
+		}
+		fprintf(out, "%s", v->type_name);
+		if (v->c_type) {
+			fputs(" (", out);
+			put_escaped(out, v->c_type);
+			fputc(')', out);
+		}
+		fprintf(out, " at offset 0x%" PRIx64 " of the TLS block of ", v->offset);
+		put_escaped(out, v->module ? v->module : "?");
+		fprintf(out, " [%s]\n", v->source ? v->source : "?");
+	}
+	if (snap->keys_read) {
+		fprintf(out, "pthread keys in use: %zu of %zu\n", snap->nkeys,
+			snap->keys_max);
+		for (size_t i = 0; i < snap->nkeys; i++) {
+			const struct dbs_key *k = &snap->keys[i];
+			fprintf(out, "  key %u: destructor ", k->key);
+			if (k->destructor)
+				put_symbol(out, &k->destructor_sym);
+			else
+				fputs("none", out);
+			fputc('\n', out);
+		}
+	}
+}
+
 static void put_thread(FILE *out, const struct dbs_snapshot *snap,
 		       const struct dbs_thread *th)
 {
@@ -233,6 +440,7 @@ static void put_thread(FILE *out, const struct dbs_snapshot *snap,
 		fprintf(out, "  signals: blocked 0x%016" PRIx64 " pending 0x%016" PRIx64 "\n",
 			th->sigblk, th->sigpnd);
 	}
+	put_thread_extras(out, snap, th);
 	if (th->stack.end != DBS_STACK_NONE)
 		put_stack(out, &th->stack);
 	for (size_t i = 0; i < th->nerrors; i++) {
@@ -298,6 +506,7 @@ int render_text(FILE *out, const struct dbs_snapshot *snap,
 		put_escaped(out, snap->errors[i]);
 		fputc('\n', out);
 	}
+	put_process_extras(out, snap);
 	fputc('\n', out);
 	for (size_t i = 0; i < snap->nthreads; i++)
 		put_thread(out, snap, &snap->threads[i]);

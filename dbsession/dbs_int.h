@@ -64,7 +64,80 @@ struct dbs_session {
 	char glibc_version[16];
 	long clk_tck;
 	struct dbs_unwinder *unwinder;	/* NULL with --no-stacks */
+
+	/* the optional readers (tls.c, keys.c); NULL when not asked for */
+	struct tls_state *tls;
+	struct keys_state *keys;
+	/* tdbpick.c: libthread_db chosen for the target's own glibc */
+	char *tdb_warning;
+	/* stack.c: the snapshot for which the maps were re-read already */
+	const struct dbs_snapshot *stack_maps_for;
 };
+
+/* What libthread_db said about one task during the stop, by task index;
+ * kept until the snapshot is built. */
+struct tdb_result {
+	td_err_e err;
+	const char *step;
+	td_thrinfo_t ti;
+	bool have_th;		/* th is valid (td_ta_map_lwp2thr worked) */
+	td_thrhandle_t th;
+	uint64_t stack_lo, stack_hi;	/* the stack bytes copied */
+};
+
+/*
+ * The optional readers share one life cycle per update, each called from
+ * one place in session.c:
+ *   X_prepare(s)     before the stop: symbols, descriptors (may read
+ *                    the live target and files; costs no freeze time)
+ *   X_gather(s, res) during the stop: the reads, batched (psvc_prefetch),
+ *                    nothing else; res may be NULL (no libthread_db)
+ *   X_fill(s, snap, th, task_index)  after the resume: decode one thread
+ *   X_finish(s, snap) after the resume: snapshot-wide facts, and free
+ *                    the per-stop data
+ *   X_free(s)        session end
+ */
+void tls_prepare(struct dbs_session *s);
+void tls_gather(struct dbs_session *s, const struct tdb_result *res);
+void tls_fill(struct dbs_session *s, struct dbs_snapshot *snap,
+	      struct dbs_thread *th, size_t task_index);
+void tls_finish(struct dbs_session *s, struct dbs_snapshot *snap);
+void tls_free(struct dbs_session *s);
+
+void keys_prepare(struct dbs_session *s);
+void keys_gather(struct dbs_session *s, const struct tdb_result *res);
+void keys_fill(struct dbs_session *s, struct dbs_snapshot *snap,
+	       struct dbs_thread *th, size_t task_index);
+void keys_finish(struct dbs_session *s, struct dbs_snapshot *snap);
+void keys_free(struct dbs_session *s);
+
+/* stack.c: after the resume, from the maps read before the stop */
+void stack_fill(struct dbs_session *s, struct dbs_snapshot *snap,
+		struct dbs_thread *th);
+
+/* dwarf.c: a thread-local variable in a module's DWARF (or its separate
+ * debug file, found by build-id) */
+struct dwarf_tls {
+	bool have_offset;	/* a TLS location was found */
+	uint64_t offset;
+	enum dbs_tls_type type;	/* AUTO if the type is not a scalar we know */
+	unsigned size;
+	char c_type[64];
+};
+int dwarf_find_tls(struct psvc_target *t, struct psvc_module *m,
+		   const char *name, struct dwarf_tls *ret);
+
+/* tdbpick.c: when the system's libthread_db does not fit the target's
+ * glibc (TD_VERSION, or TD_NOLIBTHREAD because the symbols it looks for
+ * have other names), load the one beside the target's libc.  Returns 0
+ * if the session now has a thread agent, -ENOENT if the target's glibc is
+ * the system's (nothing else to try), another negative errno if it is
+ * another glibc that could not be served (s->tdb_warning says why). */
+int tdb_pick_target_lib(struct dbs_session *s, td_err_e first_err);
+
+
+/* session.c: addr as module + symbol + offset (strings owned by ret) */
+void symbolize(struct psvc_target *t, uint64_t addr, struct dbs_symbol *ret);
 
 /* util.c */
 int snap_add_error(char ***errs, size_t *n, const char *fmt, ...)

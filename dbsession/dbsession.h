@@ -33,6 +33,38 @@ struct dbs_session;
 /* Defaults of the stack capture. */
 #define DBS_DEFAULT_STACK_BYTES (64u * 1024)
 #define DBS_DEFAULT_MAX_FRAMES 256
+/* ---- what --tls, --errno and --keys ask for (tls.c, keys.c) ------------ */
+
+/* How a thread-local variable's bytes are decoded. */
+enum dbs_tls_type {
+	DBS_TLS_AUTO = 0,	/* the DWARF type if there is one, else the
+				 * symbol's size as hex (never a guessed sign) */
+	DBS_TLS_INT,		/* signed integer of `size` bytes (1/2/4/8) */
+	DBS_TLS_UNSIGNED,	/* unsigned integer of `size` bytes */
+	DBS_TLS_HEX,		/* unsigned, shown in hex; size 0: the symbol's */
+	DBS_TLS_POINTER,	/* an address, symbolized */
+	DBS_TLS_STRING,		/* char *: the pointer and the string it points
+				 * to, at most DBS_TLS_STRING_MAX bytes */
+	DBS_TLS_BYTES,		/* `size` raw bytes (at most DBS_TLS_BYTES_MAX) */
+	DBS_TLS_FLOAT,		/* 4 or 8 bytes (from DWARF only) */
+	DBS_TLS_BOOL,		/* 1 byte (from DWARF only) */
+};
+#define DBS_TLS_STRING_MAX 256
+#define DBS_TLS_BYTES_MAX 4096
+
+struct dbs_tls_request {
+	const char *name;	/* the variable, as in the symbol table */
+	enum dbs_tls_type type;
+	unsigned size;		/* bytes; 0: from the symbol or DWARF */
+};
+/* Parse the TYPE of --tls NAME:TYPE (int long unsigned ulong int8 int16
+ * int32 int64 uint8 uint16 uint32 uint64 hex hex8..hex64 pointer string
+ * float double bool bytes:N) into ret->type and ret->size.  Returns 0 or
+ * -EINVAL. */
+int dbs_tls_parse_type(const char *type, struct dbs_tls_request *ret);
+/* The canonical name of a type ("int", "bytes:16", ...) into buf. */
+const char *dbs_tls_type_name(enum dbs_tls_type type, unsigned size,
+			      char *buf, size_t len);
 
 struct dbs_options {
 	uint64_t max_freeze_ns;		/* 0: no limit */
@@ -47,6 +79,15 @@ struct dbs_options {
 	bool no_stacks;
 	size_t stack_bytes;		/* 0: DBS_DEFAULT_STACK_BYTES */
 	unsigned max_frames;		/* 0: DBS_DEFAULT_MAX_FRAMES */
+
+	/* Read only when asked for (they cost freeze time): */
+	const struct dbs_tls_request *tls;	/* --tls, in order */
+	size_t ntls;
+	bool want_errno;	/* --errno: libc's errno in every thread */
+	bool want_keys;		/* --keys: pthread keys and their values */
+	/* Never load the target's own libthread_db when the system's does
+	 * not fit its glibc (it is code from the target's file system). */
+	bool no_target_thread_db;
 };
 
 /* What libthread_db made of the target. */
@@ -101,6 +142,82 @@ struct dbs_stack {
 	uint64_t copied_from, copied_to; /* the stack bytes captured */
 };
 
+/* One thread-local variable as resolved in the process (snapshot-wide). */
+struct dbs_tls_var {
+	char *name;
+	bool is_errno;		/* the --errno built-in */
+	bool found;
+	char *error;		/* why it was not found / cannot be read */
+	char *module;		/* path of the module that defines it */
+	uint64_t offset;	/* in the module's TLS block */
+	enum dbs_tls_type type;	/* never AUTO here */
+	unsigned size;		/* bytes read at the variable's address */
+	char type_name[24];	/* dbs_tls_type_name() */
+	char *c_type;		/* from DWARF ("long int", "char *"), or NULL */
+	const char *source;	/* "symtab", "dwarf", "dwarf+symtab" */
+};
+
+enum dbs_tls_status {
+	DBS_TLS_OK = 0,
+	DBS_TLS_NOT_ALLOCATED,	/* dlopen'ed module this thread has not
+				 * touched yet (TD_NOTALLOC): not an error */
+	DBS_TLS_NOT_FOUND,	/* no such variable in the process */
+	DBS_TLS_UNAVAILABLE,	/* no libthread_db, thread not stopped, ... */
+	DBS_TLS_ERROR,		/* libthread_db or the read failed */
+};
+
+/* One variable in one thread. */
+struct dbs_tls_value {
+	enum dbs_tls_status status;
+	bool have_addr;
+	uint64_t addr;
+	unsigned char *bytes;	/* var->size bytes read at addr */
+	/* DBS_TLS_STRING: the string the pointer points to */
+	char *str;		/* NULL if not read (NULL pointer, unreadable) */
+	size_t str_len;
+	bool str_truncated;
+	/* DBS_TLS_POINTER: what it points into */
+	struct dbs_symbol ptr_sym;
+	char *error;
+};
+
+/* A pthread key in use (--keys). */
+struct dbs_key {
+	unsigned key;
+	uint64_t seq;
+	uint64_t destructor;	/* 0: none */
+	struct dbs_symbol destructor_sym;
+};
+
+/* One in-use key in one thread: what pthread_getspecific() would return. */
+struct dbs_key_value {
+	unsigned key;
+	uint64_t value;		/* 0 if never set in this thread */
+};
+
+/* Where the thread's stack is, from the mapping that holds sp
+ * (/proc/PID/maps read before the stop). */
+enum dbs_bounds_status {
+	DBS_BOUNDS_UNKNOWN = 0,	/* no registers, or sp in no mapping */
+	DBS_BOUNDS_OK,
+	DBS_BOUNDS_LOW,		/* less than DBS_BOUNDS_LOW_BYTES or 1/8 left */
+	DBS_BOUNDS_OVERFLOW,	/* sp in the guard page or below the limit */
+	DBS_BOUNDS_NOT_STACK,	/* sp in a mapping that is not a stack
+				 * (sigaltstack, a user-allocated stack) */
+};
+#define DBS_BOUNDS_LOW_BYTES (16 * 1024)
+
+struct dbs_stack_bounds {
+	enum dbs_bounds_status status;
+	bool main;		/* the [stack] mapping of the initial thread */
+	uint64_t low, high;	/* the mapping that holds sp */
+	uint64_t guard_low, guard_high;	/* PROT_NONE mapping below; 0 none */
+	uint64_t limit;		/* lowest address sp may reach: the guard's
+				 * top, or high - RLIMIT_STACK; 0 unknown */
+	uint64_t used;		/* high - sp */
+	uint64_t avail;		/* sp - limit; valid if limit */
+};
+
 struct dbs_thread {
 	pid_t tid;		/* in tinspect's PID namespace */
 	pid_t ns_tid;		/* in the target's (NSpid); == tid usually */
@@ -145,6 +262,16 @@ struct dbs_thread {
 	/* per-thread failures, as text: "registers: No such process" */
 	char **errors;
 	size_t nerrors;
+
+	/* --tls / --errno: one value per snapshot tls_vars[] entry */
+	struct dbs_tls_value *tls;
+	size_t ntls;
+	/* --keys: every key in use, in key order; keys_read false if not
+	 * asked for or unreadable in this thread */
+	bool keys_read;
+	struct dbs_key_value *keys;
+	size_t nkeys;
+	struct dbs_stack_bounds bounds;
 };
 
 /* Where the time of one update went.  stop+regs+memory+thread_db+resume
@@ -190,6 +317,16 @@ struct dbs_snapshot {
 	bool stacks;			/* stacks were captured */
 	uint64_t stack_bytes_copied;	/* during the stop, all threads */
 	struct dbs_strpool *strings;	/* owns frame strings */
+	char *thread_db_path;		/* the libthread_db used, or NULL */
+	char **warnings;		/* degraded, not failed: "the target's
+					 * libthread_db could not be loaded" */
+	size_t nwarnings;
+	struct dbs_tls_var *tls_vars;	/* --tls in order, then --errno */
+	size_t ntls_vars;
+	bool keys_read;			/* --keys asked and readable */
+	struct dbs_key *keys;		/* in use, by key */
+	size_t nkeys;
+	size_t keys_max;		/* PTHREAD_KEYS_MAX of the target */
 };
 
 int dbs_session_init(pid_t pid, const struct dbs_options *opts,

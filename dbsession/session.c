@@ -88,6 +88,8 @@ static void ta_release(struct dbs_session *s)
 	s->ta = NULL;
 	free(s->tdb_detail);
 	s->tdb_detail = NULL;
+	free(s->tdb_warning);
+	s->tdb_warning = NULL;
 }
 
 /* (Re)create the thread agent for the current module map. */
@@ -103,7 +105,9 @@ static void ta_setup(struct dbs_session *s)
 
 	uint64_t a;
 	s->glibc_version[0] = '\0';
-	if (psvc_lookup_symbol(s->t, "__nptl_version", &a) == 0) {
+	/* "nptl_version" (a local symbol of libpthread) before 2.34 */
+	if (psvc_lookup_symbol(s->t, "__nptl_version", &a) == 0 ||
+	    psvc_lookup_symbol(s->t, "nptl_version", &a) == 0) {
 		char v[sizeof s->glibc_version];
 		if (psvc_read_string(s->t, a, v, sizeof v) == 0) {
 			/* keep it printable: it is target memory */
@@ -122,6 +126,13 @@ static void ta_setup(struct dbs_session *s)
 		s->sizeof_pthread = 4096;
 
 	td_err_e e = s->lib.td_ta_new(psvc_prochandle(s->t), &s->ta);
+	if (e == TD_VERSION || e == TD_NOLIBTHREAD) {
+		int pick = tdb_pick_target_lib(s, e);
+		if (pick == 0)
+			e = TD_OK;	/* the target's own libthread_db fits */
+		else if (pick != -ENOENT)
+			e = TD_VERSION;	/* another glibc, not served */
+	}
 	switch (e) {
 	case TD_OK:
 		s->tdb_status = DBS_TDB_OK;
@@ -196,6 +207,9 @@ void dbs_session_destroy(struct dbs_session *s)
 		return;
 	if (s->lib_loaded)
 		ta_release(s);
+	tls_free(s);
+	keys_free(s);
+	free(s->tdb_warning);
 	free(s->tdb_detail);
 	s->tdb_detail = NULL;
 	unwinder_free(s->unwinder);
@@ -215,15 +229,6 @@ struct psvc_target *dbs_session_target(struct dbs_session *s)
 
 /* ---- one update ------------------------------------------------------------------ */
 
-/* What the stop gathered about one task beyond its registers, kept until
- * the snapshot is built. */
-struct task_capture {
-	td_err_e err;		/* libthread_db's answer */
-	const char *step;
-	td_thrinfo_t ti;
-	uint64_t stack_lo, stack_hi;	/* the stack bytes copied */
-};
-
 /*
  * The memory the analysis will need, read in as few process_vm_readv
  * calls as possible while everything is stopped: every struct pthread
@@ -232,7 +237,7 @@ struct task_capture {
  * copy runs from sp up to stack_bytes, clipped to the end of the mapping
  * that holds sp: for most threads that is the whole used stack.
  */
-static void prefetch_capture(struct dbs_session *s, struct task_capture *cap)
+static void prefetch_capture(struct dbs_session *s, struct tdb_result *cap)
 {
 	struct psvc_target *t = s->t;
 	const struct arch_desc *a = psvc_arch(t);
@@ -271,7 +276,7 @@ static void prefetch_capture(struct dbs_session *s, struct task_capture *cap)
 	free(r);
 }
 
-static void gather_tdb(struct dbs_session *s, struct task_capture *res)
+static void gather_tdb(struct dbs_session *s, struct tdb_result *res)
 {
 	struct psvc_target *t = s->t;
 	size_t n = psvc_ntasks(t);
@@ -291,13 +296,15 @@ static void gather_tdb(struct dbs_session *s, struct task_capture *res)
 			res[i].step = "td_ta_map_lwp2thr";
 			continue;
 		}
+		res[i].th = th;
+		res[i].have_th = true;
 		e = s->lib.td_thr_get_info(&th, &res[i].ti);
 		res[i].err = e;
 		res[i].step = "td_thr_get_info";
 	}
 }
 
-static void symbolize(struct psvc_target *t, uint64_t addr, struct dbs_symbol *ret)
+void symbolize(struct psvc_target *t, uint64_t addr, struct dbs_symbol *ret)
 {
 	struct psvc_symbol sym;
 	ret->addr = addr;
@@ -349,7 +356,7 @@ static int cmp_threads(const void *a, const void *b, void *pid)
 }
 
 static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
-					   const struct task_capture *res)
+					   const struct tdb_result *res)
 {
 	struct psvc_target *t = s->t;
 	size_t n = psvc_ntasks(t);
@@ -386,6 +393,11 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 		snap->stacks = true;
 		snap->strings = strpool_ref(unwinder_pool(s->unwinder));
 	}
+	if (s->ta)
+		snap->thread_db_path = dbs_strdup(s->lib.path);
+	if (s->tdb_warning)
+		snap_add_error(&snap->warnings, &snap->nwarnings, "%s",
+			       s->tdb_warning);
 
 	for (size_t i = 0; i < n; i++) {
 		struct psvc_task *k = psvc_task_at(t, i);
@@ -396,9 +408,16 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 		struct dbs_thread *th = &snap->threads[snap->nthreads++];
 		th->tid = k->tid;
 		if (k->flags & PSVC_TASK_LATE) {
-			/* appeared during the stop: its /proc facts now */
-			if (psvc_read_taskinfo(s->pid, k->tid, &k->info) == 0)
-				k->info.before_stop = false;
+			/* appeared during the stop: its /proc facts now; if it
+			 * has exited since, keep what the stop learnt (its
+			 * namespace TID) rather than a zeroed record */
+			struct psvc_taskinfo ti;
+			if (psvc_read_taskinfo(s->pid, k->tid, &ti) == 0 && ti.valid) {
+				if (!ti.ns_tid)
+					ti.ns_tid = k->info.ns_tid;
+				ti.before_stop = false;
+				k->info = ti;
+			}
 		}
 		fill_proc(s, th, &k->info);
 		th->stopped = k->flags & PSVC_TASK_CAPTURED;
@@ -442,7 +461,7 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 			th->syscall.nr = -1;
 		}
 		if (s->ta && res && th->have_regs) {
-			const struct task_capture *r = &res[i];
+			const struct tdb_result *r = &res[i];
 			if (r->err == TD_OK && r->ti.ti_tid != 0 && r->ti.ti_lid != -1) {
 				th->have_pthread = true;
 				th->pthread = (uint64_t)r->ti.ti_tid;
@@ -474,6 +493,9 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 				snap_add_error(&th->errors, &th->nerrors,
 					       "stack: %s", th->stack.error);
 		}
+		tls_fill(s, snap, th, i);
+		keys_fill(s, snap, th, i);
+		stack_fill(s, snap, th);
 		if (th->nerrors)
 			snap->threads_with_errors++;
 	}
@@ -494,6 +516,8 @@ int dbs_session_update(struct dbs_session *s, struct dbs_snapshot **ret)
 	    (psvc_modules_generation(t) != s->ta_generation ||
 	     (s->lib_loaded && !s->ta)))
 		ta_setup(s);
+	tls_prepare(s);
+	keys_prepare(s);
 
 	struct psvc_stop_opts so = {
 		.max_freeze_ns = s->opts.max_freeze_ns,
@@ -518,10 +542,11 @@ int dbs_session_update(struct dbs_session *s, struct dbs_snapshot **ret)
 	tm.scan_ns = t_first - t0;
 	tm.stop_ns = t_stopped - t_first;
 	psvc_read_regs(t);
+	psvc_resolve_late_ns_tids(t);
 	uint64_t t_regs = psvc_now_ns();
 	tm.regs_ns = t_regs - t_stopped;
 
-	struct task_capture *res = calloc(psvc_ntasks(t) + 1, sizeof *res);
+	struct tdb_result *res = calloc(psvc_ntasks(t) + 1, sizeof *res);
 	uint64_t t_mem = t_regs;
 	if (res) {
 		prefetch_capture(s, res);
@@ -529,9 +554,11 @@ int dbs_session_update(struct dbs_session *s, struct dbs_snapshot **ret)
 		if (s->ta)
 			gather_tdb(s, res);
 	}
+	tls_gather(s, res);
+	keys_gather(s, res);
 	uint64_t t_tdb = psvc_now_ns();
 	tm.memory_ns = t_mem - t_regs;
-	tm.thread_db_ns = t_tdb - t_mem;
+	tm.thread_db_ns = t_tdb - t_mem;	/* with --tls, --errno, --keys */
 	err = psvc_check_freeze(t);
 	psvc_resume(t);
 	uint64_t t_resumed = psvc_now_ns();
@@ -540,11 +567,15 @@ int dbs_session_update(struct dbs_session *s, struct dbs_snapshot **ret)
 		err = -ESRCH;	/* it exited (was killed) while stopped */
 	if (err) {
 		free(res);
+		tls_finish(s, NULL);
+		keys_finish(s, NULL);
 		return err;
 	}
 
 	struct dbs_snapshot *snap = build_snapshot(s, res);
 	free(res);
+	tls_finish(s, snap);
+	keys_finish(s, snap);
 	psvc_release_capture(t);	/* the copies are analysed: let go */
 	if (!snap)
 		return -ENOMEM;
@@ -581,7 +612,30 @@ void dbs_snapshot_free(struct dbs_snapshot *snap)
 		free(th->start.name);
 		free(th->stack.frames);
 		free_strings(th->errors, th->nerrors);
+		for (size_t k = 0; k < th->ntls; k++) {
+			free(th->tls[k].bytes);
+			free(th->tls[k].str);
+			free(th->tls[k].ptr_sym.module);
+			free(th->tls[k].ptr_sym.name);
+			free(th->tls[k].error);
+		}
+		free(th->tls);
+		free(th->keys);
 	}
+	for (size_t k = 0; k < snap->ntls_vars; k++) {
+		free(snap->tls_vars[k].name);
+		free(snap->tls_vars[k].error);
+		free(snap->tls_vars[k].module);
+		free(snap->tls_vars[k].c_type);
+	}
+	free(snap->tls_vars);
+	for (size_t k = 0; k < snap->nkeys; k++) {
+		free(snap->keys[k].destructor_sym.module);
+		free(snap->keys[k].destructor_sym.name);
+	}
+	free(snap->keys);
+	free(snap->thread_db_path);
+	free_strings(snap->warnings, snap->nwarnings);
 	free(snap->threads);
 	free(snap->exe);
 	free_strings(snap->argv, snap->argc);

@@ -328,7 +328,7 @@ static int call_line(Dwarf_Die *die)
 
 /* Fill e for the (adjusted) pc: module, then the inline chain from the
  * DWARF scopes, then the real function from the ELF symbol table. */
-static void symbolize(struct dbs_unwinder *u, uint64_t pc, struct sym_entry *e)
+static void symbolize_pc(struct dbs_unwinder *u, uint64_t pc, struct sym_entry *e)
 {
 	struct dbs_frame fr[32];
 	unsigned n = 0;
@@ -421,7 +421,7 @@ static const struct sym_entry *lookup_pc(struct dbs_unwinder *u, uint64_t pc)
 			return &u->cache[i];
 	if (!pc)
 		return NULL;
-	symbolize(u, pc, &u->cache[i]);
+	symbolize_pc(u, pc, &u->cache[i]);
 	u->cache_n++;
 	return &u->cache[i];
 }

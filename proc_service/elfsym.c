@@ -329,6 +329,11 @@ bool elfsym_has_symtab(const struct psvc_elf *e)
 	return e && e->has_symtab;
 }
 
+int elfsym_fd(const struct psvc_elf *e)
+{
+	return e ? e->fd : -1;
+}
+
 uint64_t elfsym_first_load(const struct psvc_elf *e)
 {
 	return e ? e->first_load : 0;

@@ -344,6 +344,8 @@ void psvc_prefetch(struct psvc_target *t, const struct psvc_range *r,
 			blks[nb++] = b;
 		}
 	}
+	if (nb == 0)
+		return;	/* all cached already (blks is NULL: no qsort(NULL)) */
 	qsort(blks, nb, sizeof *blks, cmp_u64);
 	size_t nu = 0;
 	for (size_t k = 0; k < nb; k++)

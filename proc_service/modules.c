@@ -347,7 +347,8 @@ int psvc_modules_load(struct psvc_target *t)
 		return err;
 	uint64_t fp = maps_fingerprint(maps, nmaps);
 	if (t->mods && fp == t->mod_fingerprint) {
-		/* same modules; keep the fresh maps for stack extents */
+		/* same modules, but keep the fresh maps: anonymous mappings
+		 * (thread stacks) are not in the fingerprint */
 		maps_free(t->maps, t->nmaps);
 		t->maps = maps;
 		t->nmaps = nmaps;
@@ -524,29 +525,53 @@ struct psvc_module *psvc_module_for_addr(struct psvc_target *t, uint64_t addr)
 
 /* ---- ELF files ----------------------------------------------------------------- */
 
+/*
+ * Is the file opened by path the one mapped at m?  The build-ids in the
+ * file and in target memory must agree; without a build-id on either side,
+ * the inode must (a file replaced on disk has a new one).  Inode numbers
+ * alone are not trusted when a build-id is there: through overlayfs,
+ * stat() and /proc/PID/maps can disagree about them.
+ */
+static bool path_is_mapped_file(struct psvc_target *t, struct psvc_module *m,
+				const struct psvc_elf *e)
+{
+	char file_id[41], mem_id[41];
+	elfsym_build_id(e, file_id);
+	int r = ns_mem_build_id(t, m->map_start, mem_id);
+	if (file_id[0] && r == 0)
+		return strcmp(file_id, mem_id) == 0;
+	if (file_id[0] && r == -ENOENT)
+		return false;	/* the mapped image has none: not this file */
+	struct stat st;
+	int fd = elfsym_fd(e);
+	return fd >= 0 && fstat(fd, &st) == 0 && st.st_ino == m->ino;
+}
+
 /* A new descriptor on the module's file: the mapped inode itself through
  * map_files (right even if the file was replaced or deleted on disk), else
- * its path in the target's mount namespace, checked to be the same inode. */
-static int module_open_fd(struct psvc_target *t, const struct psvc_module *m)
+ * its path in the target's mount namespace; *ret_by_path says which, and
+ * then the caller must check it is the mapped file (path_is_mapped_file). */
+static int module_open_fd(struct psvc_target *t, const struct psvc_module *m,
+			  bool *ret_by_path)
 {
 	char path[4200];
-	snprintf(path, sizeof path, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
-		 (int)t->pid, m->map_start, m->map_end);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0)
-		return fd;
-	int err = -errno;
+	*ret_by_path = false;
+	int fd = -1, err = -EACCES;
+	if (!t->no_map_files) {
+		snprintf(path, sizeof path, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
+			 (int)t->pid, m->map_start, m->map_end);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0)
+			return fd;
+		err = -errno;
+	}
 	if (!m->path || (m->flags & PSVC_MOD_DELETED))
 		return err;
 	snprintf(path, sizeof path, "/proc/%d/root%s", (int)t->pid, m->path);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	struct stat st;
-	if (fstat(fd, &st) || st.st_ino != m->ino || st.st_dev != m->dev) {
-		close(fd);
-		return -ESTALE;
-	}
+	*ret_by_path = true;
 	return fd;
 }
 
@@ -572,8 +597,15 @@ static int vdso_image(struct psvc_target *t, const struct psvc_module *m,
 
 int psvc_module_open(struct psvc_target *t, struct psvc_module *m)
 {
-	if (!(m->flags & PSVC_MOD_VDSO))
-		return module_open_fd(t, m);
+	if (!(m->flags & PSVC_MOD_VDSO)) {
+		/* the symbol tables are loaded (and the file checked) first:
+		 * a file that is not the mapped one is not handed out */
+		int err = psvc_module_load_elf(t, m);
+		if (err)
+			return err;
+		bool by_path;
+		return module_open_fd(t, m, &by_path);
+	}
 	void *img;
 	size_t len;
 	int err = vdso_image(t, m, &img, &len);
@@ -607,10 +639,18 @@ int psvc_module_load_elf(struct psvc_target *t, struct psvc_module *m)
 			free(img);
 		}
 	} else {
-		int fd = module_open_fd(t, m);
+		bool check_id;
+		int fd = module_open_fd(t, m, &check_id);
 		err = fd;
 		if (fd >= 0)
 			m->elf = elfsym_open_fd(fd, &err);
+		if (m->elf && check_id && !path_is_mapped_file(t, m, m->elf)) {
+			/* replaced on disk, or another file at that path in
+			 * that namespace: its symbols would be wrong */
+			elfsym_close(m->elf);
+			m->elf = NULL;
+			err = -ESTALE;
+		}
 	}
 	if (!m->elf) {
 		m->elf_errno = -err;
@@ -682,5 +722,45 @@ int psvc_addr_to_symbol(struct psvc_target *t, uint64_t addr,
 		ret->name = s->name;
 		ret->offset = addr - m->bias - s->value;
 	}
+	return 0;
+}
+
+/* ---- mappings ------------------------------------------------------------------ */
+
+static void map_out(const struct mapping *mp, struct psvc_map *ret)
+{
+	ret->start = mp->start;
+	ret->end = mp->end;
+	ret->offset = mp->offset;
+	memcpy(ret->perms, mp->perms, sizeof ret->perms);
+	ret->path = mp->path;
+	ret->deleted = mp->deleted;
+}
+
+int psvc_map_lookup(struct psvc_target *t, uint64_t addr,
+		    struct psvc_map *ret, struct psvc_map *ret_below)
+{
+	const struct mapping *mp = mapping_at(t->maps, t->nmaps, addr);
+	if (!mp)
+		return -ENOENT;
+	map_out(mp, ret);
+	if (ret_below) {
+		memset(ret_below, 0, sizeof *ret_below);
+		if (mp > t->maps)
+			map_out(mp - 1, ret_below);
+	}
+	return 0;
+}
+
+int psvc_maps_refresh(struct psvc_target *t)
+{
+	struct mapping *maps;
+	size_t nmaps;
+	int err = maps_read(t->pid, &maps, &nmaps);
+	if (err)
+		return err;
+	maps_free(t->maps, t->nmaps);
+	t->maps = maps;
+	t->nmaps = nmaps;
 	return 0;
 }

@@ -278,3 +278,33 @@ int psvc_read_taskinfo(pid_t pid, pid_t tid, struct psvc_taskinfo *ret)
 	close(dfd);
 	return err;
 }
+
+int psvc_stack_rlimit(struct psvc_target *t, uint64_t *ret_bytes)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof path, "/proc/%d/limits", (int)t->pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	/* "Max stack size            8388608              unlimited    bytes" */
+	const char *p = strstr(buf, "\nMax stack size");
+	if (!p)
+		return -ENOENT;
+	p += strlen("\nMax stack size");
+	while (*p == ' ')
+		p++;
+	if (!strncmp(p, "unlimited", 9))
+		return -ERANGE;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(p, &end, 10);
+	if (end == p || errno)
+		return -EIO;
+	*ret_bytes = v;
+	return 0;
+}

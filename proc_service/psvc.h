@@ -94,6 +94,10 @@ struct psvc_task {
 struct psvc_open_opts {
 	/* Read memory through /proc/PID/mem only (the fallback path). */
 	bool force_proc_mem;
+	/* Never open ELF files through /proc/PID/map_files (what a tracer
+	 * without CAP_SYS_ADMIN / CAP_CHECKPOINT_RESTORE gets); for tests of
+	 * the /proc/PID/root path. */
+	bool no_map_files;
 };
 
 /*
@@ -354,6 +358,74 @@ struct psvc_eperm_diag {
 void psvc_diagnose_eperm(pid_t pid, struct psvc_eperm_diag *ret);
 /* The decision alone (pure, unit-tested). */
 enum psvc_eperm_cause psvc_eperm_decide(const struct psvc_eperm_facts *f);
+
+/* ---- namespaces, mappings, TLS symbols (ns.c) ------------------------ */
+
+/*
+ * Whether the target lives in another PID namespace than tinspect: its
+ * TIDs as libthread_db knows them (ti_lid, the lwpid_t of every ps_*
+ * callback) are then not the TIDs ptrace needs (GLIBC-NOTES.md §3).
+ */
+bool psvc_foreign_pidns(struct psvc_target *t);
+/* A task of the current capture by its TID in the target's own PID
+ * namespace.  O(1); NULL if unknown. */
+struct psvc_task *psvc_task_by_ns_tid(struct psvc_target *t, pid_t ns_tid);
+/*
+ * During a stop: give the tasks found by a rescan (PSVC_TASK_LATE, whose
+ * /proc facts are otherwise read after the resume) their namespace TID,
+ * so that libthread_db can be asked about them.  Reads one /proc status
+ * file per late task, and only when the target is in another PID
+ * namespace.
+ */
+void psvc_resolve_late_ns_tids(struct psvc_target *t);
+
+/* One line of /proc/PID/maps. */
+struct psvc_map {
+	uint64_t start, end, offset;
+	char perms[5];		/* "rw-p" */
+	const char *path;	/* NULL for anonymous; owned by the target */
+	bool deleted;
+};
+/*
+ * The mapping that holds addr and the one just below it (ret_below may be
+ * NULL; its start is 0 if there is none), from the /proc/PID/maps that
+ * psvc_modules_load() read last (before the stop).  -ENOENT if no mapping
+ * holds addr.
+ */
+int psvc_map_lookup(struct psvc_target *t, uint64_t addr,
+		    struct psvc_map *ret, struct psvc_map *ret_below);
+/* Re-read /proc/PID/maps (e.g. after the resume, for threads created
+ * during the stop) without rebuilding the module map. */
+int psvc_maps_refresh(struct psvc_target *t);
+
+/* The soft RLIMIT_STACK of the process (/proc/PID/limits): 0 and the
+ * bytes, -ERANGE if unlimited, another negative errno if unreadable. */
+int psvc_stack_rlimit(struct psvc_target *t, uint64_t *ret_bytes);
+
+/* A thread-local variable's symbol: an offset in its module's TLS block. */
+struct psvc_tls_symbol {
+	struct psvc_module *module;
+	uint64_t offset;	/* st_value */
+	uint64_t size;		/* st_size, 0 if unknown */
+};
+/*
+ * Find an STT_TLS symbol by name (.symtab and .dynsym): in the executable
+ * first, then in the other modules in address order; only in modules
+ * with all of want_flags (e.g. PSVC_MOD_LIBC for libc's errno) if
+ * non-zero.  Returns 0, or -ENOENT.
+ */
+int psvc_lookup_tls_symbol(struct psvc_target *t, const char *name,
+			   unsigned want_flags, struct psvc_tls_symbol *ret);
+/*
+ * A new descriptor on the module's ELF file (the one its symbols were
+ * read from: the mapped inode, or a build-id-checked path through
+ * /proc/PID/root), for DWARF readers.  The caller closes it.
+ */
+int psvc_module_open_fd(struct psvc_target *t, struct psvc_module *m);
+/* Hex build-id of the module as mapped in the target (its PT_NOTE in
+ * memory); -ENOENT if none. */
+int psvc_module_mem_build_id(struct psvc_target *t, struct psvc_module *m,
+			     char out[41]);
 
 /* ---- libthread_db's view ---------------------------------------------- */
 

@@ -100,6 +100,12 @@ struct psvc_target {
 	size_t argc;
 
 	struct ps_prochandle *ph;
+
+	/* namespaces (ns.c) */
+	struct tidmap by_nstid;	/* TID in the target's PID namespace ->
+				 * index, filled only when it differs */
+	int foreign_pidns;	/* -1 unknown, 0 same as ours, 1 other */
+	bool no_map_files;	/* test hook: never use /proc/PID/map_files */
 };
 
 /* mem.c */
@@ -130,6 +136,16 @@ bool elfsym_has_symtab(const struct psvc_elf *e);
 void elfsym_build_id(const struct psvc_elf *e, char out[41]);
 /* lowest p_vaddr of a PT_LOAD, page-truncated; and ELF type */
 uint64_t elfsym_first_load(const struct psvc_elf *e);
+
+/* ns.c */
+/* Record task idx's namespace TID (no-op when it equals the TID). */
+void ns_note_task(struct psvc_target *t, size_t idx);
+/* Hex build-id of the ELF image mapped at base, from target memory;
+ * -ENOENT if it has none, -EFAULT if unreadable. */
+int ns_mem_build_id(struct psvc_target *t, uint64_t base, char out[41]);
+
+/* elfsym.c (more) */
+int elfsym_fd(const struct psvc_elf *e);
 
 /* procfs.c */
 int read_file_at(int dirfd, const char *path, char *buf, size_t cap,

@@ -26,16 +26,12 @@ struct ps_prochandle *psvc_prochandle(struct psvc_target *t)
 	return t->ph;
 }
 
-/* A task of the current capture by its namespace-local TID. */
+/* A task of the current capture by its namespace-local TID (ns.c: a
+ * hash lookup, not a scan, so that a container with thousands of threads
+ * stays linear). */
 static struct psvc_task *task_by_lwp(struct psvc_target *t, lwpid_t lwp)
 {
-	struct psvc_task *k = psvc_task_by_tid(t, lwp);
-	if (k && (k->info.ns_tid == 0 || k->info.ns_tid == lwp))
-		return k;
-	for (size_t i = 0; i < t->ntasks; i++)
-		if (t->tasks[i].info.ns_tid == lwp)
-			return &t->tasks[i];
-	return NULL;
+	return psvc_task_by_ns_tid(t, lwp);
 }
 
 ps_err_e ps_pdread(struct ps_prochandle *ph, psaddr_t addr, void *buf,

@@ -165,6 +165,8 @@ int psvc_open(pid_t pid, const struct psvc_open_opts *opts,
 	t->mem_fd = -1;
 	t->arch = arch_host();
 	t->use_proc_mem = opts && opts->force_proc_mem;
+	t->no_map_files = opts && opts->no_map_files;
+	t->foreign_pidns = -1;
 	snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
 	t->task_dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (t->task_dirfd < 0) {
@@ -221,6 +223,7 @@ void psvc_close(struct psvc_target *t)
 	mem_cache_free(&t->cache);
 	modules_free(t);
 	tidmap_clear(&t->by_tid);
+	tidmap_clear(&t->by_nstid);
 	free(t->tasks);
 	free(t->stragglers);
 	free(t->exe_path);
@@ -368,8 +371,10 @@ static int scan_one(struct psvc_target *t, pid_t tid, void *arg)
 	struct psvc_task *k = task_add(t, tid);
 	if (!k)
 		return -ENOMEM;
-	if (taskinfo_read_at(t->task_dirfd, tid, &k->info) == 0)
+	if (taskinfo_read_at(t->task_dirfd, tid, &k->info) == 0) {
 		k->info.before_stop = true;
+		ns_note_task(t, t->ntasks - 1);
+	}
 	return 0;
 }
 
@@ -380,10 +385,12 @@ int psvc_scan(struct psvc_target *t)
 	stop_release_stragglers(t);
 	t->ntasks = 0;
 	tidmap_clear(&t->by_tid);
+	tidmap_clear(&t->by_nstid);
 	int n = list_tids(t, scan_one, NULL);
 	if (n < 0)
 		return n;
 	if (t->ntasks == 0)
 		return -ESRCH;
+	psvc_foreign_pidns(t);	/* decided now, not during the stop */
 	return (int)t->ntasks;
 }

@@ -222,3 +222,109 @@ Test(render, hostile_strings_make_valid_json)
 	free(buf);
 	dbs_snapshot_free(s);
 }
+
+Test(tls_types, parse_and_name)
+{
+	struct dbs_tls_request r = { .type = DBS_TLS_AUTO };
+	char b[24];
+	cr_assert_eq(dbs_tls_parse_type("long", &r), 0);
+	cr_assert(r.type == DBS_TLS_INT && r.size == 8);
+	cr_assert_str_eq(dbs_tls_type_name(r.type, r.size, b, sizeof b), "long");
+	cr_assert_eq(dbs_tls_parse_type("bytes:16", &r), 0);
+	cr_assert(r.type == DBS_TLS_BYTES && r.size == 16);
+	cr_assert_str_eq(dbs_tls_type_name(r.type, r.size, b, sizeof b), "bytes:16");
+	cr_assert_eq(dbs_tls_parse_type("hex16", &r), 0);
+	cr_assert_str_eq(dbs_tls_type_name(r.type, r.size, b, sizeof b), "hex16");
+	static const char *const bad[] = { "", "bytes:", "bytes:0", "bytes:4097",
+					   "bytes:-1", "bytes:1x", "Int", "long ", NULL };
+	for (size_t i = 0; bad[i]; i++)
+		cr_assert_eq(dbs_tls_parse_type(bad[i], &r), -EINVAL, "%s", bad[i]);
+}
+
+/* TLS strings, keys and stacks are target bytes too. */
+Test(render, hostile_tls_values_make_valid_json)
+{
+	struct dbs_snapshot *s = hostile_snapshot();
+	s->ntls_vars = 3;
+	s->tls_vars = calloc(3, sizeof *s->tls_vars);
+	s->tls_vars[0] = (struct dbs_tls_var){ .name = strdup("na\"me\xff"), .found = true,
+		.module = strdup("/m\xfe"), .type = DBS_TLS_STRING, .size = 8,
+		.type_name = "string", .source = "symtab" };
+	s->tls_vars[1] = (struct dbs_tls_var){ .name = strdup("big"), .found = true,
+		.module = strdup("/m"), .type = DBS_TLS_UNSIGNED, .size = 8,
+		.type_name = "ulong", .source = "dwarf" };
+	s->tls_vars[2] = (struct dbs_tls_var){ .name = strdup("errno"), .is_errno = true,
+		.found = true, .module = strdup("/libc"), .type = DBS_TLS_INT, .size = 4,
+		.type_name = "int", .source = "symtab" };
+	struct dbs_thread *th = &s->threads[1];
+	th->ntls = 3;
+	th->tls = calloc(3, sizeof *th->tls);
+	uint64_t p = 0x1000, big = UINT64_MAX;
+	int e = 2;
+	th->tls[0] = (struct dbs_tls_value){ .status = DBS_TLS_OK, .have_addr = true,
+		.addr = 0x7f00, .bytes = malloc(8), .str = strdup("\x1b[2J\xc3"),
+		.str_len = 5 };
+	memcpy(th->tls[0].bytes, &p, 8);
+	th->tls[1] = (struct dbs_tls_value){ .status = DBS_TLS_OK, .have_addr = true,
+		.addr = 0x7f08, .bytes = malloc(8) };
+	memcpy(th->tls[1].bytes, &big, 8);
+	th->tls[2] = (struct dbs_tls_value){ .status = DBS_TLS_OK, .have_addr = true,
+		.addr = 0x7f10, .bytes = malloc(4) };
+	memcpy(th->tls[2].bytes, &e, 4);
+	s->threads[0].ntls = 3;
+	s->threads[0].tls = calloc(3, sizeof *th->tls);
+	s->threads[0].tls[0].status = DBS_TLS_NOT_ALLOCATED;
+	s->threads[0].tls[1].status = DBS_TLS_ERROR;
+	s->threads[0].tls[1].error = strdup("bad\xff");
+	s->threads[0].tls[2].status = DBS_TLS_UNAVAILABLE;
+	s->keys_read = true;
+	s->keys_max = 1024;
+	s->nkeys = 1;
+	s->keys = calloc(1, sizeof *s->keys);
+	s->keys[0] = (struct dbs_key){ .key = 7, .destructor = 0x401000,
+		.destructor_sym = { .addr = 0x401000, .module = strdup("/x\xff"),
+				    .name = strdup("d\x01") } };
+	th->keys_read = true;
+	th->nkeys = 1;
+	th->keys = calloc(1, sizeof *th->keys);
+	th->keys[0] = (struct dbs_key_value){ 7, UINT64_MAX };
+	th->bounds = (struct dbs_stack_bounds){ .status = DBS_BOUNDS_OVERFLOW, .low = 0x1000,
+		.high = 0x2000, .guard_low = 0x1000, .guard_high = 0x2000,
+		.limit = 0x2000, .used = 0x800 };
+
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	struct agent_opts o = { .json = true };
+	cr_assert_eq(render_json(f, s, &o), 0);
+	fclose(f);
+	cr_assert(schema_valid(buf, len), "does not validate: %s", buf);
+	json_t *doc = json_loadb(buf, len, 0, NULL);
+	json_t *t1 = json_array_get(json_object_get(doc, "threads"), 1);
+	json_t *v = json_object_get(json_object_get(t1, "tls"), "na\"me\xef\xbf\xbd");
+	cr_assert(v, "%s", buf);
+	cr_assert_str_eq(json_string_value(json_object_get(v, "value_hex")), "1b5b324ac3");
+	cr_assert_str_eq(json_string_value(json_object_get(v, "pointer")), "0x1000");
+	v = json_object_get(json_object_get(t1, "tls"), "big");
+	cr_assert_str_eq(json_string_value(json_object_get(v, "value")),
+			 "18446744073709551615", "exact, as a string");
+	json_t *en = json_object_get(t1, "errno");
+	cr_assert_str_eq(json_string_value(json_object_get(en, "name")), "ENOENT");
+	cr_assert_str_eq(json_string_value(json_object_get(
+		json_object_get(t1, "stack_bounds"), "status")), "overflow");
+	json_decref(doc);
+	free(buf);
+
+	buf = NULL;
+	f = open_memstream(&buf, &len);
+	cr_assert_eq(render_text(f, s, &o), 0);
+	fclose(f);
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)buf[i];
+		cr_assert(c == '\n' || (c >= 0x20 && c < 0x7f), "raw 0x%02x at %zu", c, i);
+	}
+	cr_assert(strstr(buf, "[!! STACK OVERFLOW"), "%s", buf);
+	cr_assert(strstr(buf, "errno: 2 (ENOENT"));
+	free(buf);
+	dbs_snapshot_free(s);
+}

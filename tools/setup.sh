@@ -47,6 +47,40 @@ deps() {
 		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
 			--no-install-recommends "${missing[@]}" </dev/null
 	fi
+	old_glibc
+}
+
+# Debian 11's glibc (2.31), unpacked (not installed) for the test of a
+# target whose glibc is not the system's: a fixture is linked against it
+# and run with its ld.so, and tinspect must load that glibc's own
+# libthread_db.  apt-get fetches bullseye's libc6 through a private
+# configuration: the system's sources, lists and state are left alone.
+# Without it (no network, another architecture) that test is skipped.
+OLD_GLIBC_DIR=${TINSPECT_OLD_GLIBC:-/var/cache/tinspect/glibc-2.31}
+old_glibc() {
+	[[ -f $OLD_GLIBC_DIR/lib/x86_64-linux-gnu/libc.so.6 ]] && return 0
+	[[ $(dpkg --print-architecture) == amd64 ]] || return 0
+	local tmp
+	tmp=$(mktemp -d)
+	mkdir -p "$tmp/lists/partial" "$tmp/cache/archives/partial" "$tmp/dl"
+	echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg]" \
+		"http://deb.debian.org/debian bullseye main" >"$tmp/sources.list"
+	local apt=(-q -o "Dir::Etc::SourceList=$tmp/sources.list"
+		-o Dir::Etc::SourceParts=/dev/null -o "Dir::State::Lists=$tmp/lists"
+		-o "Dir::Cache=$tmp/cache" -o Dir::State::status=/dev/null
+		-o APT::Sandbox::User=root)
+	if as_root apt-get "${apt[@]}" update </dev/null >/dev/null &&
+		(cd "$tmp/dl" && as_root apt-get "${apt[@]}" download libc6 </dev/null >/dev/null) &&
+		as_root mkdir -p "$OLD_GLIBC_DIR.new" &&
+		as_root dpkg-deb -x "$tmp"/dl/libc6_*.deb "$OLD_GLIBC_DIR.new" &&
+		as_root mv -T "$OLD_GLIBC_DIR.new" "$OLD_GLIBC_DIR"; then
+		echo "setup: Debian 11 glibc unpacked in $OLD_GLIBC_DIR"
+	else
+		echo "setup: could not fetch Debian 11's libc6; the old-glibc test" \
+			"will be skipped" >&2
+		as_root rm -rf "$OLD_GLIBC_DIR.new"
+	fi
+	as_root rm -rf "$tmp"
 }
 
 build() {	# dir [meson options...]

@@ -1,0 +1,162 @@
+/*
+ * tdbpick.c: a libthread_db that fits the target's glibc.
+ *
+ * libthread_db only serves the glibc it was built with: td_ta_new compares
+ * the target's __nptl_version with its own (TD_VERSION), and before glibc
+ * 2.34 the symbols it looks for had other names (nptl_version, in
+ * libpthread), which the system's 2.36 library reports as TD_NOLIBTHREAD
+ * (GLIBC-NOTES.md §2).  A container with another distribution's glibc, or a
+ * program run with its own ld.so, is served, as gdb does, by the
+ * libthread_db.so.1 beside the target's libc (or libpthread), opened in
+ * the target's mount namespace through /proc/PID/root and dlopen'ed
+ * RTLD_LOCAL; it binds to the ps_* callbacks tinspect exports.
+ *
+ * That is code from the target's file system running in tinspect (as
+ * root): it is only loaded if it is a regular file owned by root and
+ * writable by nobody else, and never with --no-target-thread-db or an
+ * explicit --thread-db.  When nothing fits, the snapshot says so in a
+ * warning and threads are listed from /proc alone.
+ */
+#include "dbs_int.h"
+
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static void warn(struct dbs_session *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void warn(struct dbs_session *s, const char *fmt, ...)
+{
+	char *msg;
+	va_list ap;
+	va_start(ap, fmt);
+	int r = vasprintf(&msg, fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		return;
+	free(s->tdb_warning);
+	s->tdb_warning = msg;
+}
+
+/* Is the library at path the one already loaded? */
+static bool same_as_loaded(struct dbs_session *s, const struct stat *st)
+{
+	Dl_info info;
+	struct stat mine;
+	if (!s->lib.td_ta_new ||
+	    !dladdr(*(void **)&s->lib.td_ta_new, &info) || !info.dli_fname)
+		return false;
+	return stat(info.dli_fname, &mine) == 0 && mine.st_dev == st->st_dev &&
+	       mine.st_ino == st->st_ino;
+}
+
+/* Try the libthread_db.so.1 in directory dir (a path in the target's
+ * mount namespace).  0: the session now uses it; -ENOENT: none there (or
+ * it is ours); another error: it is there but does not serve, or must not
+ * be loaded. */
+static int try_dir(struct dbs_session *s, const char *dir, char *why,
+		   size_t whylen)
+{
+	char path[PATH_MAX];
+	if (snprintf(path, sizeof path, "/proc/%d/root%s/libthread_db.so.1",
+		     (int)s->pid, dir) >= (int)sizeof path)
+		return -ENAMETOOLONG;
+	struct stat st;
+	if (stat(path, &st) != 0)
+		return -ENOENT;
+	if (same_as_loaded(s, &st))
+		return -ENOENT;
+	if (s->opts.no_target_thread_db) {
+		snprintf(why, whylen, "--no-target-thread-db forbids loading %s",
+			 path);
+		return -EPERM;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022)) {
+		snprintf(why, whylen, "%s is not a root-owned file writable "
+			 "only by root; not loaded", path);
+		return -EPERM;
+	}
+	struct tdb_lib lib;
+	char *detail = NULL;
+	if (tdb_load(path, &lib, &detail)) {
+		snprintf(why, whylen, "%s could not be loaded: %s", path,
+			 detail ? detail : "?");
+		free(detail);
+		return -ENOEXEC;
+	}
+	td_thragent_t *ta = NULL;
+	td_err_e e = lib.td_ta_new(psvc_prochandle(s->t), &ta);
+	if (e == TD_NOLIBTHREAD) {
+		/* the target's own library says so: not threaded (yet),
+		 * nothing to warn about */
+		tdb_unload(&lib);
+		return -ENOENT;
+	}
+	if (e != TD_OK) {
+		snprintf(why, whylen, "%s does not serve it either: %s", path,
+			 tdb_strerror(e));
+		tdb_unload(&lib);
+		return -ENOEXEC;
+	}
+	tdb_unload(&s->lib);
+	s->lib = lib;
+	s->ta = ta;
+	return 0;
+}
+
+int tdb_pick_target_lib(struct dbs_session *s, td_err_e first_err)
+{
+	free(s->tdb_warning);
+	s->tdb_warning = NULL;
+	if (s->opts.thread_db_path || !s->lib_loaded)
+		return -ENOENT;
+	/* the directories of libc and (before 2.34) libpthread */
+	char dirs[2][PATH_MAX];
+	size_t ndirs = 0;
+	for (size_t i = 0; i < psvc_nmodules(s->t) && ndirs < 2; i++) {
+		struct psvc_module *m = psvc_module_at(s->t, i);
+		const char *base = m->path ? strrchr(m->path, '/') : NULL;
+		if (!base || m->path[0] != '/')
+			continue;
+		if (!(m->flags & PSVC_MOD_LIBC) && strncmp(base, "/libpthread", 11))
+			continue;
+		size_t len = (size_t)(base - m->path);
+		if (len >= PATH_MAX)
+			continue;
+		if (ndirs && !strncmp(dirs[0], m->path, len) && !dirs[0][len])
+			continue;
+		memcpy(dirs[ndirs], m->path, len);
+		dirs[ndirs][len] = '\0';
+		ndirs++;
+	}
+	if (!ndirs)
+		return -ENOENT;	/* no glibc: nothing to pick from */
+	char why[PATH_MAX + 200] = "";
+	int err = -ENOENT;
+	for (size_t i = 0; i < ndirs && err; i++) {
+		err = try_dir(s, dirs[i], why, sizeof why);
+		if (err == -ENOENT)
+			continue;
+		if (err)
+			break;
+	}
+	if (err == 0) {
+		warn(s, "the system's libthread_db does not serve this glibc (%s); "
+		     "using the target's own %s", tdb_strerror(first_err),
+		     s->lib.path);
+		return 0;
+	}
+	if (err == -ENOENT && first_err != TD_VERSION)
+		return err;	/* the same glibc: just not threaded (yet) */
+	warn(s, "the system's libthread_db does not serve the target's glibc "
+	     "(%s), and %s; threads are listed from /proc only",
+	     tdb_strerror(first_err),
+	     why[0] ? why : "there is no libthread_db.so.1 beside its libc");
+	return err;
+}
