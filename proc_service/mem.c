@@ -270,6 +270,29 @@ int psvc_read_string(struct psvc_target *t, uint64_t addr, char *buf,
 	return 0;
 }
 
+int psvc_read_frozen(struct psvc_target *t, uint64_t addr, void *buf,
+		     size_t len)
+{
+	if (len == 0)
+		return 0;
+	if (addr + len < addr)
+		return -EFAULT;
+	unsigned char *out = buf;
+	while (len) {
+		uint64_t blk = addr >> BLK_SHIFT;
+		size_t off = (size_t)(addr & (BLK_SIZE - 1));
+		size_t n = BLK_SIZE - off < len ? BLK_SIZE - off : len;
+		struct page_slot *s = cache_find(&t->cache, blk);
+		if (!s || !s->data)
+			return -ENODATA;
+		memcpy(out, s->data + off, n);
+		out += n;
+		addr += n;
+		len -= n;
+	}
+	return 0;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;

@@ -217,6 +217,17 @@ struct psvc_range {
 void psvc_prefetch(struct psvc_target *t, const struct psvc_range *r,
 		   size_t n);
 
+/*
+ * After psvc_resume(): read exactly len bytes at addr as they were during
+ * the last stop, from that stop's cache only (what was read or prefetched
+ * while the target was stopped); never touches the live process, so the
+ * answer is consistent with the rest of the snapshot.  Returns 0, or
+ * -ENODATA if any byte was not cached (or was unreadable) at the stop.
+ * The cache lives until the next psvc_stop() or psvc_close().
+ */
+int psvc_read_frozen(struct psvc_target *t, uint64_t addr, void *buf,
+		     size_t len);
+
 /* Syscalls issued for memory reads so far, for the benchmark. */
 uint64_t psvc_read_syscalls(const struct psvc_target *t);
 
@@ -283,6 +294,7 @@ struct psvc_symbol {
 	struct psvc_module *module;
 	const char *name;	/* owned by the module's ELF, NULL if none */
 	uint64_t offset;	/* addr - symbol start (or - module bias) */
+	uint64_t size;		/* st_size of the symbol, 0 if none/unsized */
 };
 /* Resolve addr to module + symbol + offset.  Returns 0 with name NULL if
  * the module is known but no symbol covers addr; -ENOENT if no module. */
