@@ -32,7 +32,7 @@ struct agent_opts {
 
 /* JSON document format; bump the minor for additions, the major for
  * changes that break readers. */
-#define TINSPECT_FORMAT_VERSION "1.0"
+#define TINSPECT_FORMAT_VERSION "1.1"
 
 int render_text(FILE *out, const struct dbs_snapshot *snap,
 		const struct agent_opts *o);

@@ -450,6 +450,8 @@ int dbs_session_update(struct dbs_session *s, struct dbs_snapshot **ret)
 		if (res)
 			gather_tdb(s, res);
 	}
+	/* the words of the locks blocked threads wait on (locks.c) */
+	dbs_locks_prefetch(s);
 	err = psvc_check_freeze(t);
 	psvc_resume(t);
 	if (!err && !psvc_alive(t))
@@ -465,6 +467,9 @@ int dbs_session_update(struct dbs_session *s, struct dbs_snapshot **ret)
 		return -ENOMEM;
 	snap->captured_at = captured_at;
 	snap->freeze_ns = psvc_freeze_ns(t);
+	if (dbs_locks_run(s, snap))
+		snap_add_error(&snap->errors, &snap->nerrors,
+			       "lock analysis: out of memory");
 	if (snap->nthreads == 0) {
 		dbs_snapshot_free(snap);
 		return -ESRCH;
@@ -487,6 +492,7 @@ void dbs_snapshot_free(struct dbs_snapshot *snap)
 {
 	if (!snap)
 		return;
+	dbs_locks_free(snap);
 	for (size_t i = 0; i < snap->nthreads; i++) {
 		struct dbs_thread *th = &snap->threads[i];
 		free(th->name);
