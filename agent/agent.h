@@ -28,6 +28,7 @@ enum agent_exit {
 struct agent_opts {
 	bool json;
 	bool pretty;
+	bool check;		/* --check: exit EXIT_DEADLOCK on a deadlock */
 };
 
 /* JSON document format; bump the minor for additions, the major for
