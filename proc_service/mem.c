@@ -330,6 +330,12 @@ void psvc_prefetch(struct psvc_target *t, const struct psvc_range *r,
 			blks[nb++] = b;
 		}
 	}
+	if (nb == 0) {
+		/* everything asked for is cached already (qsort must not be
+		 * given blks == NULL) */
+		free(blks);
+		return;
+	}
 	qsort(blks, nb, sizeof *blks, cmp_u64);
 	size_t nu = 0;
 	for (size_t k = 0; k < nb; k++)
