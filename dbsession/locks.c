@@ -223,6 +223,15 @@ static bool all_zero(const unsigned char *w, size_t n, size_t off, size_t len)
 	return true;
 }
 
+/* qsort() that accepts nothing to sort: base may then be NULL, which
+ * qsort() must not be given (UBSan: nonnull). */
+static void sort(void *base, size_t n, size_t size,
+		 int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(base, n, size, cmp);
+}
+
 /* ---- decoders: pure functions of the words ------------------------------------ */
 
 static size_t kind_size(const struct layout *L, enum dbs_lock_kind k)
@@ -1591,7 +1600,7 @@ static int build_graph(struct ctx *c, struct graph *g)
 		for (size_t k = 0; k < np; k++)
 			color[path[k]] = 2;
 	}
-	qsort(L->deadlocks, L->ndeadlocks, sizeof *L->deadlocks, cmp_deadlock);
+	sort(L->deadlocks, L->ndeadlocks, sizeof *L->deadlocks, cmp_deadlock);
 
 	/* stalls: from every thread nobody waits for, along the edges, to a
 	 * thread that is blocked on something that is not an owned lock */
@@ -1634,7 +1643,7 @@ static int build_graph(struct ctx *c, struct graph *g)
 		ns[L->nstalls++] = st;
 		L->stalls = ns;
 	}
-	qsort(L->stalls, L->nstalls, sizeof *L->stalls, cmp_stall);
+	sort(L->stalls, L->nstalls, sizeof *L->stalls, cmp_stall);
 	err = 0;
 out:
 	free(color);
@@ -1702,7 +1711,7 @@ static int analyse(struct ctx *c, struct verdict *vd)
 		if (c->waits[j].valid && vd[j].kind != DBS_LOCK_FUTEX &&
 		    vd[j].kind != DBS_LOCK_JOIN && vd[j].object)
 			ident[nident++] = (struct tidx){ vd[j].object, j };
-	qsort(ident, nident, sizeof *ident, cmp_tidx);
+	sort(ident, nident, sizeof *ident, cmp_tidx);
 	for (size_t i = 0; nident && i < n; i++) {
 		if (!c->waits[i].valid || vd[i].kind != DBS_LOCK_FUTEX || vd[i].parked ||
 		    vd[i].note == NOTE_INTERNAL)
@@ -1747,7 +1756,7 @@ static int analyse(struct ctx *c, struct verdict *vd)
 		e[ne++] = (struct entry){
 			vd[i].object ? vd[i].object : c->waits[i].uaddr, vd[i].kind, i };
 	}
-	qsort(e, ne, sizeof *e, cmp_entry);
+	sort(e, ne, sizeof *e, cmp_entry);
 	size_t *lockof = malloc((n ? n : 1) * sizeof *lockof);
 	if (!lockof) {
 		free(e);
@@ -1780,7 +1789,7 @@ static int analyse(struct ctx *c, struct verdict *vd)
 				snap->threads[ti].tid, vd[ti].mode };
 			lockof[ti] = L->n - 1;
 		}
-		qsort(lk->waiters, lk->nwaiters, sizeof *lk->waiters, cmp_waiter);
+		sort(lk->waiters, lk->nwaiters, sizeof *lk->waiters, cmp_waiter);
 		pid_t rec;
 		enum dbs_owner_state st;
 		const struct wait *w0 = &c->waits[e[a].thread];
@@ -1910,7 +1919,7 @@ static int analyse(struct ctx *c, struct verdict *vd)
 		lk->waiters = nw;
 		lk->waiters[lk->nwaiters++] = (struct dbs_lock_waiter){
 			snap->threads[i].tid, DBS_MODE_NONE };
-		qsort(lk->waiters, lk->nwaiters, sizeof *lk->waiters, cmp_waiter);
+		sort(lk->waiters, lk->nwaiters, sizeof *lk->waiters, cmp_waiter);
 		b->kind = DBS_LOCK_MUTEX;
 		b->object = m;
 		b->lock = li;
@@ -1975,7 +1984,8 @@ static int analyse(struct ctx *c, struct verdict *vd)
 			sorted[k] = L->v[order[k]];
 			pos[order[k]] = k;
 		}
-		memcpy(L->v, sorted, L->n * sizeof *sorted);
+		if (L->n)
+			memcpy(L->v, sorted, L->n * sizeof *sorted);
 		for (size_t i = 0; i < n; i++) {
 			if (g.lockof[i] != SIZE_MAX)
 				g.lockof[i] = pos[g.lockof[i]];
@@ -2023,9 +2033,9 @@ int dbs_locks_analyse(struct dbs_snapshot *snap, const struct dbs_lock_input *in
 				c.by_tidword[c.nby_tidword++] =
 					(struct tidx){ pd + in->tid_offset, i };
 		}
-		qsort(c.by_nstid, n, sizeof *c.by_nstid, cmp_tidx);
-		qsort(c.by_tid, n, sizeof *c.by_tid, cmp_tidx);
-		qsort(c.by_tidword, c.nby_tidword, sizeof *c.by_tidword, cmp_tidx);
+		sort(c.by_nstid, n, sizeof *c.by_nstid, cmp_tidx);
+		sort(c.by_tid, n, sizeof *c.by_tid, cmp_tidx);
+		sort(c.by_tidword, c.nby_tidword, sizeof *c.by_tidword, cmp_tidx);
 		err = analyse(&c, vd);
 	}
 	free(c.waits);
