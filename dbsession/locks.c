@@ -712,7 +712,13 @@ static enum fit mutex_fit(const struct ctx *c, const struct wait *wt,
 		return FIT_NO;
 	if (m.lock == 0)
 		return FIT_WEAK;	/* released, wake-up in flight */
-	if (m.owner_field != 0 && m.nusers == 0)
+	/* A held mutex records its owner right after taking __lock; a
+	 * locked word with no owner is either a mutex being acquired or a
+	 * glibc-internal lll lock (a malloc arena with empty fastbins looks
+	 * exactly like that): consistent, but no proof of a mutex. */
+	if (m.owner_field == 0)
+		return FIT_WEAK;
+	if (m.nusers == 0)
 		return FIT_NO;
 	return FIT_YES;
 }
