@@ -198,7 +198,9 @@ static void put_holder(FILE *out, const struct dbs_snapshot *snap,
 		fprintf(out, " held by TID %d, not a thread of this process", (int)l->owner);
 		break;
 	case DBS_OWNER_UNKNOWN:
-		if (l->nholders)
+		if (l->kind == DBS_LOCK_FUTEX)
+			fputs(" (not identified; owner unknown)", out);
+		else if (l->nholders)
 			fprintf(out, " held by %u reader%s (not recorded)", l->nholders,
 				l->nholders == 1 ? "" : "s");
 		else

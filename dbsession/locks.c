@@ -1250,8 +1250,13 @@ static void lock_owner(struct dbs_lock *l, pid_t *ret_owner,
 {
 	*ret_owner = 0;
 	*ret_state = DBS_OWNER_NONE;
-	if (!l->decoded)
+	if (!l->decoded) {
+		/* words unreadable: nothing is known about a holder */
+		if (l->kind == DBS_LOCK_MUTEX || l->kind == DBS_LOCK_RWLOCK ||
+		    l->kind == DBS_LOCK_JOIN || l->kind == DBS_LOCK_FUTEX)
+			*ret_state = DBS_OWNER_UNKNOWN;
 		return;
+	}
 	switch (l->kind) {
 	case DBS_LOCK_MUTEX: {
 		struct dbs_mutex_info *m = &l->u.mutex;
@@ -1314,6 +1319,9 @@ static void lock_owner(struct dbs_lock *l, pid_t *ret_owner,
 		*ret_state = *ret_owner ? DBS_OWNER_LIVE : DBS_OWNER_NONE;
 		return;
 	case DBS_LOCK_FUTEX:
+		/* an unidentified word: whether anyone holds it is unknown */
+		*ret_state = DBS_OWNER_UNKNOWN;
+		return;
 	case DBS_LOCK_COND:
 	case DBS_LOCK_SEM:
 	case DBS_LOCK_BARRIER:
@@ -1326,11 +1334,12 @@ struct graph {
 	size_t *lockof;		/* thread index -> lock index, SIZE_MAX */
 };
 
+/* Does the lock make its waiters wait for one thread?  An unidentified
+ * futex only when it is a PI word, whose owner the kernel records. */
 static bool lock_has_owner_concept(const struct dbs_lock *l)
 {
 	return l->kind == DBS_LOCK_MUTEX || l->kind == DBS_LOCK_RWLOCK ||
-	       l->kind == DBS_LOCK_JOIN ||
-	       (l->kind == DBS_LOCK_FUTEX && l->owner_state != DBS_OWNER_NONE);
+	       l->kind == DBS_LOCK_JOIN || (l->kind == DBS_LOCK_FUTEX && l->owner);
 }
 
 /* Free a partially built result. */
