@@ -19,7 +19,7 @@ cd "$top"
 
 # Everything the build, the tests and the demo use, by Debian package.
 PACKAGES=(
-	gcc libc6-dev binutils pkg-config meson ninja-build
+	gcc g++ libc6-dev binutils pkg-config meson ninja-build
 	libelf-dev libdw-dev libjansson-dev libcriterion-dev
 	python3 python3-jsonschema util-linux procps
 )
