@@ -936,11 +936,16 @@ static const struct {
 	{ "pthread_barrier_wait", FK_BARRIER },
 };
 
-/* "__pthread_mutex_lock@GLIBC_2.2.5" -> "pthread_mutex_lock". */
+/* "__pthread_mutex_lock@GLIBC_2.2.5" -> "pthread_mutex_lock",
+ * "__GI___lll_lock_wait" (libc6-dbg's internal alias) -> "lll_lock_wait",
+ * "__new_sem_wait_slow64.constprop.0" -> "new_sem_wait_slow64". */
 static void normalize(const char *in, char *out, size_t cap)
 {
 	while (*in == '_')
 		in++;
+	if (!strncmp(in, "GI_", 3))
+		for (in += 3; *in == '_'; in++)
+			;
 	size_t n = 0;
 	for (; in[n] && in[n] != '@' && in[n] != '.' && n + 1 < cap; n++)
 		out[n] = in[n];

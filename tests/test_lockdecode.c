@@ -336,6 +336,35 @@ Test(lockgraph, abba_on_heap_mutexes_is_one_cycle_in_order)
 	dbs_snapshot_free(s);
 }
 
+Test(lockgraph, frames_with_libc_debug_names)
+{
+	/* what eu-stack shows with libc6-dbg: internal aliases and
+	 * .constprop clones must be recognised as well */
+	world_reset();
+	struct dbs_snapshot *s = snap_new(3);
+	mutex_at(M0, 2, 0, 102, 1, 0);
+	unsigned char *b = region(M1, 32);		/* a heap sem_t */
+	put64(b, 0, 1ull << 32);
+	futex_wait(s, 1, M0, 0x80, 2);
+	futex_wait(s, 2, M1, 0x189, 0);
+	frames[1][0] = "__GI___lll_lock_wait";
+	frames[1][1] = "__pthread_mutex_lock@GLIBC_2.2.5";
+	nframes[1] = 2;
+	frames[2][0] = "__futex_abstimed_wait_common";
+	frames[2][1] = "__new_sem_wait_slow64.constprop.0";
+	nframes[2] = 2;
+	analyse(s, true);
+	cr_assert_eq(s->threads[1].blocked_on->kind, DBS_LOCK_MUTEX);
+	cr_assert_str_eq(s->threads[1].blocked_on->frame, "__GI___lll_lock_wait");
+	cr_assert_eq(s->threads[2].blocked_on->kind, DBS_LOCK_SEM);
+	cr_assert_eq(s->threads[2].blocked_on->object, M1);
+	cr_assert_eq(lock_of(s, 2)->u.sem.nwaiters, 1);
+	/* without the frames the heap sem is not identified */
+	analyse(s, false);
+	cr_assert_eq(s->threads[2].blocked_on->kind, DBS_LOCK_FUTEX);
+	dbs_snapshot_free(s);
+}
+
 Test(lockgraph, chain_to_a_running_owner_is_no_deadlock_nor_stall)
 {
 	/* heavy contention: 101 -> M0 -> 102 -> M1 -> 103 (running) */
@@ -616,7 +645,7 @@ Test(lockgraph, internal_locks_and_unreadable_words_stay_futex)
 	struct dbs_snapshot *s = snap_new(3);
 	mutex_at(M0, 2, 0, 102, 1, 0);
 	futex_wait(s, 1, M0, 0x80, 2);
-	frames[1][0] = "__lll_lock_wait_private";
+	frames[1][0] = "__GI___lll_lock_wait_private";	/* libc6-dbg's name */
 	nframes[1] = 1;
 	futex_wait(s, 2, 0x6000000000000ull, 0x80, 2);	/* not readable */
 	analyse(s, true);
