@@ -28,11 +28,12 @@ enum agent_exit {
 struct agent_opts {
 	bool json;
 	bool pretty;
+	bool check;		/* --check: exit EXIT_DEADLOCK on a deadlock */
 };
 
 /* JSON document format; bump the minor for additions, the major for
  * changes that break readers. */
-#define TINSPECT_FORMAT_VERSION "1.2"
+#define TINSPECT_FORMAT_VERSION "1.3"
 
 int render_text(FILE *out, const struct dbs_snapshot *snap,
 		const struct agent_opts *o);

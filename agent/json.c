@@ -10,6 +10,7 @@
 #include "agent.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -412,6 +413,237 @@ static json_t *process_extras_json(json_t *p, const struct dbs_snapshot *snap)
 	return p;
 }
 
+/* ---- locks (issue 4) ---------------------------------------------------- */
+
+static json_t *jtid(pid_t tid)
+{
+	return tid > 0 ? json_integer(tid) : json_null();
+}
+
+static const char *mode_name(enum dbs_wait_mode m)
+{
+	return m == DBS_MODE_READ ? "read" : m == DBS_MODE_WRITE ? "write" : NULL;
+}
+
+/* "ledger_lock", "bank_locks+0x28", or null */
+static json_t *symbol_text(const struct dbs_symbol *s)
+{
+	if (!s->name)
+		return json_null();
+	if (!s->offset)
+		return jstr(s->name);
+	char *b;
+	if (asprintf(&b, "%s+0x%" PRIx64, s->name, s->offset) < 0)
+		return json_null();
+	json_t *j = jstr(b);
+	free(b);
+	return j;
+}
+
+static json_t *evidence_json(unsigned ev)
+{
+	json_t *a = json_array();
+	for (unsigned bit = 1; bit; bit <<= 1)
+		if ((ev & bit) && dbs_evidence_name(bit))
+			json_array_append_new(a, json_string(dbs_evidence_name(bit)));
+	return a;
+}
+
+/* A reference to locks[i], self-describing. */
+static json_t *lockref_json(const struct dbs_locks *L, size_t i)
+{
+	if (i >= L->n)
+		return json_null();
+	const struct dbs_lock *l = &L->v[i];
+	json_t *o = json_object();
+	set(o, "index", json_integer((json_int_t)i));
+	set(o, "addr", jhex(l->addr));
+	set(o, "kind", json_string(dbs_lock_kind_name(l->kind)));
+	set(o, "symbol", symbol_text(&l->sym));
+	return o;
+}
+
+static json_t *blocked_on_json(const struct dbs_snapshot *snap,
+			       const struct dbs_thread *th)
+{
+	const struct dbs_blocked_on *b = th->blocked_on;
+	if (!b)
+		return json_null();
+	const struct dbs_locks *L = snap->locks;
+	const struct dbs_lock *l = L && b->lock < L->n ? &L->v[b->lock] : NULL;
+	json_t *o = json_object();
+	set(o, "kind", json_string(dbs_lock_kind_name(b->kind)));
+	set(o, "mode", mode_name(b->mode) ? json_string(mode_name(b->mode)) : json_null());
+	set(o, "futex", jhex(b->futex));
+	set(o, "futex_op", jhex(b->futex_op));
+	set(o, "futex_val", jhex(b->futex_val));
+	set(o, "syscall", jstr(arch_syscall_name(snap->arch, b->nr)));
+	set(o, "object", b->object ? jhex(b->object) : json_null());
+	set(o, "symbol", l ? symbol_text(&l->sym) : json_null());
+	set(o, "owner", jtid(b->owner));
+	set(o, "owner_state", json_string(dbs_owner_state_name(
+				      l ? l->owner_state : DBS_OWNER_NONE)));
+	set(o, "lock", l ? json_integer((json_int_t)b->lock) : json_null());
+	set(o, "evidence", evidence_json(b->evidence));
+	set(o, "in_graph", json_boolean(b->in_graph));
+	set(o, "parked", json_boolean(b->parked));
+	set(o, "frame", jstr(b->frame));
+	set(o, "note", jstr(b->note));
+	return o;
+}
+
+static json_t *lock_state_json(const struct dbs_lock *l)
+{
+	json_t *o = json_object();
+	switch (l->kind) {
+	case DBS_LOCK_MUTEX: {
+		const struct dbs_mutex_info *m = &l->u.mutex;
+		set(o, "type", json_string(dbs_mutex_type_name(m->type)));
+		set(o, "robust", json_boolean(m->robust));
+		set(o, "pi", json_boolean(m->pi));
+		set(o, "pp", json_boolean(m->pp));
+		set(o, "pshared", json_boolean(m->pshared));
+		set(o, "elision", json_boolean(m->elision));
+		set(o, "lock_word", jhex(m->lock));
+		set(o, "owner_field", json_integer(m->owner_field));
+		set(o, "count", json_integer(m->count));
+		set(o, "nusers", json_integer(m->nusers));
+		set(o, "kind_word", jhex((uint32_t)m->kind_word));
+		set(o, "owner_died", json_boolean(m->owner_died));
+		set(o, "inconsistent", json_boolean(m->inconsistent));
+		set(o, "notrecoverable", json_boolean(m->notrecoverable));
+		set(o, "ceiling", m->pp ? json_integer(m->ceiling) : json_null());
+		break;
+	}
+	case DBS_LOCK_RWLOCK: {
+		const struct dbs_rwlock_info *r = &l->u.rwlock;
+		set(o, "readers_word", jhex(r->readers_word));
+		set(o, "readers", json_integer(r->nreaders));
+		set(o, "write_phase", json_boolean(r->wrphase));
+		set(o, "write_locked", json_boolean(r->wrlocked));
+		set(o, "readers_waiting", json_boolean(r->rwaiting));
+		set(o, "cur_writer", json_integer(r->cur_writer));
+		set(o, "writers", json_integer(r->writers));
+		set(o, "shared", json_boolean(r->shared));
+		set(o, "flags", json_integer(r->flags));
+		break;
+	}
+	case DBS_LOCK_COND: {
+		const struct dbs_cond_info *c = &l->u.cond;
+		set(o, "wseq", jhex(c->wseq));
+		set(o, "g1_start", jhex(c->g1_start));
+		set(o, "wrefs", jhex(c->wrefs));
+		set(o, "waiters", json_integer(c->nwaiters));
+		json_t *sg = json_array();
+		json_array_append_new(sg, json_integer(c->g_signals[0]));
+		json_array_append_new(sg, json_integer(c->g_signals[1]));
+		set(o, "g_signals", sg);
+		set(o, "pshared", json_boolean(c->pshared));
+		set(o, "clock", json_string(c->monotonic ? "monotonic" : "realtime"));
+		set(o, "mutex", c->mutex ? jhex(c->mutex) : json_null());
+		break;
+	}
+	case DBS_LOCK_SEM:
+		set(o, "value", json_integer(l->u.sem.value));
+		set(o, "waiters", json_integer(l->u.sem.nwaiters));
+		set(o, "pshared", json_boolean(l->u.sem.pshared));
+		break;
+	case DBS_LOCK_BARRIER:
+		set(o, "count", json_integer(l->u.barrier.count));
+		set(o, "arrived", json_integer((json_int_t)l->u.barrier.in -
+					       (json_int_t)l->u.barrier.current_round));
+		set(o, "in", json_integer(l->u.barrier.in));
+		set(o, "current_round", json_integer(l->u.barrier.current_round));
+		set(o, "pshared", json_boolean(l->u.barrier.pshared));
+		break;
+	case DBS_LOCK_JOIN:
+		set(o, "target", jtid(l->u.join.target));
+		set(o, "pthread", jhex(l->u.join.pthread));
+		break;
+	case DBS_LOCK_FUTEX:
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static json_t *lock_json(const struct dbs_lock *l)
+{
+	json_t *o = json_object();
+	set(o, "kind", json_string(dbs_lock_kind_name(l->kind)));
+	set(o, "addr", jhex(l->addr));
+	set(o, "object_known", json_boolean(l->object_known));
+	set(o, "symbol", l->sym.name ? symbol_json(&l->sym) : json_null());
+	set(o, "owner", jtid(l->owner));
+	set(o, "owner_state", json_string(dbs_owner_state_name(l->owner_state)));
+	set(o, "orphaned", json_boolean(l->orphaned));
+	set(o, "holders", l->nholders ? json_integer(l->nholders) : json_null());
+	json_t *w = json_array();
+	for (size_t i = 0; i < l->nwaiters; i++) {
+		json_t *x = json_object();
+		set(x, "tid", json_integer(l->waiters[i].tid));
+		const char *m = mode_name(l->waiters[i].mode);
+		set(x, "mode", m ? json_string(m) : json_null());
+		json_array_append_new(w, x);
+	}
+	set(o, "waiters", w);
+	set(o, "words", l->nwords ? hexbytes((const char *)l->words, l->nwords)
+				  : json_null());
+	set(o, "note", jstr(l->note));
+	json_t *st = l->decoded ? lock_state_json(l) : NULL;
+	if (st)
+		set(o, dbs_lock_kind_name(l->kind), st);
+	return o;
+}
+
+static void locks_json(json_t *doc, const struct dbs_snapshot *snap)
+{
+	json_t *locks = json_array(), *dls = json_array(), *stalls = json_array(),
+	       *orph = json_array();
+	const struct dbs_locks *L = snap->locks;
+	for (size_t i = 0; L && i < L->n; i++) {
+		json_array_append_new(locks, lock_json(&L->v[i]));
+		if (L->v[i].orphaned)
+			json_array_append_new(orph, lockref_json(L, i));
+	}
+	for (size_t i = 0; L && i < L->ndeadlocks; i++) {
+		const struct dbs_deadlock *d = &L->deadlocks[i];
+		json_t *o = json_object(), *t = json_array(), *k = json_array();
+		for (size_t j = 0; j < d->n; j++) {
+			json_array_append_new(t, json_integer(d->threads[j]));
+			json_array_append_new(k, lockref_json(L, d->locks[j]));
+		}
+		set(o, "threads", t);
+		set(o, "locks", k);
+		json_array_append_new(dls, o);
+	}
+	for (size_t i = 0; L && i < L->nstalls; i++) {
+		const struct dbs_stall *st = &L->stalls[i];
+		json_t *o = json_object(), *t = json_array(), *k = json_array();
+		for (size_t j = 0; j < st->n; j++) {
+			json_array_append_new(t, json_integer(st->threads[j]));
+			if (j + 1 < st->n)
+				json_array_append_new(k, lockref_json(L, st->locks[j]));
+		}
+		set(o, "threads", t);
+		set(o, "locks", k);
+		json_t *e = json_object();
+		set(e, "tid", json_integer(st->threads[st->n - 1]));
+		set(e, "reason", json_string(dbs_stall_end_name(st->end)));
+		set(e, "syscall", st->end_syscall >= 0
+				  ? jstr(arch_syscall_name(snap->arch, st->end_syscall))
+				  : json_null());
+		set(e, "lock", st->end_lock != SIZE_MAX ? lockref_json(L, st->end_lock)
+							: json_null());
+		set(o, "end", e);
+		json_array_append_new(stalls, o);
+	}
+	set(doc, "locks", locks);
+	set(doc, "deadlocks", dls);
+	set(doc, "stalls", stalls);
+	set(doc, "orphaned_locks", orph);
+}
+
 static json_t *thread_json(const struct dbs_snapshot *snap,
 			   const struct dbs_thread *th)
 {
@@ -487,6 +719,7 @@ static json_t *thread_json(const struct dbs_snapshot *snap,
 	set(o, "stopped", json_boolean(th->stopped));
 	set(o, "straggler", json_boolean(th->straggler));
 	set(o, "jobctl_stopped", json_boolean(th->jobctl_stopped));
+	set(o, "blocked_on", blocked_on_json(snap, th));
 	set(o, "errors", errors_array(th->errors, th->nerrors));
 	thread_extras_json(o, snap, th);
 	return o;
@@ -558,6 +791,7 @@ static json_t *snapshot_json(const struct dbs_snapshot *snap)
 	for (size_t i = 0; i < snap->nthreads; i++)
 		json_array_append_new(threads, thread_json(snap, &snap->threads[i]));
 	set(doc, "threads", threads);
+	locks_json(doc, snap);
 	return doc;
 }
 

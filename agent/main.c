@@ -71,6 +71,8 @@ static const char usage_text[] =
 "  --json               print one JSON document (schema in "
 "share/tinspect/schema)\n"
 "  --pretty             indent the JSON\n"
+"  --check              exit with status 10 if a deadlock was found (after\n"
+"                       printing the report as usual)\n"
 "  --max-freeze MS      abandon the capture and resume the target if it would\n"
 "                       stay stopped longer than MS milliseconds\n"
 "  --stop-timeout MS    leave out threads that do not stop within MS ms\n"
@@ -106,6 +108,8 @@ static const char usage_text[] =
 "  6   the process exited during the capture\n"
 "  7   --max-freeze exceeded; the capture was abandoned, the target resumed\n"
 "  8   internal error (out of memory, cannot write the output)\n"
+"  10  --check: a deadlock was found (a cycle of threads waiting for locks\n"
+"      held by each other); the report says which\n"
 "  128+N  killed by signal N (after resuming the target)\n"
 "The target is never left stopped, whatever the exit status.\n";
 
@@ -277,13 +281,14 @@ int main(int argc, char **argv)
 	enum { OPT_JSON = 256, OPT_PRETTY, OPT_MAX_FREEZE, OPT_STOP_TIMEOUT,
 	       OPT_THREAD_DB, OPT_PROC_MEM, OPT_NO_STACKS, OPT_MAX_FRAMES,
 	       OPT_STACK_BYTES, OPT_DEBUGINFOD, OPT_TLS, OPT_ERRNO, OPT_KEYS,
-	       OPT_NO_TARGET_TDB };
+	       OPT_NO_TARGET_TDB, OPT_CHECK };
 	bool debuginfod = false;
 	enum { MAX_TLS = 64 };
 	static struct dbs_tls_request tls[MAX_TLS];
 	static const struct option lo[] = {
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "pretty", no_argument, NULL, OPT_PRETTY },
+		{ "check", no_argument, NULL, OPT_CHECK },
 		{ "max-freeze", required_argument, NULL, OPT_MAX_FREEZE },
 		{ "stop-timeout", required_argument, NULL, OPT_STOP_TIMEOUT },
 		{ "thread-db", required_argument, NULL, OPT_THREAD_DB },
@@ -309,6 +314,9 @@ int main(int argc, char **argv)
 			break;
 		case OPT_PRETTY:
 			ao.pretty = true;
+			break;
+		case OPT_CHECK:
+			ao.check = true;
 			break;
 		case OPT_MAX_FREEZE:
 			if (!parse_ms(optarg, &dopts.max_freeze_ns) ||
@@ -416,6 +424,10 @@ int main(int argc, char **argv)
 	int r = ao.json ? render_json(stdout, snap, &ao)
 			: render_text(stdout, snap, &ao);
 	int status = snap->threads_with_errors ? EXIT_PARTIAL : EXIT_SNAPSHOT_OK;
+	/* --check: a deadlock is what the caller asked about; it wins over
+	 * "partial" */
+	if (ao.check && snap->locks && snap->locks->ndeadlocks)
+		status = EXIT_DEADLOCK;
 	dbs_snapshot_free(snap);
 	if (fflush(stdout) != 0 || r != 0) {
 		if (got_signal)

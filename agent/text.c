@@ -386,6 +386,281 @@ static void put_process_extras(FILE *out, const struct dbs_snapshot *snap)
 	}
 }
 
+/* ---- locks (issue 4) ------------------------------------------------------ */
+
+static const struct dbs_thread *thread_of(const struct dbs_snapshot *snap, pid_t tid)
+{
+	for (size_t i = 0; i < snap->nthreads; i++)
+		if (snap->threads[i].tid == tid)
+			return &snap->threads[i];
+	return NULL;
+}
+
+/* thread "name" (tid) */
+static void put_thread_ref(FILE *out, const struct dbs_snapshot *snap, pid_t tid)
+{
+	const struct dbs_thread *t = thread_of(snap, tid);
+	fputs("thread ", out);
+	if (t && t->name) {
+		agent_fput_quoted(out, t->name, t->name_len);
+		fputc(' ', out);
+	}
+	fprintf(out, "(%d)", (int)tid);
+}
+
+static void put_lock_name(FILE *out, const struct dbs_lock *l)
+{
+	if (l->sym.name) {
+		put_escaped(out, l->sym.name);
+		if (l->sym.offset)
+			fprintf(out, "+0x%" PRIx64, l->sym.offset);
+	} else {
+		fputs(l->object_known ? "(no symbol)" : "(object unknown)", out);
+	}
+}
+
+/* lock 0x... (name, kind) */
+static void put_lock_ref(FILE *out, const struct dbs_lock *l)
+{
+	fprintf(out, "lock 0x%" PRIx64 " (", l->addr);
+	if (l->sym.name) {
+		put_lock_name(out, l);
+		fputs(", ", out);
+	}
+	fputs(dbs_lock_kind_name(l->kind), out);
+	if (l->kind == DBS_LOCK_MUTEX && l->decoded) {
+		const struct dbs_mutex_info *m = &l->u.mutex;
+		fprintf(out, " %s%s%s%s", dbs_mutex_type_name(m->type),
+			m->robust ? " robust" : "", m->pi ? " PI" : "",
+			m->pp ? " PP" : "");
+	}
+	fputc(')', out);
+}
+
+/* ", held by thread ..." or what is known instead */
+static void put_holder(FILE *out, const struct dbs_snapshot *snap,
+		       const struct dbs_lock *l)
+{
+	switch (l->owner_state) {
+	case DBS_OWNER_LIVE:
+		fputs(l->kind == DBS_LOCK_JOIN ? " (the end of " : " held by ", out);
+		put_thread_ref(out, snap, l->owner);
+		if (l->kind == DBS_LOCK_JOIN)
+			fputc(')', out);
+		break;
+	case DBS_OWNER_DEAD:
+		fprintf(out, " held by thread %d, which no longer exists (orphaned)",
+			(int)l->owner);
+		break;
+	case DBS_OWNER_OUTSIDE:
+		fprintf(out, " held by TID %d, not a thread of this process", (int)l->owner);
+		break;
+	case DBS_OWNER_UNKNOWN:
+		if (l->kind == DBS_LOCK_FUTEX)
+			fputs(" (not identified; owner unknown)", out);
+		else if (l->nholders)
+			fprintf(out, " held by %u reader%s (not recorded)", l->nholders,
+				l->nholders == 1 ? "" : "s");
+		else
+			fputs(" held, owner not recorded", out);
+		break;
+	case DBS_OWNER_NONE:
+		if (l->kind == DBS_LOCK_MUTEX || l->kind == DBS_LOCK_RWLOCK)
+			fputs(" not held at the moment", out);
+		else if (l->kind != DBS_LOCK_JOIN)
+			fputs(" (nobody owns it)", out);
+		break;
+	}
+}
+
+static void put_evidence(FILE *out, unsigned ev)
+{
+	const char *sep = " [";
+	for (unsigned bit = 1; bit; bit <<= 1)
+		if ((ev & bit) && dbs_evidence_name(bit)) {
+			fprintf(out, "%s%s", sep, dbs_evidence_name(bit));
+			sep = ", ";
+		}
+	if (sep[0] == ',')
+		fputc(']', out);
+}
+
+static void put_waiting(FILE *out, const struct dbs_snapshot *snap,
+			const struct dbs_thread *th)
+{
+	const struct dbs_blocked_on *b = th->blocked_on;
+	const struct dbs_locks *L = snap->locks;
+	if (!b || !L || b->lock >= L->n)
+		return;
+	const struct dbs_lock *l = &L->v[b->lock];
+	fputs("  waiting for ", out);
+	if (b->mode)
+		fputs(b->mode == DBS_MODE_READ ? "read access to " : "write access to ", out);
+	if (l->kind == DBS_LOCK_JOIN) {
+		fputs("the end of ", out);
+		put_thread_ref(out, snap, l->owner);
+		fprintf(out, " (pthread_join, descriptor 0x%" PRIx64 ")", l->addr);
+	} else {
+		put_lock_ref(out, l);
+		put_holder(out, snap, l);
+	}
+	if (b->futex != l->addr)
+		fprintf(out, "; futex 0x%" PRIx64, b->futex);
+	put_evidence(out, b->evidence);
+	fputc('\n', out);
+	if (b->note) {
+		fputs("    (", out);
+		put_escaped(out, b->note);
+		fputs(")\n", out);
+	}
+}
+
+static void put_lock_line(FILE *out, const struct dbs_snapshot *snap,
+			  const struct dbs_lock *l)
+{
+	fputs("  ", out);
+	put_lock_ref(out, l);
+	put_holder(out, snap, l);
+	if (l->kind == DBS_LOCK_MUTEX && l->decoded && l->u.mutex.type == 1)
+		fprintf(out, ", depth %u", l->u.mutex.count);
+	if (l->kind == DBS_LOCK_SEM && l->decoded)
+		fprintf(out, ", value %u", l->u.sem.value);
+	if (l->kind == DBS_LOCK_BARRIER && l->decoded)
+		fprintf(out, ", %u of %u arrived", l->u.barrier.in - l->u.barrier.current_round,
+			l->u.barrier.count);
+	fputs("; waiters:", out);
+	for (size_t i = 0; i < l->nwaiters; i++) {
+		fprintf(out, " %d", (int)l->waiters[i].tid);
+		if (l->waiters[i].mode)
+			fputs(l->waiters[i].mode == DBS_MODE_READ ? "(r)" : "(w)", out);
+	}
+	fputc('\n', out);
+	if (l->note) {
+		fputs("    (", out);
+		put_escaped(out, l->note);
+		fputs(")\n", out);
+	}
+}
+
+static void put_rule(FILE *out, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		fputc('=', out);
+	fputc('\n', out);
+}
+
+/*
+ * HOOK(stacks): the stacks of the threads of one deadlock, after the cycle
+ * (as jstack prints "Java stack information for the threads listed
+ * above").  The unwinder's per-thread frames go here.
+ */
+static void put_deadlock_stacks(FILE *out, const struct dbs_snapshot *snap,
+				const struct dbs_deadlock *d)
+{
+	(void)out;
+	(void)snap;
+	(void)d;
+}
+
+static void put_locks_section(FILE *out, const struct dbs_snapshot *snap)
+{
+	const struct dbs_locks *L = snap->locks;
+	if (!L)
+		return;
+	if (L->n) {
+		fprintf(out, "Locks waited on: %zu\n", L->n);
+		for (size_t i = 0; i < L->n; i++)
+			put_lock_line(out, snap, &L->v[i]);
+		fputc('\n', out);
+	}
+	if (L->norphaned) {
+		fputs("Orphaned locks (their owner no longer exists):\n", out);
+		for (size_t i = 0; i < L->n; i++)
+			if (L->v[i].orphaned)
+				put_lock_line(out, snap, &L->v[i]);
+		fputc('\n', out);
+	}
+	for (size_t i = 0; i < L->nstalls; i++) {
+		const struct dbs_stall *st = &L->stalls[i];
+		if (i == 0)
+			fputs("Stalled (blocked behind a thread that waits for something "
+			      "else; not a deadlock):\n", out);
+		for (size_t k = 0; k + 1 < st->n; k++) {
+			fputs(k ? "    which " : "  ", out);
+			if (!k)
+				put_thread_ref(out, snap, st->threads[k]);
+			fputs(k ? "waits for " : " waits for ", out);
+			if (L->v[st->locks[k]].kind == DBS_LOCK_JOIN) {
+				fputs("the end of ", out);
+			} else {
+				put_lock_ref(out, &L->v[st->locks[k]]);
+				fputs(" held by ", out);
+			}
+			put_thread_ref(out, snap, st->threads[k + 1]);
+			fputc('\n', out);
+		}
+		fputs("    which ", out);
+		switch (st->end) {
+		case DBS_STALL_SYSCALL: {
+			const char *n = arch_syscall_name(snap->arch, st->end_syscall);
+			if (n)
+				fprintf(out, "sleeps in %s()\n", n);
+			else
+				fprintf(out, "sleeps in syscall %ld\n", st->end_syscall);
+			break;
+		}
+		case DBS_STALL_WAIT:
+		case DBS_STALL_ORPHAN:
+			fputs("waits for ", out);
+			if (st->end_lock < L->n) {
+				put_lock_ref(out, &L->v[st->end_lock]);
+				put_holder(out, snap, &L->v[st->end_lock]);
+			}
+			fputc('\n', out);
+			break;
+		case DBS_STALL_STOPPED:
+			fputs("is stopped (job control, or uninterruptible sleep)\n", out);
+			break;
+		}
+		if (i + 1 == L->nstalls)
+			fputc('\n', out);
+	}
+	if (!L->ndeadlocks) {
+		fputs("No deadlock found.\n", out);
+		return;
+	}
+	char head[64];
+	int hl;
+	if (L->ndeadlocks == 1)
+		hl = snprintf(head, sizeof head, "Found one deadlock:");
+	else
+		hl = snprintf(head, sizeof head, "Found %zu deadlocks:", L->ndeadlocks);
+	fprintf(out, "%s\n", head);
+	put_rule(out, (size_t)hl);
+	for (size_t i = 0; i < L->ndeadlocks; i++) {
+		const struct dbs_deadlock *d = &L->deadlocks[i];
+		if (L->ndeadlocks > 1)
+			fprintf(out, "Deadlock %zu:\n", i + 1);
+		for (size_t k = 0; k < d->n; k++) {
+			put_thread_ref(out, snap, d->threads[k]);
+			fputs(" waits for ", out);
+			if (d->locks[k] < L->n) {
+				const struct dbs_lock *l = &L->v[d->locks[k]];
+				if (l->kind == DBS_LOCK_JOIN) {
+					fputs("the end of ", out);
+				} else {
+					put_lock_ref(out, l);
+					fputs(" held by ", out);
+				}
+			}
+			put_thread_ref(out, snap, d->threads[(k + 1) % d->n]);
+			fputc('\n', out);
+		}
+		fputc('\n', out);
+		put_deadlock_stacks(out, snap, d);
+	}
+}
+
 static void put_thread(FILE *out, const struct dbs_snapshot *snap,
 		       const struct dbs_thread *th)
 {
@@ -427,6 +702,7 @@ static void put_thread(FILE *out, const struct dbs_snapshot *snap,
 		}
 	}
 	put_syscall(out, snap, th);
+	put_waiting(out, snap, th);
 	if (th->have_regs)
 		fprintf(out, "  pc 0x%" PRIx64 "  sp 0x%" PRIx64 "\n", th->pc, th->sp);
 	if (th->proc_valid) {
@@ -510,5 +786,6 @@ int render_text(FILE *out, const struct dbs_snapshot *snap,
 	fputc('\n', out);
 	for (size_t i = 0; i < snap->nthreads; i++)
 		put_thread(out, snap, &snap->threads[i]);
+	put_locks_section(out, snap);
 	return ferror(out) ? -1 : 0;
 }

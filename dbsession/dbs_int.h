@@ -72,6 +72,12 @@ struct dbs_session {
 	char *tdb_warning;
 	/* stack.c: the snapshot for which the maps were re-read already */
 	const struct dbs_snapshot *stack_maps_for;
+
+	/* offsetof(struct pthread, tid) from libc's _thread_db_pthread_tid
+	 * descriptor (locks.c), for the module generation tid_off_gen */
+	uint32_t tid_off;
+	uint64_t tid_off_gen;
+	bool tid_off_valid;
 };
 
 /* What libthread_db said about one task during the stop, by task index;
@@ -138,6 +144,54 @@ int tdb_pick_target_lib(struct dbs_session *s, td_err_e first_err);
 
 /* session.c: addr as module + symbol + offset (strings owned by ret) */
 void symbolize(struct psvc_target *t, uint64_t addr, struct dbs_symbol *ret);
+
+/* ---- locks.c ------------------------------------------------------------- */
+
+/*
+ * What the lock analysis consults besides the snapshot.  The session fills
+ * it from proc_service (dbs_locks_run); the unit tests from synthetic
+ * memory.  Every callback may be NULL.
+ */
+struct dbs_lock_input {
+	const struct arch_desc *arch;
+	uint32_t tid_offset;		/* offsetof(struct pthread, tid); 0: unknown */
+	uint32_t sizeof_pthread;	/* 0: unknown */
+	/* Target memory as it was during the stop: exactly len bytes, 0 or
+	 * a negative errno (never the live process). */
+	int (*read)(void *ctx, uint64_t addr, void *buf, size_t len);
+	/* The symbol covering addr: 0 and *ret filled (module and name
+	 * malloc'ed, name demangled) and *ret_size its st_size, or -ENOENT. */
+	int (*symbol)(void *ctx, uint64_t addr, struct dbs_symbol *ret,
+		      uint64_t *ret_size);
+	/*
+	 * Frame evidence, the hook for the unwinder: the function names of
+	 * snap->threads[i]'s frames, innermost first, into names[0..max)
+	 * (a NULL name for a frame without symbol); returns how many.  The
+	 * names must stay valid until dbs_locks_analyse() returns.  NULL, or
+	 * 0 frames: the analysis claims only what registers and memory prove.
+	 */
+	size_t (*frames)(void *ctx, const struct dbs_snapshot *snap, size_t i,
+			 const char **names, size_t max);
+	void *ctx;
+	void *frames_ctx;		/* passed to frames() instead of ctx */
+};
+
+/* While the target is stopped: read (batched) the words of every lock a
+ * blocked thread waits on, nothing else. */
+void dbs_locks_prefetch(struct dbs_session *s);
+/* After the resume: dbs_locks_analyse() with the session's inputs. */
+int dbs_locks_run(struct dbs_session *s, struct dbs_snapshot *snap);
+/* Fill every thread's blocked_on and snap->locks.  0 or -ENOMEM (then
+ * nothing is left allocated). */
+int dbs_locks_analyse(struct dbs_snapshot *snap, const struct dbs_lock_input *in);
+/* Free what dbs_locks_analyse() added to the snapshot.  Idempotent. */
+void dbs_locks_free(struct dbs_snapshot *snap);
+/* Decode l->words (l->nwords bytes at l->addr) as l->kind into l->u:
+ * pure, no target access.  Returns false if too few words. */
+bool dbs_lock_decode(const struct arch_desc *a, struct dbs_lock *l);
+/* C++ demangling of a symbol name: a malloc'ed copy (demangled if it
+ * is a mangled name that demangles), NULL on ENOMEM. */
+char *dbs_demangle(const char *name);
 
 /* util.c */
 int snap_add_error(char ***errs, size_t *n, const char *fmt, ...)

@@ -559,6 +559,8 @@ int dbs_session_update(struct dbs_session *s, struct dbs_snapshot **ret)
 	uint64_t t_tdb = psvc_now_ns();
 	tm.memory_ns = t_mem - t_regs;
 	tm.thread_db_ns = t_tdb - t_mem;	/* with --tls, --errno, --keys */
+	/* the words of the locks blocked threads wait on (locks.c) */
+	dbs_locks_prefetch(s);
 	err = psvc_check_freeze(t);
 	psvc_resume(t);
 	uint64_t t_resumed = psvc_now_ns();
@@ -576,6 +578,10 @@ int dbs_session_update(struct dbs_session *s, struct dbs_snapshot **ret)
 	free(res);
 	tls_finish(s, snap);
 	keys_finish(s, snap);
+	/* the locks use the frames: after build_snapshot unwound them */
+	if (snap && dbs_locks_run(s, snap))
+		snap_add_error(&snap->errors, &snap->nerrors,
+			       "lock analysis: out of memory");
 	psvc_release_capture(t);	/* the copies are analysed: let go */
 	if (!snap)
 		return -ENOMEM;
@@ -605,6 +611,7 @@ void dbs_snapshot_free(struct dbs_snapshot *snap)
 {
 	if (!snap)
 		return;
+	dbs_locks_free(snap);
 	for (size_t i = 0; i < snap->nthreads; i++) {
 		struct dbs_thread *th = &snap->threads[i];
 		free(th->name);

@@ -284,15 +284,18 @@ int psvc_read_string(struct psvc_target *t, uint64_t addr, char *buf,
 int psvc_read_frozen(struct psvc_target *t, uint64_t addr, void *buf,
 		     size_t len)
 {
+	if (len == 0)
+		return 0;
 	if (addr + len < addr)
 		return -EFAULT;
 	unsigned char *out = buf;
 	while (len) {
-		struct page_slot *s = cache_find(&t->cache, addr >> BLK_SHIFT);
-		if (!s || !s->data)
-			return -EFAULT;
+		uint64_t blk = addr >> BLK_SHIFT;
 		size_t off = (size_t)(addr & (BLK_SIZE - 1));
 		size_t n = BLK_SIZE - off < len ? BLK_SIZE - off : len;
+		struct page_slot *s = cache_find(&t->cache, blk);
+		if (!s || !s->data)
+			return -ENODATA;
 		memcpy(out, s->data + off, n);
 		out += n;
 		addr += n;
@@ -344,8 +347,12 @@ void psvc_prefetch(struct psvc_target *t, const struct psvc_range *r,
 			blks[nb++] = b;
 		}
 	}
-	if (nb == 0)
-		return;	/* all cached already (blks is NULL: no qsort(NULL)) */
+	if (nb == 0) {
+		/* everything asked for is cached already (qsort must not be
+		 * given blks == NULL) */
+		free(blks);
+		return;
+	}
 	qsort(blks, nb, sizeof *blks, cmp_u64);
 	size_t nu = 0;
 	for (size_t k = 0; k < nb; k++)

@@ -715,12 +715,14 @@ int psvc_addr_to_symbol(struct psvc_target *t, uint64_t addr,
 	ret->module = m;
 	ret->name = NULL;
 	ret->offset = addr - m->bias;
+	ret->size = 0;
 	if (psvc_module_load_elf(t, m))
 		return 0;
 	const struct elf_sym *s = elfsym_by_addr(m->elf, addr - m->bias);
 	if (s) {
 		ret->name = s->name;
 		ret->offset = addr - m->bias - s->value;
+		ret->size = s->size;
 	}
 	return 0;
 }

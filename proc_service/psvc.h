@@ -228,14 +228,17 @@ void psvc_prefetch(struct psvc_target *t, const struct psvc_range *r,
 		   size_t n);
 
 /*
- * Read exactly len bytes from what the last stop captured (its cache), and
- * nothing else: after the resume, the analysis of a snapshot must see the
- * memory as it was when everything was stopped, or fail (-EFAULT) rather
- * than mix in memory read later.  The capture stays until the next
- * psvc_stop() or psvc_release_capture().
+ * After psvc_resume(): read exactly len bytes at addr as they were during
+ * the last stop, from that stop's cache only (what was read or prefetched
+ * while the target was stopped); never touches the live process, so the
+ * answer is consistent with the rest of the snapshot.  Returns 0, or
+ * -ENODATA if any byte was not cached (or was unreadable) at the stop.
+ * The cache lives until the next psvc_stop(), psvc_release_capture() or
+ * psvc_close().
  */
 int psvc_read_frozen(struct psvc_target *t, uint64_t addr, void *buf,
 		     size_t len);
+/* Let the last stop's cache go before the next stop. */
 void psvc_release_capture(struct psvc_target *t);
 
 /* Syscalls issued for memory reads so far, for the benchmark. */
@@ -304,6 +307,7 @@ struct psvc_symbol {
 	struct psvc_module *module;
 	const char *name;	/* owned by the module's ELF, NULL if none */
 	uint64_t offset;	/* addr - symbol start (or - module bias) */
+	uint64_t size;		/* st_size of the symbol, 0 if none/unsized */
 };
 /* Resolve addr to module + symbol + offset.  Returns 0 with name NULL if
  * the module is known but no symbol covers addr; -ENOENT if no module. */
