@@ -549,17 +549,24 @@ static void put_rule(FILE *out, size_t n)
 	fputc('\n', out);
 }
 
-/*
- * HOOK(stacks): the stacks of the threads of one deadlock, after the cycle
- * (as jstack prints "Java stack information for the threads listed
- * above").  The unwinder's per-thread frames go here.
- */
+/* The stacks of the threads of one deadlock, after the cycle, as jstack
+ * prints "Java stack information for the threads listed above". */
 static void put_deadlock_stacks(FILE *out, const struct dbs_snapshot *snap,
 				const struct dbs_deadlock *d)
 {
-	(void)out;
-	(void)snap;
-	(void)d;
+	if (!snap->stacks)
+		return;
+	fputs("Stacks of the threads above:\n", out);
+	for (size_t i = 0; i < d->n; i++) {
+		const struct dbs_thread *th = thread_of(snap, d->threads[i]);
+		if (!th)
+			continue;
+		fprintf(out, "Thread %d ", (int)th->tid);
+		if (th->name)
+			agent_fput_quoted(out, th->name, th->name_len);
+		fputc('\n', out);
+		put_stack(out, &th->stack);
+	}
 }
 
 static void put_locks_section(FILE *out, const struct dbs_snapshot *snap)

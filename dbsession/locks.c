@@ -2112,6 +2112,19 @@ static void load_tid_offset(struct dbs_session *s)
 		s->tid_off = d[2];
 }
 
+/* The unwound frames of a thread as the analysis' frame evidence: every
+ * function name, inlined ones too, innermost first. */
+static size_t thread_frames(void *ctx, const struct dbs_snapshot *snap,
+			    size_t i, const char **names, size_t max)
+{
+	(void)ctx;
+	const struct dbs_stack *st = &snap->threads[i].stack;
+	size_t n = 0;
+	for (size_t k = 0; k < st->nframes && n < max; k++)
+		names[n++] = st->frames[k].symbol;
+	return n;
+}
+
 int dbs_locks_run(struct dbs_session *s, struct dbs_snapshot *snap)
 {
 	load_tid_offset(s);
@@ -2121,10 +2134,7 @@ int dbs_locks_run(struct dbs_session *s, struct dbs_snapshot *snap)
 		.sizeof_pthread = s->sizeof_pthread,
 		.read = frozen_read,
 		.symbol = session_symbol,
-		/* HOOK(frames): once the unwinder fills per-thread frames,
-		 * set .frames to a function that copies the function names
-		 * of snap->threads[i]'s frames, innermost first. */
-		.frames = NULL,
+		.frames = snap->stacks ? thread_frames : NULL,
 		.ctx = s->t,
 	};
 	return dbs_locks_analyse(snap, &in);

@@ -16,7 +16,6 @@
  */
 #include "dbs_int.h"
 
-#include <dlfcn.h>
 #include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
@@ -52,7 +51,6 @@ struct dbs_unwinder {
 					 * the snapshots that use them */
 	struct sym_entry *cache;
 	size_t cache_cap, cache_n;
-	char *(*demangle)(const char *, char *, size_t *, int *);
 
 	/* the thread being unwound */
 	const struct dbs_thread *cur;
@@ -211,10 +209,6 @@ int unwinder_new(struct psvc_target *t, struct dbs_unwinder **ret)
 		free(u);
 		return -ENOMEM;
 	}
-	/* C++ names: libstdc++'s demangler if the system has it */
-	void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
-	if (h)
-		*(void **)&u->demangle = dlsym(h, "__cxa_demangle");
 	*ret = u;
 	return 0;
 }
@@ -279,11 +273,8 @@ static const char *demangled(struct dbs_unwinder *u, const char *raw,
 		buf[at - raw] = '\0';
 		name = buf;
 	}
-	if (name[0] != '_' || name[1] != 'Z' || !u->demangle)
-		return strpool_intern(u->pool, name);
-	int status = -1;
-	char *d = u->demangle(name, NULL, NULL, &status);
-	if (status != 0 || !d) {
+	char *d = dbs_demangle(name);
+	if (!d || !strcmp(d, name)) {
 		free(d);
 		return strpool_intern(u->pool, name);
 	}
