@@ -7,6 +7,7 @@
 #define TINSPECT_AGENT_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "dbsession.h"
@@ -44,6 +45,59 @@ int render_json(FILE *out, const struct dbs_snapshot *snap,
 const char *agent_state_name(char state);
 const char *agent_policy_name(unsigned policy);
 const char *agent_td_state_name(int td_state);
+/*
+ * jwriter.c: a streaming JSON writer (RFC 8259), in document order, to a
+ * FILE.  Every string is written as valid UTF-8 whatever its bytes: an
+ * invalid sequence (RFC 3629: overlong, surrogate, above U+10FFFF,
+ * truncated) or a NUL byte becomes U+FFFD; controls are escaped.  Layout:
+ * compact, or indented by two spaces per level (pretty).
+ *
+ * Usage: jw_init(), then values: containers opened and closed in order, in
+ * an object jw_key() before each value; jw_finish() ends the line and
+ * says whether all went well.  The stream is locked from jw_init() to
+ * jw_finish(), so nothing else may write it in between.
+ */
+#define JW_MAX_DEPTH 16
+struct jw {
+	FILE *out;
+	bool pretty;
+	bool after_key;			/* a key was written: its value is next */
+	bool misuse;			/* nesting error: the output is wrong */
+	int depth;			/* open containers */
+	bool first[JW_MAX_DEPTH];	/* nothing written yet at this level */
+	bool in_obj[JW_MAX_DEPTH];	/* this level is an object */
+};
+
+void jw_init(struct jw *w, FILE *out, bool pretty);
+/* 0, or -1 if the stream had an error or the calls did not nest. */
+int jw_finish(struct jw *w);
+void jw_obj(struct jw *w);
+void jw_obj_end(struct jw *w);
+void jw_arr(struct jw *w);
+void jw_arr_end(struct jw *w);
+void jw_key(struct jw *w, const char *k);	/* any bytes, made UTF-8 */
+/* A string; NULL writes null. */
+void jw_str(struct jw *w, const char *s);
+void jw_strn(struct jw *w, const char *s, size_t n);
+/* One string of s followed by tail (neither NULL). */
+void jw_str_cat(struct jw *w, const char *s, const char *tail);
+void jw_null(struct jw *w);
+void jw_bool(struct jw *w, bool v);
+void jw_int(struct jw *w, int64_t v);
+/* "0x..." lowercase: 64-bit values for readers with 53-bit numbers */
+void jw_hex(struct jw *w, uint64_t v);
+/* A real ("%.17g", always with '.' or an exponent); NaN and infinities
+ * are written as null. */
+void jw_real(struct jw *w, double v);
+/* The bytes as one string of lowercase hex digits. */
+void jw_hexbytes(struct jw *w, const void *s, size_t n);
+
+/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if it is
+ * invalid or NUL. */
+size_t agent_utf8_seq(const unsigned char *s, size_t n);
+/* Whether the bytes are written as they are (no U+FFFD). */
+bool agent_utf8_lossless(const char *s, size_t n);
+
 /* Write bytes as a C-like quoted string: printable ASCII as is, '"' and
  * '\\' escaped, everything else as \xNN. */
 void agent_fput_quoted(FILE *out, const char *s, size_t len);

@@ -1,8 +1,10 @@
 /*
- * json.c: the versioned JSON document (schema/tinspect-snapshot.schema.json).
+ * json.c: the versioned JSON document (schema/tinspect-snapshot.schema.json),
+ * streamed to the output in document order (jwriter.c): a 10000-thread
+ * snapshot is never held as a tree.
  * Every string that comes from the target (thread names, paths, command
- * line, ELF symbol names) is attacker-controlled bytes: it is made valid
- * UTF-8 here (invalid sequences become U+FFFD, and the raw bytes are kept
+ * line, ELF symbol names) is attacker-controlled bytes: the writer makes it
+ * valid UTF-8 (invalid sequences become U+FFFD, and the raw bytes are kept
  * as hex beside a lossy thread name), so the document always parses.
  * 64-bit values are "0x..." strings: JSON readers with 53-bit numbers must
  * not lose address bits.
@@ -11,122 +13,64 @@
 
 #include <inttypes.h>
 #include <stdio.h>
-#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "config.h"
 
-/* Length of the valid UTF-8 sequence at s (RFC 3629), 0 if invalid. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
+/* "key": value, for the common value kinds */
+static void k_str(struct jw *w, const char *k, const char *v)
 {
-	unsigned c = s[0];
-	size_t len;
-	unsigned min;
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		len = 2, min = 0x80;
-	else if (c >= 0xe0 && c <= 0xef)
-		len = 3, min = 0x800;
-	else if (c >= 0xf0 && c <= 0xf4)
-		len = 4, min = 0x10000;
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	unsigned cp = c & (0x7f >> len);
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return len;
+	jw_key(w, k);
+	jw_str(w, v);
 }
 
-/* A JSON string of the bytes, lossy where they are not UTF-8. */
-static json_t *jstr_bytes(const char *s, size_t n, bool *ret_lossy)
+static void k_int(struct jw *w, const char *k, int64_t v)
 {
-	if (ret_lossy)
-		*ret_lossy = false;
-	if (!s)
-		return json_null();
-	char *buf = malloc(n * 3 + 1);
-	if (!buf)
-		return json_null();
-	size_t o = 0;
-	const unsigned char *u = (const unsigned char *)s;
-	for (size_t i = 0; i < n;) {
-		size_t l = u[i] ? utf8_seq(u + i, n - i) : 0;
-		if (l) {
-			memcpy(buf + o, u + i, l);
-			o += l;
-			i += l;
-		} else {
-			memcpy(buf + o, "\xef\xbf\xbd", 3);	/* U+FFFD */
-			o += 3;
-			i++;
-			if (ret_lossy)
-				*ret_lossy = true;
-		}
-	}
-	json_t *j = json_stringn(buf, o);
-	free(buf);
-	return j ? j : json_null();
+	jw_key(w, k);
+	jw_int(w, v);
 }
 
-static json_t *jstr(const char *s)
+static void k_hex(struct jw *w, const char *k, uint64_t v)
 {
-	return s ? jstr_bytes(s, strlen(s), NULL) : json_null();
+	jw_key(w, k);
+	jw_hex(w, v);
 }
 
-static json_t *jhex(uint64_t v)
+static void k_bool(struct jw *w, const char *k, bool v)
 {
-	char b[24];
-	snprintf(b, sizeof b, "0x%" PRIx64, v);
-	return json_string(b);
+	jw_key(w, k);
+	jw_bool(w, v);
 }
 
-static json_t *hexbytes(const char *s, size_t n)
+static void k_null(struct jw *w, const char *k)
 {
-	char *b = malloc(n * 2 + 1);
-	if (!b)
-		return json_null();
+	jw_key(w, k);
+	jw_null(w);
+}
+
+static void errors_array(struct jw *w, const char *k, char **errs, size_t n)
+{
+	jw_key(w, k);
+	jw_arr(w);
 	for (size_t i = 0; i < n; i++)
-		snprintf(b + 2 * i, 3, "%02x", (unsigned char)s[i]);
-	json_t *j = json_stringn(b, n * 2);
-	free(b);
-	return j;
+		jw_str(w, errs[i]);
+	jw_arr_end(w);
 }
 
-static void set(json_t *o, const char *k, json_t *v)
+static void symbol_json(struct jw *w, const struct dbs_symbol *s)
 {
-	json_object_set_new(o, k, v ? v : json_null());
+	jw_obj(w);
+	k_hex(w, "addr", s->addr);
+	k_str(w, "module", s->module);
+	k_str(w, "symbol", s->name);
+	k_int(w, "offset", (int64_t)s->offset);
+	jw_obj_end(w);
 }
 
-static json_t *errors_array(char **errs, size_t n)
-{
-	json_t *a = json_array();
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(a, jstr(errs[i]));
-	return a;
-}
-
-static json_t *symbol_json(const struct dbs_symbol *s)
-{
-	json_t *o = json_object();
-	set(o, "addr", jhex(s->addr));
-	set(o, "module", jstr(s->module));
-	set(o, "symbol", jstr(s->name));
-	set(o, "offset", json_integer((json_int_t)s->offset));
-	return o;
-}
-
-static json_t *syscall_json(const struct dbs_snapshot *snap,
-			    const struct dbs_thread *th)
+static void syscall_json(struct jw *w, const struct dbs_snapshot *snap,
+			 const struct dbs_thread *th)
 {
 	long nr = -1;
 	const uint64_t *args = NULL;
@@ -142,50 +86,62 @@ static json_t *syscall_json(const struct dbs_snapshot *snap,
 		args = th->proc_sc_args;
 		source = "proc";
 	}
-	if (nr < 0)
-		return json_null();
-	json_t *o = json_object();
-	set(o, "nr", json_integer(nr));
-	set(o, "name", jstr(arch_syscall_name(snap->arch, nr)));
-	json_t *a = json_array();
+	if (nr < 0) {
+		jw_null(w);
+		return;
+	}
+	jw_obj(w);
+	k_int(w, "nr", nr);
+	k_str(w, "name", arch_syscall_name(snap->arch, nr));
+	jw_key(w, "args");
+	jw_arr(w);
 	for (int i = 0; i < 6; i++)
-		json_array_append_new(a, jhex(args[i]));
-	set(o, "args", a);
-	set(o, "restarting", json_boolean(restarting));
-	set(o, "source", json_string(source));
-	return o;
+		jw_hex(w, args[i]);
+	jw_arr_end(w);
+	k_bool(w, "restarting", restarting);
+	k_str(w, "source", source);
+	jw_obj_end(w);
 }
 
-static json_t *frame_json(const struct dbs_frame *f)
+static void frame_json(struct jw *w, const struct dbs_frame *f)
 {
-	json_t *o = json_object();
-	set(o, "pc", jhex(f->pc));
-	set(o, "inlined", json_boolean(f->inlined));
-	set(o, "module", jstr(f->module));
-	set(o, "build_id", jstr(f->build_id));
-	set(o, "symbol", jstr(f->symbol));
+	jw_obj(w);
+	k_hex(w, "pc", f->pc);
+	k_bool(w, "inlined", f->inlined);
+	k_str(w, "module", f->module);
+	k_str(w, "build_id", f->build_id);
+	k_str(w, "symbol", f->symbol);
 	if (f->mangled)
-		set(o, "mangled", jstr(f->mangled));
-	set(o, "offset", f->symbol ? json_integer((json_int_t)f->offset) : json_null());
-	set(o, "file", jstr(f->file));
-	set(o, "line", f->line ? json_integer(f->line) : json_null());
-	return o;
+		k_str(w, "mangled", f->mangled);
+	if (f->symbol)
+		k_int(w, "offset", (int64_t)f->offset);
+	else
+		k_null(w, "offset");
+	k_str(w, "file", f->file);
+	if (f->line)
+		k_int(w, "line", f->line);
+	else
+		k_null(w, "line");
+	jw_obj_end(w);
 }
 
-static json_t *stack_json(const struct dbs_stack *st)
+static void stack_json(struct jw *w, const struct dbs_stack *st)
 {
-	if (st->end == DBS_STACK_NONE)
-		return json_null();
-	json_t *o = json_object();
-	json_t *a = json_array();
+	if (st->end == DBS_STACK_NONE) {
+		jw_null(w);
+		return;
+	}
+	jw_obj(w);
+	jw_key(w, "frames");
+	jw_arr(w);
 	for (size_t i = 0; i < st->nframes; i++)
-		json_array_append_new(a, frame_json(&st->frames[i]));
-	set(o, "frames", a);
-	set(o, "end", json_string(dbs_stack_end_name(st->end)));
-	set(o, "truncated", json_boolean(st->end == DBS_STACK_TRUNCATED));
-	set(o, "error", jstr(st->error));
-	set(o, "copied_bytes", json_integer((json_int_t)(st->copied_to - st->copied_from)));
-	return o;
+		frame_json(w, &st->frames[i]);
+	jw_arr_end(w);
+	k_str(w, "end", dbs_stack_end_name(st->end));
+	k_bool(w, "truncated", st->end == DBS_STACK_TRUNCATED);
+	k_str(w, "error", st->error);
+	k_int(w, "copied_bytes", (int64_t)(st->copied_to - st->copied_from));
+	jw_obj_end(w);
 }
 
 /* ---- --tls, --errno, --keys, stacks ---------------------------------------- */
@@ -205,13 +161,15 @@ static const char *tls_status_name(enum dbs_tls_status s)
 /* The value of a variable, typed by its decoding: integers up to 32 bits
  * are numbers, 64-bit integers decimal strings and addresses "0x..."
  * strings (exact for readers with 53-bit numbers), bytes lowercase hex. */
-static json_t *tls_value_json(const struct dbs_tls_var *var,
-			      const struct dbs_tls_value *v)
+static void tls_value_json(struct jw *w, const struct dbs_tls_var *var,
+			   const struct dbs_tls_value *v)
 {
 	const unsigned char *b = v->bytes;
 	uint64_t u = 0;
-	if (!b)
-		return json_null();
+	if (!b) {
+		jw_null(w);
+		return;
+	}
 	if (var->size <= 8)
 		memcpy(&u, b, var->size);
 	char buf[32];
@@ -219,22 +177,29 @@ static json_t *tls_value_json(const struct dbs_tls_var *var,
 	case DBS_TLS_INT: {
 		int64_t x = var->size == 1 ? (int8_t)u : var->size == 2 ? (int16_t)u :
 			    var->size == 4 ? (int32_t)u : (int64_t)u;
-		if (var->size < 8)
-			return json_integer(x);
+		if (var->size < 8) {
+			jw_int(w, x);
+			return;
+		}
 		snprintf(buf, sizeof buf, "%" PRId64, x);
-		return json_string(buf);
+		jw_str(w, buf);
+		return;
 	}
 	case DBS_TLS_UNSIGNED:
-	case DBS_TLS_BOOL:
-		if (var->type == DBS_TLS_BOOL)
-			return json_boolean(u != 0);
-		if (var->size < 8)
-			return json_integer((json_int_t)u);
+		if (var->size < 8) {
+			jw_int(w, (int64_t)u);
+			return;
+		}
 		snprintf(buf, sizeof buf, "%" PRIu64, u);
-		return json_string(buf);
+		jw_str(w, buf);
+		return;
+	case DBS_TLS_BOOL:
+		jw_bool(w, u != 0);
+		return;
 	case DBS_TLS_HEX:
 	case DBS_TLS_POINTER:
-		return jhex(u);
+		jw_hex(w, u);
+		return;
 	case DBS_TLS_FLOAT: {
 		double d;
 		if (var->size == 4) {
@@ -244,180 +209,285 @@ static json_t *tls_value_json(const struct dbs_tls_var *var,
 		} else {
 			memcpy(&d, b, 8);
 		}
-		return json_real(d);	/* NaN and infinities become null */
+		jw_real(w, d);	/* NaN and infinities become null */
+		return;
 	}
 	case DBS_TLS_STRING:
-		return v->str ? jstr_bytes(v->str, v->str_len, NULL) : json_null();
+		if (v->str)
+			jw_strn(w, v->str, v->str_len);
+		else
+			jw_null(w);
+		return;
 	case DBS_TLS_BYTES:
 	case DBS_TLS_AUTO:
-		return hexbytes((const char *)b, var->size);
+		jw_hexbytes(w, b, var->size);
+		return;
 	}
-	return json_null();
+	jw_null(w);
 }
 
-static json_t *tls_entry_json(const struct dbs_tls_var *var,
-			      const struct dbs_tls_value *v)
+static void tls_entry_json(struct jw *w, const struct dbs_tls_var *var,
+			   const struct dbs_tls_value *v)
 {
-	json_t *o = json_object();
-	set(o, "address", v->have_addr ? jhex(v->addr) : json_null());
-	set(o, "type", json_string(var->type_name));
-	set(o, "status", json_string(tls_status_name(v->status)));
-	set(o, "value", v->status == DBS_TLS_OK ? tls_value_json(var, v)
-						: json_null());
+	jw_obj(w);
+	if (v->have_addr)
+		k_hex(w, "address", v->addr);
+	else
+		k_null(w, "address");
+	k_str(w, "type", var->type_name);
+	k_str(w, "status", tls_status_name(v->status));
+	jw_key(w, "value");
+	if (v->status == DBS_TLS_OK)
+		tls_value_json(w, var, v);
+	else
+		jw_null(w);
 	if (var->type == DBS_TLS_STRING && v->status == DBS_TLS_OK && v->bytes) {
 		uint64_t p;
 		memcpy(&p, v->bytes, sizeof p);
-		set(o, "pointer", jhex(p));
-		set(o, "truncated", json_boolean(v->str_truncated));
-		bool lossy = false;
-		json_t *tmp = v->str ? jstr_bytes(v->str, v->str_len, &lossy) : NULL;
-		json_decref(tmp);
-		if (lossy)
-			set(o, "value_hex", hexbytes(v->str, v->str_len));
+		k_hex(w, "pointer", p);
+		k_bool(w, "truncated", v->str_truncated);
+		if (v->str && !agent_utf8_lossless(v->str, v->str_len)) {
+			jw_key(w, "value_hex");
+			jw_hexbytes(w, v->str, v->str_len);
+		}
 	}
 	if (var->type == DBS_TLS_POINTER && v->status == DBS_TLS_OK &&
-	    v->ptr_sym.module)
-		set(o, "symbol", symbol_json(&v->ptr_sym));
+	    v->ptr_sym.module) {
+		jw_key(w, "symbol");
+		symbol_json(w, &v->ptr_sym);
+	}
 	if (v->error)
-		set(o, "error", jstr(v->error));
-	return o;
+		k_str(w, "error", v->error);
+	jw_obj_end(w);
 }
 
-static json_t *errno_json(const struct dbs_tls_var *var,
-			  const struct dbs_tls_value *v)
+static void errno_json(struct jw *w, const struct dbs_tls_value *v)
 {
-	json_t *o = json_object();
 	int e = 0;
 	bool ok = v->status == DBS_TLS_OK && v->bytes;
 	if (ok)
 		memcpy(&e, v->bytes, sizeof e);
 	const char *name = ok && e ? strerrorname_np(e) : NULL;
-	set(o, "value", ok ? json_integer(e) : json_null());
-	set(o, "name", name ? json_string(name) : json_null());
-	set(o, "address", v->have_addr ? jhex(v->addr) : json_null());
-	set(o, "status", json_string(tls_status_name(v->status)));
+	jw_obj(w);
+	if (ok)
+		k_int(w, "value", e);
+	else
+		k_null(w, "value");
+	k_str(w, "name", name);
+	if (v->have_addr)
+		k_hex(w, "address", v->addr);
+	else
+		k_null(w, "address");
+	k_str(w, "status", tls_status_name(v->status));
 	if (v->error)
-		set(o, "error", jstr(v->error));
-	(void)var;
-	return o;
+		k_str(w, "error", v->error);
+	jw_obj_end(w);
 }
 
-static void thread_extras_json(json_t *o, const struct dbs_snapshot *snap,
+/*
+ * The thread's "tls" object is keyed by variable name.  Names are unique
+ * on the command line, but two names of invalid UTF-8 may be the same key
+ * once written (both "a\uFFFD"): the key is written once, where it first
+ * appears, with the value of its last variable (the document the jansson
+ * tree gave).  For each variable: the one whose value its key shows, or
+ * SIZE_MAX if its key was shown already.  Computed once per document.
+ */
+struct tls_keys {
+	size_t *show;		/* ntls_vars entries, NULL if none */
+	bool any;		/* a variable other than errno was asked */
+};
+
+static bool same_key(const char *a, const char *b)
+{
+	/* equal once every invalid byte is U+FFFD */
+	const unsigned char *x = (const unsigned char *)a, *y = (const unsigned char *)b;
+	size_t nx = strlen(a), ny = strlen(b), i = 0, j = 0;
+	while (i < nx && j < ny) {
+		size_t lx = agent_utf8_seq(x + i, nx - i);
+		size_t ly = agent_utf8_seq(y + j, ny - j);
+		if (lx != ly || (lx && memcmp(x + i, y + j, lx)))
+			return false;
+		i += lx ? lx : 1;
+		j += ly ? ly : 1;
+	}
+	return i == nx && j == ny;
+}
+
+static int tls_keys_init(struct tls_keys *tk, const struct dbs_snapshot *snap)
+{
+	size_t n = snap->ntls_vars;
+	tk->show = NULL;
+	tk->any = false;
+	if (!n)
+		return 0;
+	tk->show = malloc(n * sizeof *tk->show);
+	if (!tk->show)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		const struct dbs_tls_var *v = &snap->tls_vars[i];
+		tk->show[i] = SIZE_MAX;
+		if (v->is_errno)
+			continue;
+		tk->any = true;
+		bool seen = false;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = !snap->tls_vars[j].is_errno &&
+			       same_key(snap->tls_vars[j].name, v->name);
+		if (seen)
+			continue;
+		tk->show[i] = i;
+		for (size_t j = i + 1; j < n; j++)
+			if (!snap->tls_vars[j].is_errno &&
+			    same_key(snap->tls_vars[j].name, v->name))
+				tk->show[i] = j;
+	}
+	return 0;
+}
+
+static void thread_extras_json(struct jw *w, const struct dbs_snapshot *snap,
+			       const struct tls_keys *tk,
 			       const struct dbs_thread *th)
 {
-	json_t *tls = NULL, *err = NULL;
-	for (size_t i = 0; i < th->ntls && i < snap->ntls_vars; i++) {
-		const struct dbs_tls_var *var = &snap->tls_vars[i];
-		if (var->is_errno) {
-			err = errno_json(var, &th->tls[i]);
-			continue;
+	size_t ntls = th->ntls < snap->ntls_vars ? th->ntls : snap->ntls_vars;
+	/* an object whenever a variable was asked for, empty if this thread
+	 * has no values; a key whose last variable lies beyond the thread's
+	 * values shows the last one it has */
+	jw_key(w, "tls");
+	if (tk->any) {
+		jw_obj(w);
+		for (size_t i = 0; i < ntls; i++) {
+			size_t j = tk->show[i];
+			if (j == SIZE_MAX)
+				continue;
+			while (j >= ntls)	/* the last one this thread has */
+				do
+					j--;
+				while (snap->tls_vars[j].is_errno ||
+				       !same_key(snap->tls_vars[j].name,
+						 snap->tls_vars[i].name));
+			jw_key(w, snap->tls_vars[i].name);
+			tls_entry_json(w, &snap->tls_vars[j], &th->tls[j]);
 		}
-		if (!tls)
-			tls = json_object();
-		/* an object key must be valid UTF-8 too (jansson drops it
-		 * otherwise) */
-		json_t *key = jstr(var->name);
-		set(tls, json_is_string(key) ? json_string_value(key) : "?",
-		    tls_entry_json(var, &th->tls[i]));
-		json_decref(key);
-	}
-	bool any_tls = false;
-	for (size_t i = 0; i < snap->ntls_vars; i++)
-		any_tls |= !snap->tls_vars[i].is_errno;
-	if (!tls && any_tls)
-		tls = json_object();	/* asked, but nothing for this thread */
-	set(o, "tls", tls ? tls : json_null());
-	set(o, "errno", err ? err : json_null());
-
-	if (th->keys_read) {
-		json_t *a = json_array();
-		for (size_t i = 0; i < th->nkeys; i++) {
-			json_t *k = json_object();
-			set(k, "key", json_integer(th->keys[i].key));
-			set(k, "value", jhex(th->keys[i].value));
-			json_array_append_new(a, k);
-		}
-		set(o, "keys", a);
+		jw_obj_end(w);
 	} else {
-		set(o, "keys", json_null());
+		jw_null(w);
+	}
+	jw_key(w, "errno");
+	size_t e = SIZE_MAX;
+	for (size_t i = 0; i < ntls; i++)
+		if (snap->tls_vars[i].is_errno)
+			e = i;
+	if (e != SIZE_MAX)
+		errno_json(w, &th->tls[e]);
+	else
+		jw_null(w);
+
+	jw_key(w, "keys");
+	if (th->keys_read) {
+		jw_arr(w);
+		for (size_t i = 0; i < th->nkeys; i++) {
+			jw_obj(w);
+			k_int(w, "key", th->keys[i].key);
+			k_hex(w, "value", th->keys[i].value);
+			jw_obj_end(w);
+		}
+		jw_arr_end(w);
+	} else {
+		jw_null(w);
 	}
 
 	const struct dbs_stack_bounds *st = &th->bounds;
+	jw_key(w, "stack_bounds");
 	if (st->status == DBS_BOUNDS_UNKNOWN) {
-		set(o, "stack_bounds", json_null());
+		jw_null(w);
 		return;
 	}
-	json_t *s = json_object();
 	static const char *const names[] = { "unknown", "ok", "low", "overflow",
 					     "not_a_stack" };
-	set(s, "status", json_string(names[st->status]));
-	set(s, "main", json_boolean(st->main));
-	set(s, "low", jhex(st->low));
-	set(s, "high", jhex(st->high));
+	jw_obj(w);
+	k_str(w, "status", names[st->status]);
+	k_bool(w, "main", st->main);
+	k_hex(w, "low", st->low);
+	k_hex(w, "high", st->high);
+	jw_key(w, "guard");
 	if (st->guard_high) {
-		json_t *g = json_object();
-		set(g, "low", jhex(st->guard_low));
-		set(g, "high", jhex(st->guard_high));
-		set(s, "guard", g);
+		jw_obj(w);
+		k_hex(w, "low", st->guard_low);
+		k_hex(w, "high", st->guard_high);
+		jw_obj_end(w);
 	} else {
-		set(s, "guard", json_null());
+		jw_null(w);
 	}
-	set(s, "limit", st->limit ? jhex(st->limit) : json_null());
-	set(s, "used_bytes", json_integer((json_int_t)st->used));
-	set(s, "available_bytes", st->limit && st->status != DBS_BOUNDS_OVERFLOW
-					  ? json_integer((json_int_t)st->avail)
-					  : json_null());
-	set(o, "stack_bounds", s);
+	if (st->limit)
+		k_hex(w, "limit", st->limit);
+	else
+		k_null(w, "limit");
+	k_int(w, "used_bytes", (int64_t)st->used);
+	if (st->limit && st->status != DBS_BOUNDS_OVERFLOW)
+		k_int(w, "available_bytes", (int64_t)st->avail);
+	else
+		k_null(w, "available_bytes");
+	jw_obj_end(w);
 }
 
-static json_t *process_extras_json(json_t *p, const struct dbs_snapshot *snap)
+static void process_extras_json(struct jw *w, const struct dbs_snapshot *snap)
 {
+	jw_key(w, "tls");
 	if (snap->ntls_vars) {
-		json_t *a = json_array();
+		jw_arr(w);
 		for (size_t i = 0; i < snap->ntls_vars; i++) {
 			const struct dbs_tls_var *v = &snap->tls_vars[i];
-			json_t *o = json_object();
-			set(o, "name", jstr(v->name));
-			set(o, "builtin", json_boolean(v->is_errno));
-			set(o, "found", json_boolean(v->found));
-			set(o, "module", jstr(v->module));
-			set(o, "offset", v->found ? jhex(v->offset) : json_null());
-			set(o, "type", json_string(v->type_name));
-			set(o, "c_type", jstr(v->c_type));
-			set(o, "source", v->found ? jstr(v->source) : json_null());
-			set(o, "error", jstr(v->error));
-			json_array_append_new(a, o);
+			jw_obj(w);
+			k_str(w, "name", v->name);
+			k_bool(w, "builtin", v->is_errno);
+			k_bool(w, "found", v->found);
+			k_str(w, "module", v->module);
+			if (v->found)
+				k_hex(w, "offset", v->offset);
+			else
+				k_null(w, "offset");
+			k_str(w, "type", v->type_name);
+			k_str(w, "c_type", v->c_type);
+			k_str(w, "source", v->found ? v->source : NULL);
+			k_str(w, "error", v->error);
+			jw_obj_end(w);
 		}
-		set(p, "tls", a);
+		jw_arr_end(w);
 	} else {
-		set(p, "tls", json_null());
+		jw_null(w);
 	}
+	jw_key(w, "keys");
 	if (snap->keys_read) {
-		json_t *k = json_object();
-		set(k, "max", json_integer((json_int_t)snap->keys_max));
-		json_t *a = json_array();
+		jw_obj(w);
+		k_int(w, "max", (int64_t)snap->keys_max);
+		jw_key(w, "in_use");
+		jw_arr(w);
 		for (size_t i = 0; i < snap->nkeys; i++) {
 			const struct dbs_key *d = &snap->keys[i];
-			json_t *o = json_object();
-			set(o, "key", json_integer(d->key));
-			set(o, "destructor", d->destructor
-					     ? symbol_json(&d->destructor_sym)
-					     : json_null());
-			json_array_append_new(a, o);
+			jw_obj(w);
+			k_int(w, "key", d->key);
+			jw_key(w, "destructor");
+			if (d->destructor)
+				symbol_json(w, &d->destructor_sym);
+			else
+				jw_null(w);
+			jw_obj_end(w);
 		}
-		set(k, "in_use", a);
-		set(p, "keys", k);
+		jw_arr_end(w);
+		jw_obj_end(w);
 	} else {
-		set(p, "keys", json_null());
+		jw_null(w);
 	}
-	return p;
 }
 
 /* ---- locks (issue 4) ---------------------------------------------------- */
 
-static json_t *jtid(pid_t tid)
+static void k_tid(struct jw *w, const char *k, pid_t tid)
 {
-	return tid > 0 ? json_integer(tid) : json_null();
+	if (tid > 0)
+		k_int(w, k, tid);
+	else
+		k_null(w, k);
 }
 
 static const char *mode_name(enum dbs_wait_mode m)
@@ -426,385 +496,463 @@ static const char *mode_name(enum dbs_wait_mode m)
 }
 
 /* "ledger_lock", "bank_locks+0x28", or null */
-static json_t *symbol_text(const struct dbs_symbol *s)
+static void symbol_text(struct jw *w, const struct dbs_symbol *s)
 {
-	if (!s->name)
-		return json_null();
-	if (!s->offset)
-		return jstr(s->name);
-	char *b;
-	if (asprintf(&b, "%s+0x%" PRIx64, s->name, s->offset) < 0)
-		return json_null();
-	json_t *j = jstr(b);
-	free(b);
-	return j;
+	if (!s->name) {
+		jw_null(w);
+		return;
+	}
+	if (!s->offset) {
+		jw_str(w, s->name);
+		return;
+	}
+	char tail[24];
+	snprintf(tail, sizeof tail, "+0x%" PRIx64, s->offset);
+	jw_str_cat(w, s->name, tail);
 }
 
-static json_t *evidence_json(unsigned ev)
+static void evidence_json(struct jw *w, unsigned ev)
 {
-	json_t *a = json_array();
+	jw_arr(w);
 	for (unsigned bit = 1; bit; bit <<= 1)
 		if ((ev & bit) && dbs_evidence_name(bit))
-			json_array_append_new(a, json_string(dbs_evidence_name(bit)));
-	return a;
+			jw_str(w, dbs_evidence_name(bit));
+	jw_arr_end(w);
 }
 
 /* A reference to locks[i], self-describing. */
-static json_t *lockref_json(const struct dbs_locks *L, size_t i)
+static void lockref_json(struct jw *w, const struct dbs_locks *L, size_t i)
 {
-	if (i >= L->n)
-		return json_null();
+	if (i >= L->n) {
+		jw_null(w);
+		return;
+	}
 	const struct dbs_lock *l = &L->v[i];
-	json_t *o = json_object();
-	set(o, "index", json_integer((json_int_t)i));
-	set(o, "addr", jhex(l->addr));
-	set(o, "kind", json_string(dbs_lock_kind_name(l->kind)));
-	set(o, "symbol", symbol_text(&l->sym));
-	return o;
+	jw_obj(w);
+	k_int(w, "index", (int64_t)i);
+	k_hex(w, "addr", l->addr);
+	k_str(w, "kind", dbs_lock_kind_name(l->kind));
+	jw_key(w, "symbol");
+	symbol_text(w, &l->sym);
+	jw_obj_end(w);
 }
 
-static json_t *blocked_on_json(const struct dbs_snapshot *snap,
-			       const struct dbs_thread *th)
+static void blocked_on_json(struct jw *w, const struct dbs_snapshot *snap,
+			    const struct dbs_thread *th)
 {
 	const struct dbs_blocked_on *b = th->blocked_on;
-	if (!b)
-		return json_null();
+	if (!b) {
+		jw_null(w);
+		return;
+	}
 	const struct dbs_locks *L = snap->locks;
 	const struct dbs_lock *l = L && b->lock < L->n ? &L->v[b->lock] : NULL;
-	json_t *o = json_object();
-	set(o, "kind", json_string(dbs_lock_kind_name(b->kind)));
-	set(o, "mode", mode_name(b->mode) ? json_string(mode_name(b->mode)) : json_null());
-	set(o, "futex", jhex(b->futex));
-	set(o, "futex_op", jhex(b->futex_op));
-	set(o, "futex_val", jhex(b->futex_val));
-	set(o, "syscall", jstr(arch_syscall_name(snap->arch, b->nr)));
-	set(o, "object", b->object ? jhex(b->object) : json_null());
-	set(o, "symbol", l ? symbol_text(&l->sym) : json_null());
-	set(o, "owner", jtid(b->owner));
-	set(o, "owner_state", json_string(dbs_owner_state_name(
-				      l ? l->owner_state : DBS_OWNER_NONE)));
-	set(o, "lock", l ? json_integer((json_int_t)b->lock) : json_null());
-	set(o, "evidence", evidence_json(b->evidence));
-	set(o, "in_graph", json_boolean(b->in_graph));
-	set(o, "parked", json_boolean(b->parked));
-	set(o, "frame", jstr(b->frame));
-	set(o, "note", jstr(b->note));
-	return o;
+	jw_obj(w);
+	k_str(w, "kind", dbs_lock_kind_name(b->kind));
+	k_str(w, "mode", mode_name(b->mode));
+	k_hex(w, "futex", b->futex);
+	k_hex(w, "futex_op", b->futex_op);
+	k_hex(w, "futex_val", b->futex_val);
+	k_str(w, "syscall", arch_syscall_name(snap->arch, b->nr));
+	if (b->object)
+		k_hex(w, "object", b->object);
+	else
+		k_null(w, "object");
+	jw_key(w, "symbol");
+	if (l)
+		symbol_text(w, &l->sym);
+	else
+		jw_null(w);
+	k_tid(w, "owner", b->owner);
+	k_str(w, "owner_state", dbs_owner_state_name(l ? l->owner_state
+						      : DBS_OWNER_NONE));
+	if (l)
+		k_int(w, "lock", (int64_t)b->lock);
+	else
+		k_null(w, "lock");
+	jw_key(w, "evidence");
+	evidence_json(w, b->evidence);
+	k_bool(w, "in_graph", b->in_graph);
+	k_bool(w, "parked", b->parked);
+	k_str(w, "frame", b->frame);
+	k_str(w, "note", b->note);
+	jw_obj_end(w);
 }
 
-static json_t *lock_state_json(const struct dbs_lock *l)
+static void lock_state_json(struct jw *w, const struct dbs_lock *l)
 {
-	json_t *o = json_object();
+	jw_obj(w);
 	switch (l->kind) {
 	case DBS_LOCK_MUTEX: {
 		const struct dbs_mutex_info *m = &l->u.mutex;
-		set(o, "type", json_string(dbs_mutex_type_name(m->type)));
-		set(o, "robust", json_boolean(m->robust));
-		set(o, "pi", json_boolean(m->pi));
-		set(o, "pp", json_boolean(m->pp));
-		set(o, "pshared", json_boolean(m->pshared));
-		set(o, "elision", json_boolean(m->elision));
-		set(o, "lock_word", jhex(m->lock));
-		set(o, "owner_field", json_integer(m->owner_field));
-		set(o, "count", json_integer(m->count));
-		set(o, "nusers", json_integer(m->nusers));
-		set(o, "kind_word", jhex((uint32_t)m->kind_word));
-		set(o, "owner_died", json_boolean(m->owner_died));
-		set(o, "inconsistent", json_boolean(m->inconsistent));
-		set(o, "notrecoverable", json_boolean(m->notrecoverable));
-		set(o, "ceiling", m->pp ? json_integer(m->ceiling) : json_null());
+		k_str(w, "type", dbs_mutex_type_name(m->type));
+		k_bool(w, "robust", m->robust);
+		k_bool(w, "pi", m->pi);
+		k_bool(w, "pp", m->pp);
+		k_bool(w, "pshared", m->pshared);
+		k_bool(w, "elision", m->elision);
+		k_hex(w, "lock_word", m->lock);
+		k_int(w, "owner_field", m->owner_field);
+		k_int(w, "count", m->count);
+		k_int(w, "nusers", m->nusers);
+		k_hex(w, "kind_word", (uint32_t)m->kind_word);
+		k_bool(w, "owner_died", m->owner_died);
+		k_bool(w, "inconsistent", m->inconsistent);
+		k_bool(w, "notrecoverable", m->notrecoverable);
+		if (m->pp)
+			k_int(w, "ceiling", m->ceiling);
+		else
+			k_null(w, "ceiling");
 		break;
 	}
 	case DBS_LOCK_RWLOCK: {
 		const struct dbs_rwlock_info *r = &l->u.rwlock;
-		set(o, "readers_word", jhex(r->readers_word));
-		set(o, "readers", json_integer(r->nreaders));
-		set(o, "write_phase", json_boolean(r->wrphase));
-		set(o, "write_locked", json_boolean(r->wrlocked));
-		set(o, "readers_waiting", json_boolean(r->rwaiting));
-		set(o, "cur_writer", json_integer(r->cur_writer));
-		set(o, "writers", json_integer(r->writers));
-		set(o, "shared", json_boolean(r->shared));
-		set(o, "flags", json_integer(r->flags));
+		k_hex(w, "readers_word", r->readers_word);
+		k_int(w, "readers", r->nreaders);
+		k_bool(w, "write_phase", r->wrphase);
+		k_bool(w, "write_locked", r->wrlocked);
+		k_bool(w, "readers_waiting", r->rwaiting);
+		k_int(w, "cur_writer", r->cur_writer);
+		k_int(w, "writers", r->writers);
+		k_bool(w, "shared", r->shared);
+		k_int(w, "flags", r->flags);
 		break;
 	}
 	case DBS_LOCK_COND: {
 		const struct dbs_cond_info *c = &l->u.cond;
-		set(o, "wseq", jhex(c->wseq));
-		set(o, "g1_start", jhex(c->g1_start));
-		set(o, "wrefs", jhex(c->wrefs));
-		set(o, "waiters", json_integer(c->nwaiters));
-		json_t *sg = json_array();
-		json_array_append_new(sg, json_integer(c->g_signals[0]));
-		json_array_append_new(sg, json_integer(c->g_signals[1]));
-		set(o, "g_signals", sg);
-		set(o, "pshared", json_boolean(c->pshared));
-		set(o, "clock", json_string(c->monotonic ? "monotonic" : "realtime"));
-		set(o, "mutex", c->mutex ? jhex(c->mutex) : json_null());
+		k_hex(w, "wseq", c->wseq);
+		k_hex(w, "g1_start", c->g1_start);
+		k_hex(w, "wrefs", c->wrefs);
+		k_int(w, "waiters", c->nwaiters);
+		jw_key(w, "g_signals");
+		jw_arr(w);
+		jw_int(w, c->g_signals[0]);
+		jw_int(w, c->g_signals[1]);
+		jw_arr_end(w);
+		k_bool(w, "pshared", c->pshared);
+		k_str(w, "clock", c->monotonic ? "monotonic" : "realtime");
+		if (c->mutex)
+			k_hex(w, "mutex", c->mutex);
+		else
+			k_null(w, "mutex");
 		break;
 	}
 	case DBS_LOCK_SEM:
-		set(o, "value", json_integer(l->u.sem.value));
-		set(o, "waiters", json_integer(l->u.sem.nwaiters));
-		set(o, "pshared", json_boolean(l->u.sem.pshared));
+		k_int(w, "value", l->u.sem.value);
+		k_int(w, "waiters", l->u.sem.nwaiters);
+		k_bool(w, "pshared", l->u.sem.pshared);
 		break;
 	case DBS_LOCK_BARRIER:
-		set(o, "count", json_integer(l->u.barrier.count));
-		set(o, "arrived", json_integer((json_int_t)l->u.barrier.in -
-					       (json_int_t)l->u.barrier.current_round));
-		set(o, "in", json_integer(l->u.barrier.in));
-		set(o, "current_round", json_integer(l->u.barrier.current_round));
-		set(o, "pshared", json_boolean(l->u.barrier.pshared));
+		k_int(w, "count", l->u.barrier.count);
+		k_int(w, "arrived", (int64_t)l->u.barrier.in -
+				    (int64_t)l->u.barrier.current_round);
+		k_int(w, "in", l->u.barrier.in);
+		k_int(w, "current_round", l->u.barrier.current_round);
+		k_bool(w, "pshared", l->u.barrier.pshared);
 		break;
 	case DBS_LOCK_JOIN:
-		set(o, "target", jtid(l->u.join.target));
-		set(o, "pthread", jhex(l->u.join.pthread));
+		k_tid(w, "target", l->u.join.target);
+		k_hex(w, "pthread", l->u.join.pthread);
 		break;
 	case DBS_LOCK_FUTEX:
-		json_decref(o);
-		return NULL;
+		break;	/* not called for it */
 	}
-	return o;
+	jw_obj_end(w);
 }
 
-static json_t *lock_json(const struct dbs_lock *l)
+static void lock_json(struct jw *w, const struct dbs_lock *l)
 {
-	json_t *o = json_object();
-	set(o, "kind", json_string(dbs_lock_kind_name(l->kind)));
-	set(o, "addr", jhex(l->addr));
-	set(o, "object_known", json_boolean(l->object_known));
-	set(o, "symbol", l->sym.name ? symbol_json(&l->sym) : json_null());
-	set(o, "owner", jtid(l->owner));
-	set(o, "owner_state", json_string(dbs_owner_state_name(l->owner_state)));
-	set(o, "orphaned", json_boolean(l->orphaned));
-	set(o, "holders", l->nholders ? json_integer(l->nholders) : json_null());
-	json_t *w = json_array();
+	jw_obj(w);
+	k_str(w, "kind", dbs_lock_kind_name(l->kind));
+	k_hex(w, "addr", l->addr);
+	k_bool(w, "object_known", l->object_known);
+	jw_key(w, "symbol");
+	if (l->sym.name)
+		symbol_json(w, &l->sym);
+	else
+		jw_null(w);
+	k_tid(w, "owner", l->owner);
+	k_str(w, "owner_state", dbs_owner_state_name(l->owner_state));
+	k_bool(w, "orphaned", l->orphaned);
+	if (l->nholders)
+		k_int(w, "holders", l->nholders);
+	else
+		k_null(w, "holders");
+	jw_key(w, "waiters");
+	jw_arr(w);
 	for (size_t i = 0; i < l->nwaiters; i++) {
-		json_t *x = json_object();
-		set(x, "tid", json_integer(l->waiters[i].tid));
-		const char *m = mode_name(l->waiters[i].mode);
-		set(x, "mode", m ? json_string(m) : json_null());
-		json_array_append_new(w, x);
+		jw_obj(w);
+		k_int(w, "tid", l->waiters[i].tid);
+		k_str(w, "mode", mode_name(l->waiters[i].mode));
+		jw_obj_end(w);
 	}
-	set(o, "waiters", w);
-	set(o, "words", l->nwords ? hexbytes((const char *)l->words, l->nwords)
-				  : json_null());
-	set(o, "note", jstr(l->note));
-	json_t *st = l->decoded ? lock_state_json(l) : NULL;
-	if (st)
-		set(o, dbs_lock_kind_name(l->kind), st);
-	return o;
+	jw_arr_end(w);
+	jw_key(w, "words");
+	if (l->nwords)
+		jw_hexbytes(w, l->words, l->nwords);
+	else
+		jw_null(w);
+	k_str(w, "note", l->note);
+	/* the decoded state under the kind's own name ("mutex": {...});
+	 * a futex has none */
+	if (l->decoded && l->kind != DBS_LOCK_FUTEX) {
+		jw_key(w, dbs_lock_kind_name(l->kind));
+		lock_state_json(w, l);
+	}
+	jw_obj_end(w);
 }
 
-static void locks_json(json_t *doc, const struct dbs_snapshot *snap)
+static void locks_json(struct jw *w, const struct dbs_snapshot *snap)
 {
-	json_t *locks = json_array(), *dls = json_array(), *stalls = json_array(),
-	       *orph = json_array();
 	const struct dbs_locks *L = snap->locks;
-	for (size_t i = 0; L && i < L->n; i++) {
-		json_array_append_new(locks, lock_json(&L->v[i]));
-		if (L->v[i].orphaned)
-			json_array_append_new(orph, lockref_json(L, i));
-	}
+	jw_key(w, "locks");
+	jw_arr(w);
+	for (size_t i = 0; L && i < L->n; i++)
+		lock_json(w, &L->v[i]);
+	jw_arr_end(w);
+
+	jw_key(w, "deadlocks");
+	jw_arr(w);
 	for (size_t i = 0; L && i < L->ndeadlocks; i++) {
 		const struct dbs_deadlock *d = &L->deadlocks[i];
-		json_t *o = json_object(), *t = json_array(), *k = json_array();
-		for (size_t j = 0; j < d->n; j++) {
-			json_array_append_new(t, json_integer(d->threads[j]));
-			json_array_append_new(k, lockref_json(L, d->locks[j]));
-		}
-		set(o, "threads", t);
-		set(o, "locks", k);
-		json_array_append_new(dls, o);
+		jw_obj(w);
+		jw_key(w, "threads");
+		jw_arr(w);
+		for (size_t j = 0; j < d->n; j++)
+			jw_int(w, d->threads[j]);
+		jw_arr_end(w);
+		jw_key(w, "locks");
+		jw_arr(w);
+		for (size_t j = 0; j < d->n; j++)
+			lockref_json(w, L, d->locks[j]);
+		jw_arr_end(w);
+		jw_obj_end(w);
 	}
+	jw_arr_end(w);
+
+	jw_key(w, "stalls");
+	jw_arr(w);
 	for (size_t i = 0; L && i < L->nstalls; i++) {
 		const struct dbs_stall *st = &L->stalls[i];
-		json_t *o = json_object(), *t = json_array(), *k = json_array();
-		for (size_t j = 0; j < st->n; j++) {
-			json_array_append_new(t, json_integer(st->threads[j]));
-			if (j + 1 < st->n)
-				json_array_append_new(k, lockref_json(L, st->locks[j]));
-		}
-		set(o, "threads", t);
-		set(o, "locks", k);
-		json_t *e = json_object();
-		set(e, "tid", json_integer(st->threads[st->n - 1]));
-		set(e, "reason", json_string(dbs_stall_end_name(st->end)));
-		set(e, "syscall", st->end_syscall >= 0
-				  ? jstr(arch_syscall_name(snap->arch, st->end_syscall))
-				  : json_null());
-		set(e, "lock", st->end_lock != SIZE_MAX ? lockref_json(L, st->end_lock)
-							: json_null());
-		set(o, "end", e);
-		json_array_append_new(stalls, o);
+		jw_obj(w);
+		jw_key(w, "threads");
+		jw_arr(w);
+		for (size_t j = 0; j < st->n; j++)
+			jw_int(w, st->threads[j]);
+		jw_arr_end(w);
+		jw_key(w, "locks");
+		jw_arr(w);
+		for (size_t j = 0; j + 1 < st->n; j++)
+			lockref_json(w, L, st->locks[j]);
+		jw_arr_end(w);
+		jw_key(w, "end");
+		jw_obj(w);
+		k_int(w, "tid", st->threads[st->n - 1]);
+		k_str(w, "reason", dbs_stall_end_name(st->end));
+		k_str(w, "syscall", st->end_syscall >= 0
+			  ? arch_syscall_name(snap->arch, st->end_syscall) : NULL);
+		jw_key(w, "lock");
+		if (st->end_lock != SIZE_MAX)
+			lockref_json(w, L, st->end_lock);
+		else
+			jw_null(w);
+		jw_obj_end(w);
+		jw_obj_end(w);
 	}
-	set(doc, "locks", locks);
-	set(doc, "deadlocks", dls);
-	set(doc, "stalls", stalls);
-	set(doc, "orphaned_locks", orph);
+	jw_arr_end(w);
+
+	jw_key(w, "orphaned_locks");
+	jw_arr(w);
+	for (size_t i = 0; L && i < L->n; i++)
+		if (L->v[i].orphaned)
+			lockref_json(w, L, i);
+	jw_arr_end(w);
 }
 
-static json_t *thread_json(const struct dbs_snapshot *snap,
-			   const struct dbs_thread *th)
+static void thread_json(struct jw *w, const struct dbs_snapshot *snap,
+			const struct tls_keys *tk, const struct dbs_thread *th)
 {
-	json_t *o = json_object();
-	set(o, "tid", json_integer(th->tid));
-	set(o, "ns_tid", json_integer(th->ns_tid));
-	bool lossy = false;
-	set(o, "name", th->name ? jstr_bytes(th->name, th->name_len, &lossy)
-				: json_null());
-	if (lossy)
-		set(o, "name_hex", hexbytes(th->name, th->name_len));
-	set(o, "main", json_boolean(th->tid == snap->pid));
+	jw_obj(w);
+	k_int(w, "tid", th->tid);
+	k_int(w, "ns_tid", th->ns_tid);
+	jw_key(w, "name");
+	jw_strn(w, th->name, th->name_len);
+	if (th->name && !agent_utf8_lossless(th->name, th->name_len)) {
+		jw_key(w, "name_hex");
+		jw_hexbytes(w, th->name, th->name_len);
+	}
+	k_bool(w, "main", th->tid == snap->pid);
 
 	if (th->proc_valid) {
 		char st[2] = { th->state, 0 };
-		set(o, "state", json_string(th->state ? st : "?"));
-		set(o, "state_name", json_string(agent_state_name(th->state)));
-		set(o, "wchan", th->wchan[0] ? jstr(th->wchan) : json_null());
+		k_str(w, "state", th->state ? st : "?");
+		k_str(w, "state_name", agent_state_name(th->state));
+		k_str(w, "wchan", th->wchan[0] ? th->wchan : NULL);
 	} else {
-		set(o, "state", json_null());
-		set(o, "state_name", json_null());
-		set(o, "wchan", json_null());
+		k_null(w, "state");
+		k_null(w, "state_name");
+		k_null(w, "wchan");
 	}
-	set(o, "proc_read", json_string(!th->proc_valid ? "failed" :
-					th->proc_before_stop ? "before_stop"
-							     : "after_resume"));
-	set(o, "syscall", syscall_json(snap, th));
+	k_str(w, "proc_read", !th->proc_valid ? "failed" :
+			      th->proc_before_stop ? "before_stop" : "after_resume");
+	jw_key(w, "syscall");
+	syscall_json(w, snap, th);
 
 	if (th->proc_valid) {
-		json_t *cpu = json_object();
-		set(cpu, "user_s", json_real(th->utime_s));
-		set(cpu, "system_s", json_real(th->stime_s));
-		set(o, "cpu", cpu);
-		json_t *sig = json_object();
-		set(sig, "blocked", jhex(th->sigblk));
-		set(sig, "pending", jhex(th->sigpnd));
-		set(o, "signals", sig);
-		json_t *sc = json_object();
-		set(sc, "policy", json_string(agent_policy_name(th->policy)));
-		set(sc, "priority", json_integer(th->priority));
-		set(sc, "nice", json_integer(th->nice));
-		set(sc, "rt_priority", json_integer(th->rt_priority));
-		set(sc, "processor", json_integer(th->processor));
-		set(sc, "affinity", jstr(th->cpus_allowed));
-		set(o, "sched", sc);
+		jw_key(w, "cpu");
+		jw_obj(w);
+		jw_key(w, "user_s");
+		jw_real(w, th->utime_s);
+		jw_key(w, "system_s");
+		jw_real(w, th->stime_s);
+		jw_obj_end(w);
+		jw_key(w, "signals");
+		jw_obj(w);
+		k_hex(w, "blocked", th->sigblk);
+		k_hex(w, "pending", th->sigpnd);
+		jw_obj_end(w);
+		jw_key(w, "sched");
+		jw_obj(w);
+		k_str(w, "policy", agent_policy_name(th->policy));
+		k_int(w, "priority", th->priority);
+		k_int(w, "nice", th->nice);
+		k_int(w, "rt_priority", th->rt_priority);
+		k_int(w, "processor", th->processor);
+		jw_key(w, "affinity");
+		jw_strn(w, th->cpus_allowed,
+			strnlen(th->cpus_allowed, sizeof th->cpus_allowed));
+		jw_obj_end(w);
 	} else {
-		set(o, "cpu", json_null());
-		set(o, "signals", json_null());
-		set(o, "sched", json_null());
+		k_null(w, "cpu");
+		k_null(w, "signals");
+		k_null(w, "sched");
 	}
 
+	jw_key(w, "regs");
 	if (th->have_regs) {
-		json_t *r = json_object();
-		set(r, "pc", jhex(th->pc));
-		set(r, "sp", jhex(th->sp));
-		set(r, "tp", jhex(th->tp));
-		set(o, "regs", r);
+		jw_obj(w);
+		k_hex(w, "pc", th->pc);
+		k_hex(w, "sp", th->sp);
+		k_hex(w, "tp", th->tp);
+		jw_obj_end(w);
 	} else {
-		set(o, "regs", json_null());
+		jw_null(w);
 	}
 
+	jw_key(w, "pthread");
 	if (th->have_pthread) {
-		json_t *p = json_object();
-		set(p, "id", jhex(th->pthread));
-		set(p, "td_state", json_string(agent_td_state_name(th->td_state)));
-		set(p, "start_routine", th->is_main ? json_null()
-						    : symbol_json(&th->start));
-		set(o, "pthread", p);
+		jw_obj(w);
+		k_hex(w, "id", th->pthread);
+		k_str(w, "td_state", agent_td_state_name(th->td_state));
+		jw_key(w, "start_routine");
+		if (th->is_main)
+			jw_null(w);
+		else
+			symbol_json(w, &th->start);
+		jw_obj_end(w);
 	} else {
-		set(o, "pthread", json_null());
+		jw_null(w);
 	}
-	set(o, "stack", stack_json(&th->stack));
-	set(o, "stopped", json_boolean(th->stopped));
-	set(o, "straggler", json_boolean(th->straggler));
-	set(o, "jobctl_stopped", json_boolean(th->jobctl_stopped));
-	set(o, "blocked_on", blocked_on_json(snap, th));
-	set(o, "errors", errors_array(th->errors, th->nerrors));
-	thread_extras_json(o, snap, th);
-	return o;
+	jw_key(w, "stack");
+	stack_json(w, &th->stack);
+	k_bool(w, "stopped", th->stopped);
+	k_bool(w, "straggler", th->straggler);
+	k_bool(w, "jobctl_stopped", th->jobctl_stopped);
+	jw_key(w, "blocked_on");
+	blocked_on_json(w, snap, th);
+	errors_array(w, "errors", th->errors, th->nerrors);
+	thread_extras_json(w, snap, tk, th);
+	jw_obj_end(w);
 }
 
-static json_t *snapshot_json(const struct dbs_snapshot *snap)
+static void snapshot_json(struct jw *w, const struct dbs_snapshot *snap,
+			  const struct tls_keys *tk)
 {
-	json_t *doc = json_object();
-	set(doc, "format_version", json_string(TINSPECT_FORMAT_VERSION));
-	json_t *tool = json_object();
-	set(tool, "name", json_string("tinspect"));
-	set(tool, "version", json_string(TINSPECT_VERSION));
-	set(doc, "tool", tool);
+	jw_obj(w);
+	k_str(w, "format_version", TINSPECT_FORMAT_VERSION);
+	jw_key(w, "tool");
+	jw_obj(w);
+	k_str(w, "name", "tinspect");
+	k_str(w, "version", TINSPECT_VERSION);
+	jw_obj_end(w);
 
 	char ts[64];
 	struct tm tm;
 	gmtime_r(&snap->captured_at.tv_sec, &tm);
 	size_t l = strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(ts + l, sizeof ts - l, ".%06ldZ", snap->captured_at.tv_nsec / 1000);
-	set(doc, "captured_at", json_string(ts));
+	k_str(w, "captured_at", ts);
 
-	json_t *p = json_object();
-	set(p, "pid", json_integer(snap->pid));
-	set(p, "exe", jstr(snap->exe));
-	json_t *argv = json_array();
+	jw_key(w, "process");
+	jw_obj(w);
+	k_int(w, "pid", snap->pid);
+	k_str(w, "exe", snap->exe);
+	jw_key(w, "cmdline");
+	jw_arr(w);
 	for (size_t i = 0; i < snap->argc; i++)
-		json_array_append_new(argv, jstr(snap->argv[i]));
-	set(p, "cmdline", argv);
-	set(p, "arch", json_string(snap->arch->name));
-	set(p, "glibc_version", snap->glibc_version[0] ? jstr(snap->glibc_version)
-						       : json_null());
-	json_t *tdb = json_object();
-	set(tdb, "status", json_string(dbs_tdb_status_name(snap->tdb_status)));
-	set(tdb, "detail", jstr(snap->tdb_detail));
-	set(tdb, "library", jstr(snap->thread_db_path));
-	set(p, "thread_db", tdb);
-	set(p, "module_map", json_string(
-		snap->modmap_source == PSVC_MODMAP_LINK_MAP ? "link_map" :
-		snap->modmap_source == PSVC_MODMAP_MAPS_ONLY ? "maps_only" : "none"));
-	set(doc, "process", process_extras_json(p, snap));
+		jw_str(w, snap->argv[i]);
+	jw_arr_end(w);
+	k_str(w, "arch", snap->arch->name);
+	k_str(w, "glibc_version", snap->glibc_version[0] ? snap->glibc_version
+							 : NULL);
+	jw_key(w, "thread_db");
+	jw_obj(w);
+	k_str(w, "status", dbs_tdb_status_name(snap->tdb_status));
+	k_str(w, "detail", snap->tdb_detail);
+	k_str(w, "library", snap->thread_db_path);
+	jw_obj_end(w);
+	k_str(w, "module_map",
+	      snap->modmap_source == PSVC_MODMAP_LINK_MAP ? "link_map" :
+	      snap->modmap_source == PSVC_MODMAP_MAPS_ONLY ? "maps_only" : "none");
+	process_extras_json(w, snap);
+	jw_obj_end(w);
 
-	json_t *c = json_object();
-	set(c, "mode", json_string("all-stop"));
-	set(c, "freeze_us", json_integer((json_int_t)(snap->freeze_ns / 1000)));
-	set(c, "duration_us", json_integer((json_int_t)(snap->duration_ns / 1000)));
-	set(c, "threads_seen", json_integer((json_int_t)snap->threads_seen));
-	set(c, "threads_stopped", json_integer((json_int_t)snap->threads_stopped));
-	set(c, "threads_vanished", json_integer((json_int_t)snap->threads_vanished));
-	set(c, "stragglers", json_integer((json_int_t)snap->stragglers));
-	set(c, "threads_with_errors",
-	    json_integer((json_int_t)snap->threads_with_errors));
-	json_t *jt = json_object();
+	jw_key(w, "capture");
+	jw_obj(w);
+	k_str(w, "mode", "all-stop");
+	k_int(w, "freeze_us", (int64_t)(snap->freeze_ns / 1000));
+	k_int(w, "duration_us", (int64_t)(snap->duration_ns / 1000));
+	k_int(w, "threads_seen", (int64_t)snap->threads_seen);
+	k_int(w, "threads_stopped", (int64_t)snap->threads_stopped);
+	k_int(w, "threads_vanished", (int64_t)snap->threads_vanished);
+	k_int(w, "stragglers", (int64_t)snap->stragglers);
+	k_int(w, "threads_with_errors", (int64_t)snap->threads_with_errors);
+	jw_key(w, "timings");
+	jw_obj(w);
 	const struct dbs_timings *st = &snap->timings;
-	set(jt, "scan_us", json_integer((json_int_t)(st->scan_ns / 1000)));
-	set(jt, "stop_us", json_integer((json_int_t)(st->stop_ns / 1000)));
-	set(jt, "regs_us", json_integer((json_int_t)(st->regs_ns / 1000)));
-	set(jt, "memory_us", json_integer((json_int_t)(st->memory_ns / 1000)));
-	set(jt, "thread_db_us", json_integer((json_int_t)(st->thread_db_ns / 1000)));
-	set(jt, "resume_us", json_integer((json_int_t)(st->resume_ns / 1000)));
-	set(jt, "analyse_us", json_integer((json_int_t)(st->analyse_ns / 1000)));
-	set(c, "timings", jt);
-	set(c, "stacks", json_boolean(snap->stacks));
-	set(c, "stack_bytes_copied", json_integer((json_int_t)snap->stack_bytes_copied));
-	set(c, "errors", errors_array(snap->errors, snap->nerrors));
-	set(c, "warnings", errors_array(snap->warnings, snap->nwarnings));
-	set(doc, "capture", c);
+	k_int(w, "scan_us", (int64_t)(st->scan_ns / 1000));
+	k_int(w, "stop_us", (int64_t)(st->stop_ns / 1000));
+	k_int(w, "regs_us", (int64_t)(st->regs_ns / 1000));
+	k_int(w, "memory_us", (int64_t)(st->memory_ns / 1000));
+	k_int(w, "thread_db_us", (int64_t)(st->thread_db_ns / 1000));
+	k_int(w, "resume_us", (int64_t)(st->resume_ns / 1000));
+	k_int(w, "analyse_us", (int64_t)(st->analyse_ns / 1000));
+	jw_obj_end(w);
+	k_bool(w, "stacks", snap->stacks);
+	k_int(w, "stack_bytes_copied", (int64_t)snap->stack_bytes_copied);
+	errors_array(w, "errors", snap->errors, snap->nerrors);
+	errors_array(w, "warnings", snap->warnings, snap->nwarnings);
+	jw_obj_end(w);
 
-	json_t *threads = json_array();
+	jw_key(w, "threads");
+	jw_arr(w);
 	for (size_t i = 0; i < snap->nthreads; i++)
-		json_array_append_new(threads, thread_json(snap, &snap->threads[i]));
-	set(doc, "threads", threads);
-	locks_json(doc, snap);
-	return doc;
+		thread_json(w, snap, tk, &snap->threads[i]);
+	jw_arr_end(w);
+	locks_json(w, snap);
+	jw_obj_end(w);
 }
 
 int render_json(FILE *out, const struct dbs_snapshot *snap,
 		const struct agent_opts *o)
 {
-	json_t *doc = snapshot_json(snap);
-	if (!doc)
+	struct tls_keys tk;
+	if (tls_keys_init(&tk, snap))
 		return -1;
-	size_t flags = JSON_PRESERVE_ORDER | (o->pretty ? JSON_INDENT(2) : JSON_COMPACT);
-	int r = json_dumpf(doc, out, flags);
-	json_decref(doc);
-	if (r == 0 && fputc('\n', out) == EOF)
-		r = -1;
+	struct jw w;
+	jw_init(&w, out, o->pretty);
+	snapshot_json(&w, snap, &tk);
+	int r = jw_finish(&w);
+	free(tk.show);
 	return r;
 }
