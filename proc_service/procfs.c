@@ -23,7 +23,8 @@ int read_file_at(int dirfd, const char *path, char *buf, size_t cap,
 		return -errno;
 	size_t len = 0;
 	while (len + 1 < cap) {
-		ssize_t n = read(fd, buf + len, cap - 1 - len);
+		size_t want = cap - 1 - len;
+		ssize_t n = read(fd, buf + len, want);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -34,6 +35,13 @@ int read_file_at(int dirfd, const char *path, char *buf, size_t cap,
 		if (n == 0)
 			break;
 		len += (size_t)n;
+		/* A /proc file is generated whole at the first read and
+		 * handed out as far as the buffer goes (seq_read_iter(),
+		 * fs/seq_file.c; sysctls likewise): a read that leaves room
+		 * was the end.  This saves the read that would return 0, one
+		 * syscall per file, four per task in a scan. */
+		if ((size_t)n < want)
+			break;
 	}
 	close(fd);
 	buf[len] = '\0';

@@ -148,6 +148,8 @@ int ns_mem_build_id(struct psvc_target *t, uint64_t base, char out[41]);
 int elfsym_fd(const struct psvc_elf *e);
 
 /* procfs.c */
+/* Read a /proc file (at most cap - 1 bytes, NUL-terminated).  Not for
+ * other files: a short read is taken as the end. */
 int read_file_at(int dirfd, const char *path, char *buf, size_t cap,
 		 size_t *ret_len);
 int read_whole_file(const char *path, char **ret, size_t *ret_len,
