@@ -98,8 +98,35 @@ int read_whole_file(const char *path, char **ret, size_t *ret_len,
 	return 0;
 }
 
-/* Parse the fields of /proc/TID/stat we use. */
-static bool parse_stat(const char *buf, size_t len, struct psvc_taskinfo *ti)
+/*
+ * The parsers below run once per task per capture, 10000 times for a
+ * 10000-thread target before it is stopped: they walk the text once,
+ * without a strtok()/strcmp() per line or a strtoll() per field (status
+ * took ~5 us to parse that way, stat ~1.5 us, of ~40 us per task).
+ */
+
+/* A decimal number at *pp ("-12", "345"), *pp moved past it; false if
+ * there is none.  The kernel prints some fields signed, some unsigned
+ * (CPU times): the bits are kept either way, more than 64 saturate. */
+static bool dec_field(const char **pp, long long *ret)
+{
+	const char *p = *pp;
+	bool neg = *p == '-';
+	if (*p == '-' || *p == '+')
+		p++;
+	if (*p < '0' || *p > '9')
+		return false;
+	unsigned long long v = 0;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		unsigned d = (unsigned)(*p - '0');
+		v = v > (ULLONG_MAX - d) / 10 ? ULLONG_MAX : v * 10 + d;
+	}
+	*ret = (long long)(neg ? 0 - v : v);
+	*pp = p;
+	return true;
+}
+
+bool psvc_parse_stat(const char *buf, size_t len, struct psvc_taskinfo *ti)
 {
 	const char *lp = memchr(buf, '(', len);
 	const char *rp = NULL;
@@ -117,31 +144,26 @@ static bool parse_stat(const char *buf, size_t len, struct psvc_taskinfo *ti)
 	ti->comm[n] = '\0';
 	ti->comm_len = strnlen(ti->comm, n);
 
-	/* Fields from 3 (state) on, space separated. */
+	/* Fields from 3 (state) on, space separated; the text after the
+	 * last ')' is the kernel's, the NUL at len ends it. */
 	const char *p = rp + 1;
-	unsigned long long f[42] = { 0 };
+	long long f[42] = { 0 };
 	char state = '?';
 	for (int field = 3; field <= 41 && *p; field++) {
 		while (*p == ' ')
 			p++;
 		if (!*p)
 			break;
-		if (field == 3) {
+		if (field == 3)
 			state = *p;
-		} else {
-			char *end;
-			errno = 0;
-			long long v = strtoll(p, &end, 10);
-			if (end == p)
-				return false;
-			f[field] = (unsigned long long)v;
-		}
+		else if (!dec_field(&p, &f[field]))
+			return false;
 		while (*p && *p != ' ')
 			p++;
 	}
 	ti->state = state;
-	ti->utime_ticks = f[14];
-	ti->stime_ticks = f[15];
+	ti->utime_ticks = (uint64_t)f[14];
+	ti->stime_ticks = (uint64_t)f[15];
 	ti->priority = (long)f[18];
 	ti->nice = (long)f[19];
 	ti->processor = (int)f[39];
@@ -150,59 +172,92 @@ static bool parse_stat(const char *buf, size_t len, struct psvc_taskinfo *ti)
 	return true;
 }
 
-static uint64_t parse_hex_mask(const char *s)
+/* A hex mask of n bytes ("0000000000000200"); wider than 64 bits (not on
+ * Linux, whose real-time signals stop at 64) is cut to the low 64. */
+static uint64_t parse_hex_mask(const char *s, size_t n)
 {
-	/* Masks wider than 64 bits (real-time signals beyond 64 do not
-	 * exist on Linux) are cut to the low 64. */
-	size_t n = strspn(s, "0123456789abcdefABCDEF");
-	if (n > 16)
-		s += n - 16;
-	return strtoull(s, NULL, 16);
+	size_t k = 0;
+	while (k < n && isxdigit((unsigned char)s[k]))
+		k++;
+	uint64_t v = 0;
+	for (size_t i = k > 16 ? k - 16 : 0; i < k; i++) {
+		unsigned c = (unsigned char)s[i];
+		v = v << 4 | (c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+	}
+	return v;
 }
 
-static void parse_status(char *buf, struct psvc_taskinfo *ti)
+/* A decimal at the start of s[0..n), 0 if none. */
+static long dec_prefix(const char *s, size_t n)
 {
-	char *save = NULL;
-	for (char *line = strtok_r(buf, "\n", &save); line;
-	     line = strtok_r(NULL, "\n", &save)) {
-		char *colon = strchr(line, ':');
-		if (!colon)
-			continue;
-		*colon = '\0';
-		char *v = colon + 1;
-		while (*v == '\t' || *v == ' ')
-			v++;
-		if (!strcmp(line, "SigBlk"))
-			ti->sigblk = parse_hex_mask(v);
-		else if (!strcmp(line, "SigPnd"))
-			ti->sigpnd = parse_hex_mask(v);
-		else if (!strcmp(line, "ShdPnd"))
-			ti->shdpnd = parse_hex_mask(v);
-		else if (!strcmp(line, "TracerPid"))
-			ti->tracer_pid = (pid_t)strtol(v, NULL, 10);
-		else if (!strcmp(line, "NSpid")) {
-			/* "outer ... inner": the last one is the TID as
-			 * the target's own namespace sees it. */
-			char *last = v, *q = v;
-			while (*q) {
-				while (*q == '\t' || *q == ' ')
-					q++;
-				if (*q)
-					last = q;
-				while (*q && *q != '\t' && *q != ' ')
-					q++;
-			}
-			ti->ns_tid = (pid_t)strtol(last, NULL, 10);
-		} else if (!strcmp(line, "Cpus_allowed_list")) {
-			size_t n = strlen(v);
+	long v = 0;
+	for (size_t i = 0; i < n && s[i] >= '0' && s[i] <= '9'; i++)
+		v = v * 10 + (s[i] - '0');
+	return v;
+}
+
+/* One "Key:\tvalue" line of status; value is v[0..n). */
+static void status_line(const char *key, size_t klen, const char *v, size_t n,
+			struct psvc_taskinfo *ti)
+{
+#define KEY_IS(lit) (klen == sizeof(lit) - 1 && !memcmp(key, lit, sizeof(lit) - 1))
+	switch (key[0]) {
+	case 'S':
+		if (KEY_IS("SigBlk"))
+			ti->sigblk = parse_hex_mask(v, n);
+		else if (KEY_IS("SigPnd"))
+			ti->sigpnd = parse_hex_mask(v, n);
+		else if (KEY_IS("ShdPnd"))
+			ti->shdpnd = parse_hex_mask(v, n);
+		break;
+	case 'T':
+		if (KEY_IS("TracerPid"))
+			ti->tracer_pid = (pid_t)dec_prefix(v, n);
+		break;
+	case 'N':
+		if (KEY_IS("NSpid")) {
+			/* "outer ... inner": the last one is the TID as the
+			 * target's own namespace sees it */
+			size_t i = n, e;
+			while (i > 0 && (v[i - 1] == ' ' || v[i - 1] == '\t'))
+				i--;
+			e = i;
+			while (i > 0 && v[i - 1] != ' ' && v[i - 1] != '\t')
+				i--;
+			if (e > i)
+				ti->ns_tid = (pid_t)dec_prefix(v + i, e - i);
+		}
+		break;
+	case 'C':
+		if (KEY_IS("Cpus_allowed_list")) {
 			if (n >= sizeof ti->cpus_allowed) {
 				n = sizeof ti->cpus_allowed - 4;
 				memcpy(ti->cpus_allowed, v, n);
 				memcpy(ti->cpus_allowed + n, "...", 4);
 			} else {
-				memcpy(ti->cpus_allowed, v, n + 1);
+				memcpy(ti->cpus_allowed, v, n);
+				ti->cpus_allowed[n] = '\0';
 			}
 		}
+		break;
+	}
+#undef KEY_IS
+}
+
+void psvc_parse_status(const char *buf, size_t len, struct psvc_taskinfo *ti)
+{
+	const char *end = buf + len;
+	for (const char *line = buf; line < end;) {
+		const char *nl = memchr(line, '\n', (size_t)(end - line));
+		const char *eol = nl ? nl : end;
+		const char *colon = memchr(line, ':', (size_t)(eol - line));
+		if (colon && colon > line) {
+			const char *v = colon + 1;
+			while (v < eol && (*v == '\t' || *v == ' '))
+				v++;
+			status_line(line, (size_t)(colon - line), v, (size_t)(eol - v), ti);
+		}
+		line = eol + 1;
 	}
 }
 
@@ -253,12 +308,12 @@ int taskinfo_read_at(int taskdir, pid_t tid, struct psvc_taskinfo *ti)
 	err = read_file_at(taskdir, path, buf, sizeof buf, &len);
 	if (err)
 		return err == -ENOENT ? -ESRCH : err;
-	ti->valid = parse_stat(buf, len, ti);
+	ti->valid = psvc_parse_stat(buf, len, ti);
 
 	snprintf(path, sizeof path, "%d/status", (int)tid);
 	if (!read_file_at(taskdir, path, buf, sizeof buf, &len)) {
 		ti->status_valid = true;
-		parse_status(buf, ti);
+		psvc_parse_status(buf, len, ti);
 	}
 	snprintf(path, sizeof path, "%d/syscall", (int)tid);
 	if (!read_file_at(taskdir, path, buf, 256, &len))

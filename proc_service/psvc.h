@@ -65,6 +65,13 @@ struct psvc_taskinfo {
 /* Read the facts of one task (any task of any process).  Returns 0 or
  * -ESRCH if it vanished; partial results are marked by the valid flags. */
 int psvc_read_taskinfo(pid_t pid, pid_t tid, struct psvc_taskinfo *ret);
+/* The parsers (pure, unit-tested): the text of /proc/TID/stat (buf[len]
+ * must be NUL) into comm, state, CPU times, scheduling; false if it is not
+ * a stat line.  The text of /proc/TID/status into the signal masks,
+ * TracerPid, NSpid and Cpus_allowed_list; lines it does not have leave
+ * their fields as they were. */
+bool psvc_parse_stat(const char *buf, size_t len, struct psvc_taskinfo *ti);
+void psvc_parse_status(const char *buf, size_t len, struct psvc_taskinfo *ti);
 
 /* ---- the target and its tasks ----------------------------------------- */
 

@@ -1,8 +1,8 @@
 /*
  * test_unit: pure decoding, no ptrace.  Register blobs of both
  * architectures (tests/data), the EPERM diagnosis, the streaming JSON
- * writer (escapes, invalid UTF-8, nesting and layout, numbers, misuse), and
- * the JSON renderer fed with hostile strings.
+ * writer (escapes, invalid UTF-8, nesting and layout, numbers, misuse), the
+ * JSON renderer fed with hostile strings, and the parsers of /proc text.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -735,4 +735,88 @@ Test(render, tls_names_that_collide_as_keys)
 		free(buf);
 	}
 	dbs_snapshot_free(s);
+}
+
+/* ---- /proc text (proc_service/procfs.c) ------------------------------------ */
+
+Test(procfs, stat_line)
+{
+	/* a name with ") S (" and a newline in it: split at the last ')' */
+	static const char st[] =
+		"4242 (a) S (x\ny) R 1 2 3 4 5 6 7 8 9 10 70 31 0 0 -51 -20 1 0 99 0 0 "
+		"18446744073709551615 1 1 0 0 0 0 512 0 0 0 0 0 17 1 50 1 0 0 0\n";
+	struct psvc_taskinfo ti = { 0 };
+	cr_assert(psvc_parse_stat(st, sizeof st - 1, &ti));
+	cr_assert_eq(ti.comm_len, 9);
+	cr_assert(!memcmp(ti.comm, "a) S (x\ny", 9));
+	cr_assert_eq(ti.state, 'R');
+	cr_assert_eq(ti.utime_ticks, 70);
+	cr_assert_eq(ti.stime_ticks, 31);
+	cr_assert_eq(ti.priority, -51);		/* SCHED_FIFO 50 */
+	cr_assert_eq(ti.nice, -20);
+	cr_assert_eq(ti.processor, 1);
+	cr_assert_eq(ti.rt_priority, 50);
+	cr_assert_eq(ti.policy, 1);
+	/* fewer fields than we read: what is there */
+	static const char shortst[] = "7 (x) D 1 2";
+	memset(&ti, 0, sizeof ti);
+	cr_assert(psvc_parse_stat(shortst, sizeof shortst - 1, &ti));
+	cr_assert_eq(ti.state, 'D');
+	static const char *const bad[] = { "", "garbage", "1 x) S", "1 (x S 1",
+					   "1 (x) S 1 2 junk 4\n", NULL };
+	for (size_t i = 0; bad[i]; i++) {
+		memset(&ti, 0, sizeof ti);
+		cr_assert_not(psvc_parse_stat(bad[i], strlen(bad[i]), &ti), "%s", bad[i]);
+	}
+}
+
+Test(procfs, status_lines)
+{
+	/* real-time signals are only here: stat's fields 31-34 stop at 31 */
+	static const char st[] =
+		"Name:\tSigBlk:\\tffff\n"		/* a name cannot fake a line */
+		"State:\tS (sleeping)\n"
+		"TracerPid:\t4711\n"
+		"NSpid:\t12345\t678\t9\n"
+		"SigQ:\t8/96365\n"
+		"SigPnd:\t8000004000000200\n"
+		"ShdPnd:\t0000000000000001\n"
+		"SigBlk:\tfffffffe7ffbfeff\n"
+		"Cpus_allowed:\t3\n"
+		"Cpus_allowed_list:\t0-1,4\n"
+		"voluntary_ctxt_switches:\t3";		/* no final newline */
+	struct psvc_taskinfo ti = { 0 };
+	psvc_parse_status(st, sizeof st - 1, &ti);
+	cr_assert_eq(ti.sigpnd, 0x8000004000000200ull);
+	cr_assert_eq(ti.shdpnd, 1);
+	cr_assert_eq(ti.sigblk, 0xfffffffe7ffbfeffull);
+	cr_assert_eq(ti.tracer_pid, 4711);
+	cr_assert_eq(ti.ns_tid, 9, "the innermost namespace's TID");
+	cr_assert_str_eq(ti.cpus_allowed, "0-1,4");
+
+	/* a list too long for the field ends in "..."; a mask wider than 64
+	 * bits keeps its low 64; trailing blanks; lines without values */
+	char big[512];
+	int n = snprintf(big, sizeof big, "NSpid:\t5 \t\nSigPnd:\t123456789abcdef0123\n"
+			 "TracerPid:\nSigBlk:\nCpus_allowed_list:\t");
+	for (int i = 0; i < 60; i++)
+		n += snprintf(big + n, sizeof big - (size_t)n, "%d,", 2 * i);
+	memset(&ti, 0, sizeof ti);
+	ti.sigblk = 7;
+	psvc_parse_status(big, (size_t)n, &ti);
+	cr_assert_eq(ti.ns_tid, 5);
+	cr_assert_eq(ti.sigpnd, 0x456789abcdef0123ull);
+	cr_assert_eq(ti.sigblk, 0);
+	cr_assert_eq(ti.tracer_pid, 0);
+	cr_assert_eq(strlen(ti.cpus_allowed), sizeof ti.cpus_allowed - 1);
+	cr_assert_str_eq(ti.cpus_allowed + sizeof ti.cpus_allowed - 4, "...");
+
+	/* nothing it knows: nothing changes */
+	memset(&ti, 0, sizeof ti);
+	ti.tracer_pid = 3;
+	static const char junk[] = "\n\n:\n:x\nSigPnd\nNSpid:\t\nZ";
+	psvc_parse_status(junk, sizeof junk - 1, &ti);
+	cr_assert_eq(ti.tracer_pid, 3);
+	cr_assert_eq(ti.ns_tid, 0);
+	cr_assert_eq(ti.sigpnd, 0);
 }
