@@ -19,7 +19,7 @@
 #include "config.h"
 
 /* Length of the valid UTF-8 sequence at s (RFC 3629), 0 if invalid. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
+size_t agent_utf8_seq(const unsigned char *s, size_t n)
 {
 	unsigned c = s[0];
 	size_t len;
@@ -60,7 +60,7 @@ static json_t *jstr_bytes(const char *s, size_t n, bool *ret_lossy)
 	size_t o = 0;
 	const unsigned char *u = (const unsigned char *)s;
 	for (size_t i = 0; i < n;) {
-		size_t l = u[i] ? utf8_seq(u + i, n - i) : 0;
+		size_t l = u[i] ? agent_utf8_seq(u + i, n - i) : 0;
 		if (l) {
 			memcpy(buf + o, u + i, l);
 			o += l;
@@ -725,10 +725,13 @@ static json_t *thread_json(const struct dbs_snapshot *snap,
 	return o;
 }
 
-static json_t *snapshot_json(const struct dbs_snapshot *snap)
+static json_t *snapshot_json(const struct dbs_snapshot *snap,
+			     const struct agent_opts *o)
 {
 	json_t *doc = json_object();
 	set(doc, "format_version", json_string(TINSPECT_FORMAT_VERSION));
+	if (o->update)
+		set(doc, "update", json_integer((json_int_t)o->update));
 	json_t *tool = json_object();
 	set(tool, "name", json_string("tinspect"));
 	set(tool, "version", json_string(TINSPECT_VERSION));
@@ -759,6 +762,7 @@ static json_t *snapshot_json(const struct dbs_snapshot *snap)
 	set(p, "module_map", json_string(
 		snap->modmap_source == PSVC_MODMAP_LINK_MAP ? "link_map" :
 		snap->modmap_source == PSVC_MODMAP_MAPS_ONLY ? "maps_only" : "none"));
+	set(p, "module_generation", json_integer((json_int_t)snap->module_generation));
 	set(doc, "process", process_extras_json(p, snap));
 
 	json_t *c = json_object();
@@ -798,7 +802,7 @@ static json_t *snapshot_json(const struct dbs_snapshot *snap)
 int render_json(FILE *out, const struct dbs_snapshot *snap,
 		const struct agent_opts *o)
 {
-	json_t *doc = snapshot_json(snap);
+	json_t *doc = snapshot_json(snap, o);
 	if (!doc)
 		return -1;
 	size_t flags = JSON_PRESERVE_ORDER | (o->pretty ? JSON_INDENT(2) : JSON_COMPACT);

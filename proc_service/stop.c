@@ -96,7 +96,17 @@ static int seize_one(struct psvc_target *t, pid_t tid, void *arg)
 	}
 	if (!t->t_first_stop)
 		t->t_first_stop = psvc_now_ns();
-	if (ptrace(PTRACE_SEIZE, tid, 0, 0) != 0) {
+	if (t->follow && follow_adopt(t, tid)) {
+		/* attached since follow began: interrupt is enough */
+		k->flags |= PSVC_TASK_SEIZED;
+		t->stopped = true;
+		if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) != 0 && errno == ESRCH)
+			k->flags |= PSVC_TASK_GONE;
+		(*nseized)++;
+		return 0;
+	}
+	if (ptrace(PTRACE_SEIZE, tid, 0,
+		   (void *)(long)(t->follow ? PTRACE_O_TRACECLONE : 0)) != 0) {
 		if (errno == EPERM && straggler_take(t, tid)) {
 			/* ours since an earlier capture, interrupt pending */
 			k->flags |= PSVC_TASK_SEIZED;
@@ -122,8 +132,27 @@ static int seize_one(struct psvc_target *t, pid_t tid, void *arg)
 
 /* Record one wait status.  Returns true once the task no longer needs to
  * be waited for (stopped or gone). */
-static bool note_status(struct psvc_task *k, int st)
+static bool note_status(struct psvc_target *t, struct psvc_task *k, int st)
 {
+	if (t->follow) {
+		/* clone and first stops are events too: follow.c keeps them
+		 * for the next psvc_follow_wait() */
+		int sig;
+		bool group;
+		if (!follow_status(t, k->tid, st, true, &sig, &group)) {
+			if (WIFEXITED(st) || WIFSIGNALED(st)) {
+				k->flags |= PSVC_TASK_GONE;
+				k->flags &= ~PSVC_TASK_SEIZED;
+				return true;
+			}
+			return false;
+		}
+		k->resume_sig = sig;
+		if (group)
+			k->flags |= PSVC_TASK_JOBCTL;
+		k->flags |= PSVC_TASK_STOPPED | PSVC_TASK_CAPTURED;
+		return true;
+	}
 	if (WIFEXITED(st) || WIFSIGNALED(st)) {
 		k->flags |= PSVC_TASK_GONE;
 		k->flags &= ~PSVC_TASK_SEIZED;
@@ -179,7 +208,7 @@ static int wait_stops(struct psvc_target *t, size_t from, uint64_t timeout_ns,
 				k->flags &= ~PSVC_TASK_SEIZED;
 				break;
 			}
-			note_status(k, st);
+			note_status(t, k, st);
 		}
 	}
 	return 0;
@@ -312,12 +341,20 @@ void psvc_resume(struct psvc_target *t)
 			int st;
 			unsigned was = k->flags & PSVC_TASK_CAPTURED;
 			if (waitpid(k->tid, &st, __WALL | WNOHANG) > 0) {
-				note_status(k, st);
+				note_status(t, k, st);
 				/* too late to be part of the snapshot */
 				k->flags = (k->flags & ~PSVC_TASK_CAPTURED) | was;
 			}
 		}
-		if (k->flags & PSVC_TASK_STOPPED) {
+		if ((k->flags & PSVC_TASK_STOPPED) && t->follow) {
+			/* still followed: let it go on, attached */
+			if (k->flags & PSVC_TASK_JOBCTL)
+				ptrace(PTRACE_LISTEN, k->tid, 0, 0);
+			else
+				ptrace(PTRACE_CONT, k->tid, 0,
+				       (void *)(long)k->resume_sig);
+			k->flags &= ~(PSVC_TASK_SEIZED | PSVC_TASK_STOPPED);
+		} else if (k->flags & PSVC_TASK_STOPPED) {
 			/* the signal of a signal-delivery-stop goes back */
 			if (ptrace(PTRACE_DETACH, k->tid, 0,
 				   (void *)(long)k->resume_sig) == 0 ||
@@ -332,6 +369,12 @@ void psvc_resume(struct psvc_target *t)
 	t->stopped = false;
 	for (size_t i = 0; i < t->ntasks; i++) {
 		struct psvc_task *k = &t->tasks[i];
+		/* a straggler that is followed stays ours: its interrupt
+		 * shows up in psvc_follow_wait() as a stop to continue */
+		if (t->follow && (k->flags & PSVC_TASK_SEIZED)) {
+			k->flags &= ~PSVC_TASK_SEIZED;
+			continue;
+		}
 		if ((k->flags & PSVC_TASK_SEIZED) && straggler_add(t, k->tid))
 			k->flags &= ~PSVC_TASK_SEIZED;	/* kept in the list */
 	}
