@@ -330,13 +330,14 @@ static void prefetch_capture(struct dbs_session *s, struct tdb_result *cap)
 				s->sizeof_pthread };
 		if (!s->unwinder)
 			continue;
-		uint64_t sp = arch_sp(a, k->gregs), lo, hi;
+		uint64_t sp = arch_sp(a, k->gregs);
 		uint64_t end = sp + s->opts.stack_bytes;
 		if (end < sp)
 			end = UINT64_MAX;
-		if (psvc_mapping_of(t, sp, &lo, &hi)) {
-			if (hi < end)
-				end = hi;
+		struct psvc_map m;
+		if (psvc_map_lookup(t, sp, &m, NULL) == 0) {
+			if (m.end < end)
+				end = m.end;
 		} else {
 			/* a stack mapped after the maps were read (a thread
 			 * born during the stop): one page, nothing assumed */

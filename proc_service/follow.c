@@ -383,25 +383,6 @@ int psvc_follow_start(struct psvc_target *t)
 	return 0;
 }
 
-static void wake_at(struct psvc_target *t, uint64_t deadline_ns, int sig)
-{
-	if (!sig)
-		return;
-	if (!t->have_follow_timer) {
-		struct sigevent sev = { 0 };
-		sev.sigev_notify = SIGEV_THREAD_ID;
-		sev.sigev_signo = sig;
-		sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
-		if (timer_create(CLOCK_MONOTONIC, &sev, &t->follow_timer))
-			return;
-		t->have_follow_timer = true;
-	}
-	struct itimerspec its = { 0 };
-	its.it_value.tv_sec = (time_t)(deadline_ns / 1000000000u);
-	its.it_value.tv_nsec = (long)(deadline_ns % 1000000000u);
-	timer_settime(t->follow_timer, TIMER_ABSTIME, &its, NULL);
-}
-
 static void deliver(struct psvc_target *t, psvc_event_fn fn, void *arg)
 {
 	for (size_t i = 0; i < t->nevents; i++)
@@ -446,7 +427,7 @@ int psvc_follow_wait(struct psvc_target *t, uint64_t deadline_ns,
 	if (!t->follow)
 		return -EINVAL;
 	deliver(t, fn, arg);	/* what the last capture saw */
-	wake_at(t, deadline_ns, wake_signal);
+	wake_timer_set(t, wake_signal, deadline_ns, 0, true);
 	int ret = 0;
 	for (;;) {
 		if (cancel && *cancel) {
@@ -470,10 +451,7 @@ int psvc_follow_wait(struct psvc_target *t, uint64_t deadline_ns,
 			break;
 		}
 	}
-	if (t->have_follow_timer) {
-		struct itimerspec its = { 0 };
-		timer_settime(t->follow_timer, 0, &its, NULL);
-	}
+	wake_timer_disarm(t);
 	return ret;
 }
 
@@ -542,8 +520,4 @@ void psvc_follow_end(struct psvc_target *t)
 	free(t->starts);
 	t->starts = NULL;
 	t->nstarts = t->starts_cap = 0;
-	if (t->have_follow_timer) {
-		timer_delete(t->follow_timer);
-		t->have_follow_timer = false;
-	}
 }

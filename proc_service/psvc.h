@@ -369,10 +369,6 @@ int psvc_addr_to_symbol(struct psvc_target *t, uint64_t addr,
 /* A new read-only descriptor on the module's ELF image (a memfd holding
  * the image for the vDSO); the caller owns it.  Negative errno on failure. */
 int psvc_module_open(struct psvc_target *t, struct psvc_module *m);
-/* The extent of the mapping that holds addr, from the /proc/PID/maps read
- * by the last psvc_modules_load(); false if none. */
-bool psvc_mapping_of(const struct psvc_target *t, uint64_t addr,
-		     uint64_t *ret_start, uint64_t *ret_end);
 /* Load the module's symbol tables now (done lazily otherwise). */
 int psvc_module_load_elf(struct psvc_target *t, struct psvc_module *m);
 

@@ -101,8 +101,6 @@ struct psvc_target {
 	size_t nexits, exits_cap;
 	struct follow_start *starts;	/* first stops not announced yet */
 	size_t nstarts, starts_cap;
-	timer_t follow_timer;
-	bool have_follow_timer;
 	psvc_start_fn resolver;
 	void *resolver_arg;
 
@@ -199,6 +197,9 @@ bool follow_status(struct psvc_target *t, pid_t tid, int st, bool in_capture,
 		   int *ret_sig, bool *ret_group_stop);
 
 /* stop.c */
+void wake_timer_set(struct psvc_target *t, int sig, uint64_t value_ns,
+		    uint64_t interval_ns, bool absolute);
+void wake_timer_disarm(struct psvc_target *t);
 void stop_release_stragglers(struct psvc_target *t);
 
 /* tidmap (target.c) */

@@ -33,9 +33,15 @@ uint64_t psvc_now_ns(void)
 	return ts_to_ns(&ts);
 }
 
-/* Periodic wake-ups while stopped, so that a waitpid() on a task that does
- * not stop (D state) returns EINTR and the deadlines are looked at. */
-static void wake_timer_arm(struct psvc_target *t, int sig, uint64_t period_ns)
+/*
+ * The one timer that ends tinspect's blocking waits: a signal to the
+ * calling thread, whose handler does nothing but make waitpid() return
+ * EINTR.  While stopped it fires periodically, so that a task that does
+ * not stop (D state) cannot hold the deadlines off; while following it
+ * fires once, at the next update (follow.c).
+ */
+void wake_timer_set(struct psvc_target *t, int sig, uint64_t value_ns,
+		    uint64_t interval_ns, bool absolute)
 {
 	if (!sig)
 		return;
@@ -49,13 +55,14 @@ static void wake_timer_arm(struct psvc_target *t, int sig, uint64_t period_ns)
 		t->have_wake_timer = true;
 	}
 	struct itimerspec its = { 0 };
-	its.it_value.tv_sec = (time_t)(period_ns / 1000000000u);
-	its.it_value.tv_nsec = (long)(period_ns % 1000000000u);
-	its.it_interval = its.it_value;
-	timer_settime(t->wake_timer, 0, &its, NULL);
+	its.it_value.tv_sec = (time_t)(value_ns / 1000000000u);
+	its.it_value.tv_nsec = (long)(value_ns % 1000000000u);
+	its.it_interval.tv_sec = (time_t)(interval_ns / 1000000000u);
+	its.it_interval.tv_nsec = (long)(interval_ns % 1000000000u);
+	timer_settime(t->wake_timer, absolute ? TIMER_ABSTIME : 0, &its, NULL);
 }
 
-static void wake_timer_disarm(struct psvc_target *t)
+void wake_timer_disarm(struct psvc_target *t)
 {
 	if (!t->have_wake_timer)
 		return;
@@ -114,11 +121,27 @@ static int seize_one(struct psvc_target *t, pid_t tid, void *arg)
 			(*nseized)++;
 			return 0;
 		}
-		if (errno == ESRCH) {
+		int e = errno;
+		if (e == EPERM) {
+			/* an exiting task (zombie) refuses with EPERM too:
+			 * that is a task gone, not a permission problem */
+			struct psvc_taskinfo ti;
+			if (taskinfo_read_at(t->task_dirfd, tid, &ti) != 0) {
+				e = ESRCH;
+			} else if (ti.state == 'Z' || ti.state == 'X') {
+				/* a zombie main thread stays in the list
+				 * (pthread_exit from main): shown, not an
+				 * error; any other zombie is a thread gone */
+				k->info.state = ti.state;
+				if (tid != t->pid)
+					e = ESRCH;
+			}
+		}
+		if (e == ESRCH) {
 			k->flags |= PSVC_TASK_GONE;
 			return 0;
 		}
-		k->seize_errno = errno;
+		k->seize_errno = e;
 		return 0;
 	}
 	k->flags |= PSVC_TASK_SEIZED;
@@ -231,7 +254,7 @@ int psvc_stop(struct psvc_target *t, const struct psvc_stop_opts *opts)
 	uint64_t period = 2000000;
 	if (t->max_freeze_ns && t->max_freeze_ns / 4 < period)
 		period = t->max_freeze_ns / 4 ? t->max_freeze_ns / 4 : 100000;
-	wake_timer_arm(t, opts ? opts->wake_signal : 0, period);
+	wake_timer_set(t, opts ? opts->wake_signal : 0, period, period, false);
 
 	int err = 0;
 	size_t from = 0;
