@@ -7,6 +7,7 @@
 #define TINSPECT_AGENT_H
 
 #include <stdbool.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -30,7 +31,37 @@ struct agent_opts {
 	bool json;
 	bool pretty;
 	bool check;		/* --check: exit EXIT_DEADLOCK on a deadlock */
+	unsigned long update;	/* watch mode: the update's number (JSON
+				 * "update"); 0 outside watch mode */
 };
+
+/* --watch */
+struct watch_opts {
+	uint64_t interval_ns;
+	unsigned long count;	/* 0: until the target exits */
+	bool json;		/* NDJSON lines */
+	bool summary;		/* compact lines instead of snapshots */
+	bool follow;		/* thread lifecycle events (--follow-threads) */
+	/* the flag the signal handlers raise; a failed write (EPIPE) raises
+	 * it too, with SIGPIPE */
+	volatile sig_atomic_t *cancel;
+	size_t queue_limit;	/* bytes of lines waiting; 0: 256 MiB */
+};
+
+/* outq.c: lines written by a thread of their own (see there why) */
+struct outq;
+struct outq *outq_start(int fd, size_t limit, volatile sig_atomic_t *cancel,
+			int cancel_value);
+bool outq_put(struct outq *q, const char *data, size_t len);
+unsigned long outq_take_dropped(struct outq *q);
+int outq_error(struct outq *q);
+int outq_finish(struct outq *q);
+
+/* Run the watch loop on an initialised session.  0 when the target exited
+ * or --count updates were made; a negative errno otherwise (-EINTR: a
+ * signal asked to stop, everything resumed and detached). */
+int agent_watch(struct dbs_session *s, pid_t pid, const struct watch_opts *w,
+		const struct agent_opts *ao);
 
 /* JSON document format; bump the minor for additions, the major for
  * changes that break readers. */

@@ -866,10 +866,12 @@ static void thread_json(struct jw *w, const struct dbs_snapshot *snap,
 }
 
 static void snapshot_json(struct jw *w, const struct dbs_snapshot *snap,
-			  const struct tls_keys *tk)
+			  const struct agent_opts *o, const struct tls_keys *tk)
 {
 	jw_obj(w);
 	k_str(w, "format_version", TINSPECT_FORMAT_VERSION);
+	if (o->update)
+		k_int(w, "update", (int64_t)o->update);
 	jw_key(w, "tool");
 	jw_obj(w);
 	k_str(w, "name", "tinspect");
@@ -904,6 +906,7 @@ static void snapshot_json(struct jw *w, const struct dbs_snapshot *snap,
 	k_str(w, "module_map",
 	      snap->modmap_source == PSVC_MODMAP_LINK_MAP ? "link_map" :
 	      snap->modmap_source == PSVC_MODMAP_MAPS_ONLY ? "maps_only" : "none");
+	k_int(w, "module_generation", (int64_t)snap->module_generation);
 	process_extras_json(w, snap);
 	jw_obj_end(w);
 
@@ -951,7 +954,7 @@ int render_json(FILE *out, const struct dbs_snapshot *snap,
 		return -1;
 	struct jw w;
 	jw_init(&w, out, o->pretty);
-	snapshot_json(&w, snap, &tk);
+	snapshot_json(&w, snap, o, &tk);
 	int r = jw_finish(&w);
 	free(tk.show);
 	return r;

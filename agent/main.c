@@ -50,9 +50,8 @@ static void install_signals(void)
 }
 
 /* Die of the signal that interrupted us, now that the target runs. */
-static void reraise(void)
+static void reraise_signal(int sig)
 {
-	int sig = got_signal;
 	signal(sig, SIG_DFL);
 	sigset_t set;
 	sigemptyset(&set);
@@ -60,6 +59,11 @@ static void reraise(void)
 	sigprocmask(SIG_UNBLOCK, &set, NULL);
 	raise(sig);
 	_exit(128 + sig);
+}
+
+static void reraise(void)
+{
+	reraise_signal(got_signal);
 }
 
 static const char usage_text[] =
@@ -84,6 +88,13 @@ static const char usage_text[] =
 "                       with a \"truncated\" marker\n"
 "  --debuginfod         let elfutils fetch missing debug info from the\n"
 "                       servers in $DEBUGINFOD_URLS (off by default)\n"
+"  --watch SECONDS      stay attached and print an update every SECONDS\n"
+"                       (fractions allowed) until the target exits; with\n"
+"                       --json one document per line (NDJSON)\n"
+"  --count N            stop after N updates\n"
+"  --summary            compact update lines for dashboards\n"
+"  --follow-threads     also report every thread creation and exit as it\n"
+"                       happens (stays attached between updates)\n"
 "  --thread-db PATH     libthread_db to load (default: the system's)\n"
 "  --no-target-thread-db  never load the target's own libthread_db when the\n"
 "                       system's does not fit its glibc (a container's)\n"
@@ -281,7 +292,10 @@ int main(int argc, char **argv)
 	enum { OPT_JSON = 256, OPT_PRETTY, OPT_MAX_FREEZE, OPT_STOP_TIMEOUT,
 	       OPT_THREAD_DB, OPT_PROC_MEM, OPT_NO_STACKS, OPT_MAX_FRAMES,
 	       OPT_STACK_BYTES, OPT_DEBUGINFOD, OPT_TLS, OPT_ERRNO, OPT_KEYS,
-	       OPT_NO_TARGET_TDB, OPT_CHECK };
+	       OPT_NO_TARGET_TDB, OPT_CHECK, OPT_WATCH, OPT_COUNT, OPT_SUMMARY,
+	       OPT_FOLLOW };
+	struct watch_opts wo = { 0 };
+	bool watch = false;
 	bool debuginfod = false;
 	enum { MAX_TLS = 64 };
 	static struct dbs_tls_request tls[MAX_TLS];
@@ -289,6 +303,10 @@ int main(int argc, char **argv)
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "pretty", no_argument, NULL, OPT_PRETTY },
 		{ "check", no_argument, NULL, OPT_CHECK },
+		{ "watch", required_argument, NULL, OPT_WATCH },
+		{ "count", required_argument, NULL, OPT_COUNT },
+		{ "summary", no_argument, NULL, OPT_SUMMARY },
+		{ "follow-threads", no_argument, NULL, OPT_FOLLOW },
 		{ "max-freeze", required_argument, NULL, OPT_MAX_FREEZE },
 		{ "stop-timeout", required_argument, NULL, OPT_STOP_TIMEOUT },
 		{ "thread-db", required_argument, NULL, OPT_THREAD_DB },
@@ -338,6 +356,30 @@ int main(int argc, char **argv)
 			break;
 		case OPT_PROC_MEM:
 			dopts.force_proc_mem = true;
+			break;
+		case OPT_WATCH:
+			/* seconds, fractions allowed: parse_ms takes ms */
+			if (!parse_ms(optarg, &wo.interval_ns) || !wo.interval_ns) {
+				fprintf(stderr, "tinspect: --watch: not a positive "
+					"number of seconds: %s\n", optarg);
+				return EXIT_USAGE;
+			}
+			wo.interval_ns *= 1000;
+			watch = true;
+			break;
+		case OPT_COUNT:
+			if (!parse_count(optarg, 1, 1ul << 40, &count)) {
+				fprintf(stderr, "tinspect: --count: not a positive "
+					"number: %s\n", optarg);
+				return EXIT_USAGE;
+			}
+			wo.count = count;
+			break;
+		case OPT_SUMMARY:
+			wo.summary = true;
+			break;
+		case OPT_FOLLOW:
+			wo.follow = true;
 			break;
 		case OPT_NO_STACKS:
 			dopts.no_stacks = true;
@@ -402,6 +444,17 @@ int main(int argc, char **argv)
 	 * an incident tool must not wait on the network unless asked to */
 	if (!debuginfod)
 		unsetenv("DEBUGINFOD_URLS");
+	if (!watch && (wo.count || wo.summary || wo.follow)) {
+		fprintf(stderr, "tinspect: --count, --summary and --follow-threads "
+			"go with --watch\n");
+		return EXIT_USAGE;
+	}
+	if (watch && (ao.pretty || ao.check)) {
+		fprintf(stderr, "tinspect: --pretty and --check do not go with "
+			"--watch (one line per update)\n");
+		return EXIT_USAGE;
+	}
+
 	install_signals();
 	struct dbs_session *s = NULL;
 	capturing = 1;
@@ -411,6 +464,22 @@ int main(int argc, char **argv)
 		if (err == -ENOEXEC)
 			return report_unsupported(pid);
 		return report_error(pid, err, false, dopts.max_freeze_ns);
+	}
+	if (watch) {
+		wo.json = ao.json;
+		wo.cancel = &got_signal;
+		/* signals only raise the flag for the whole watch: the loop
+		 * resumes and detaches, then dies of the signal */
+		err = agent_watch(s, pid, &wo, &ao);
+		dbs_session_destroy(s);
+		capturing = 0;
+		if (got_signal)
+			reraise();
+		if (err == -EPIPE)
+			reraise_signal(SIGPIPE);	/* the reader is gone */
+		if (err)
+			return report_error(pid, err, true, dopts.max_freeze_ns);
+		return EXIT_SNAPSHOT_OK;
 	}
 	struct dbs_snapshot *snap = NULL;
 	err = dbs_session_update(s, &snap);

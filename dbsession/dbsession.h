@@ -343,6 +343,40 @@ void dbs_session_destroy(struct dbs_session *s);
 
 struct psvc_target *dbs_session_target(struct dbs_session *s);
 
+/* ---- thread lifecycle events (watch --follow-threads) -------------------- */
+
+enum dbs_event_kind {
+	DBS_EVENT_THREAD_CREATED,
+	DBS_EVENT_THREAD_EXITED,
+};
+
+struct dbs_event {
+	enum dbs_event_kind kind;
+	pid_t tid;
+	pid_t parent;		/* created: who cloned it */
+	int wait_status;	/* exited: as waitpid() reported it */
+	struct timespec time;	/* CLOCK_REALTIME when it was seen */
+	bool have_start;	/* created: start routine known */
+	struct dbs_symbol start;	/* valid during the callback only */
+};
+typedef void (*dbs_event_fn)(void *arg, const struct dbs_event *ev);
+
+/*
+ * Stay attached between updates (PTRACE_O_TRACECLONE on every task), so
+ * that thread creations and exits become events.  Updates then interrupt
+ * and continue the tasks instead of seizing and detaching them.
+ */
+int dbs_session_follow(struct dbs_session *s);
+/*
+ * Until deadline_ns (CLOCK_MONOTONIC): sleep in the kernel, handing each
+ * thread event to fn; a new thread's start routine is read while the
+ * kernel holds it at its first stop.  Returns 0 at the deadline, -ESRCH
+ * once the process has exited, -EINTR if *cancel was raised.  Without
+ * dbs_session_follow(), it just sleeps.
+ */
+int dbs_session_wait(struct dbs_session *s, uint64_t deadline_ns,
+		     dbs_event_fn fn, void *arg);
+
 void dbs_snapshot_free(struct dbs_snapshot *snap);
 
 /* Iteration, for programs that embed the session. */

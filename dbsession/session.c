@@ -227,6 +227,80 @@ struct psvc_target *dbs_session_target(struct dbs_session *s)
 	return s->t;
 }
 
+/* The start routine of a new thread held at its first stop, from
+ * libthread_db; 0 if it cannot say, or if the descriptor at tp is not that
+ * thread's (a stack reused by another thread). */
+static uint64_t new_thread_start(void *arg, pid_t tid, uint64_t tp)
+{
+	struct dbs_session *s = arg;
+	if (!s->ta)
+		return 0;
+	psvc_note_thread(s->t, tid, tp);
+	td_thrhandle_t th;
+	td_thrinfo_t ti;
+	if (s->lib.td_ta_map_lwp2thr(s->ta, tid, &th) != TD_OK ||
+	    s->lib.td_thr_get_info(&th, &ti) != TD_OK || ti.ti_lid != tid)
+		return 0;
+	return (uint64_t)(uintptr_t)ti.ti_startfunc;
+}
+
+int dbs_session_follow(struct dbs_session *s)
+{
+	psvc_follow_set_resolver(s->t, new_thread_start, s);
+	return psvc_follow_start(s->t);
+}
+
+struct event_ctx {
+	struct dbs_session *s;
+	dbs_event_fn fn;
+	void *arg;
+};
+
+/* A psvc event as the session tells it: the start routine of a new thread
+ * (read while the thread was held) symbolized. */
+static void on_event(void *arg, const struct psvc_event *pe)
+{
+	struct event_ctx *c = arg;
+	struct dbs_session *s = c->s;
+	struct dbs_event ev = {
+		.kind = pe->kind == PSVC_EVENT_THREAD_CREATED
+				? DBS_EVENT_THREAD_CREATED : DBS_EVENT_THREAD_EXITED,
+		.tid = pe->tid,
+		.parent = pe->parent,
+		.wait_status = pe->status,
+		.time = { (time_t)(pe->time_ns / 1000000000u),
+			  (long)(pe->time_ns % 1000000000u) },
+	};
+	if (ev.kind == DBS_EVENT_THREAD_CREATED && pe->start_known && pe->start) {
+		symbolize(s->t, pe->start, &ev.start);
+		ev.have_start = true;
+	}
+	c->fn(c->arg, &ev);
+	free(ev.start.module);
+	free(ev.start.name);
+}
+
+int dbs_session_wait(struct dbs_session *s, uint64_t deadline_ns,
+		     dbs_event_fn fn, void *arg)
+{
+	if (psvc_followed(s->t) == 0) {
+		/* not following: just sleep, until the deadline or a signal */
+		struct timespec ts = { (time_t)(deadline_ns / 1000000000u),
+				       (long)(deadline_ns % 1000000000u) };
+		while (!(s->opts.cancel && *s->opts.cancel)) {
+			int r = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+			if (r == 0)
+				return 0;
+			if (r != EINTR)
+				return -r;
+		}
+		return -EINTR;
+	}
+	struct event_ctx c = { s, fn, arg };
+	return psvc_follow_wait(s->t, deadline_ns, s->opts.cancel,
+				s->opts.wake_signal, on_event, &c);
+}
+
 /* ---- one update ------------------------------------------------------------------ */
 
 /*
@@ -256,13 +330,14 @@ static void prefetch_capture(struct dbs_session *s, struct tdb_result *cap)
 				s->sizeof_pthread };
 		if (!s->unwinder)
 			continue;
-		uint64_t sp = arch_sp(a, k->gregs), lo, hi;
+		uint64_t sp = arch_sp(a, k->gregs);
 		uint64_t end = sp + s->opts.stack_bytes;
 		if (end < sp)
 			end = UINT64_MAX;
-		if (psvc_mapping_of(t, sp, &lo, &hi)) {
-			if (hi < end)
-				end = hi;
+		struct psvc_map m;
+		if (psvc_map_lookup(t, sp, &m, NULL) == 0) {
+			if (m.end < end)
+				end = m.end;
 		} else {
 			/* a stack mapped after the maps were read (a thread
 			 * born during the stop): one page, nothing assumed */
@@ -554,6 +629,8 @@ int dbs_session_update(struct dbs_session *s, struct dbs_snapshot **ret)
 		if (s->ta)
 			gather_tdb(s, res);
 	}
+	/* following: threads met at their first stop by this capture */
+	psvc_follow_resolve(t);
 	tls_gather(s, res);
 	keys_gather(s, res);
 	uint64_t t_tdb = psvc_now_ns();

@@ -63,12 +63,11 @@ static bool better_name(const struct elf_sym *a, const struct elf_sym *b)
 	return strcmp(a->name, b->name) < 0;
 }
 
-static const struct psvc_elf *sort_ctx;
-
-static int cmp_addr(const void *x, const void *y)
+static int cmp_addr(const void *x, const void *y, void *ctx)
 {
-	const struct elf_sym *a = &sort_ctx->syms[*(const uint32_t *)x];
-	const struct elf_sym *b = &sort_ctx->syms[*(const uint32_t *)y];
+	const struct psvc_elf *e = ctx;
+	const struct elf_sym *a = &e->syms[*(const uint32_t *)x];
+	const struct elf_sym *b = &e->syms[*(const uint32_t *)y];
 	if (a->value != b->value)
 		return a->value < b->value ? -1 : 1;
 	/* the preferred name first among equals */
@@ -168,9 +167,7 @@ static int build_index(struct psvc_elf *e)
 		    s->type == STT_OBJECT || s->type == STT_NOTYPE)
 			e->by_addr[e->naddr++] = (uint32_t)i;
 	}
-	sort_ctx = e;
-	qsort(e->by_addr, e->naddr, sizeof *e->by_addr, cmp_addr);
-	sort_ctx = NULL;
+	qsort_r(e->by_addr, e->naddr, sizeof *e->by_addr, cmp_addr, e);
 	return 0;
 }
 

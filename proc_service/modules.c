@@ -345,6 +345,12 @@ int psvc_modules_load(struct psvc_target *t)
 	int err = maps_read(t->pid, &maps, &nmaps);
 	if (err)
 		return err;
+	if (nmaps == 0) {
+		/* a live process always has mappings: it is exiting (a zombie
+		 * shows none), and this is no module map to keep */
+		maps_free(maps, nmaps);
+		return -ESRCH;
+	}
 	uint64_t fp = maps_fingerprint(maps, nmaps);
 	if (t->mods && fp == t->mod_fingerprint) {
 		/* same modules, but keep the fresh maps: anonymous mappings
@@ -460,7 +466,8 @@ int psvc_modules_load(struct psvc_target *t)
 	}
 	for (size_t i = 0; i < n; i++)
 		classify(t, &mods[i], i);
-	qsort(mods, n, sizeof *mods, cmp_mod_start);
+	if (n)
+		qsort(mods, n, sizeof *mods, cmp_mod_start);
 
 	/* Carry symbol tables over for modules that did not change. */
 	for (size_t i = 0; i < n; i++) {
@@ -659,17 +666,6 @@ int psvc_module_load_elf(struct psvc_target *t, struct psvc_module *m)
 	elfsym_build_id(m->elf, m->build_id);
 	m->has_symtab = elfsym_has_symtab(m->elf);
 	return 0;
-}
-
-bool psvc_mapping_of(const struct psvc_target *t, uint64_t addr,
-		     uint64_t *ret_start, uint64_t *ret_end)
-{
-	const struct mapping *mp = mapping_at(t->maps, t->nmaps, addr);
-	if (!mp)
-		return false;
-	*ret_start = mp->start;
-	*ret_end = mp->end;
-	return true;
 }
 
 static int lookup_in(struct psvc_target *t, struct psvc_module *m,

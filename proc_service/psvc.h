@@ -202,6 +202,59 @@ void psvc_resume(struct psvc_target *t);
  * kernel when tinspect exits. */
 size_t psvc_nstragglers(const struct psvc_target *t);
 
+/* ---- following threads between captures (follow.c) ---------------------- */
+
+enum psvc_event_kind {
+	PSVC_EVENT_THREAD_CREATED,
+	PSVC_EVENT_THREAD_EXITED,
+};
+
+struct psvc_event {
+	enum psvc_event_kind kind;
+	pid_t tid;
+	pid_t parent;		/* created: the thread that cloned it */
+	int status;		/* exited: its wait status */
+	uint64_t time_ns;	/* CLOCK_REALTIME when tinspect saw it */
+	/* created: its start routine, asked (through the resolver) while
+	 * the thread was held; start_known false if it could not be */
+	uint64_t start;
+	bool start_known;
+};
+
+/* Asked for the start routine of a new thread held at its first stop:
+ * returns its address, 0 if unknown.  The callback may use the ps_*
+ * callbacks (libthread_db): the thread is known to them with tp. */
+typedef uint64_t (*psvc_start_fn)(void *arg, pid_t tid, uint64_t tp);
+void psvc_follow_set_resolver(struct psvc_target *t, psvc_start_fn fn, void *arg);
+/* During a capture, after psvc_read_regs(): resolve the threads whose
+ * first stop the capture met. */
+void psvc_follow_resolve(struct psvc_target *t);
+
+/* Called for each event, after the thread has been let go. */
+typedef void (*psvc_event_fn)(void *arg, const struct psvc_event *ev);
+
+/*
+ * Stay attached: seize every task with PTRACE_O_TRACECLONE, without
+ * stopping any.  Captures then interrupt and continue instead of seizing
+ * and detaching.  Returns 0 or a negative errno (-EPERM: nothing seized).
+ */
+int psvc_follow_start(struct psvc_target *t);
+/*
+ * Sleep in waitpid() until deadline_ns (CLOCK_MONOTONIC) handling thread
+ * creations and exits, each handed to fn.  Returns 0 at the deadline,
+ * -ESRCH when the process has exited, -EINTR when *cancel is raised.  A
+ * timer raising wake_signal ends the wait at the deadline.
+ */
+int psvc_follow_wait(struct psvc_target *t, uint64_t deadline_ns,
+		     const volatile sig_atomic_t *cancel, int wake_signal,
+		     psvc_event_fn fn, void *arg);
+/* Detach from every task.  Idempotent; psvc_close() calls it. */
+void psvc_follow_end(struct psvc_target *t);
+/* Make tid known to the ps_* callbacks with thread pointer tp. */
+void psvc_note_thread(struct psvc_target *t, pid_t tid, uint64_t tp);
+/* How many tasks are followed now. */
+size_t psvc_followed(const struct psvc_target *t);
+
 /* Freeze of the last capture: first PTRACE_INTERRUPT to last detach.  0 if
  * nothing was ever stopped. */
 uint64_t psvc_freeze_ns(const struct psvc_target *t);
@@ -323,10 +376,6 @@ int psvc_addr_to_symbol(struct psvc_target *t, uint64_t addr,
 /* A new read-only descriptor on the module's ELF image (a memfd holding
  * the image for the vDSO); the caller owns it.  Negative errno on failure. */
 int psvc_module_open(struct psvc_target *t, struct psvc_module *m);
-/* The extent of the mapping that holds addr, from the /proc/PID/maps read
- * by the last psvc_modules_load(); false if none. */
-bool psvc_mapping_of(const struct psvc_target *t, uint64_t addr,
-		     uint64_t *ret_start, uint64_t *ret_end);
 /* Load the module's symbol tables now (done lazily otherwise). */
 int psvc_module_load_elf(struct psvc_target *t, struct psvc_module *m);
 

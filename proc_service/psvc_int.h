@@ -50,6 +50,17 @@ struct mapping {
 
 struct psvc_elf;
 
+struct follow_start {
+	pid_t tid;
+	uint64_t tp;		/* thread pointer at its first stop */
+	uint64_t start;		/* its start routine, 0 unknown */
+	bool resolved;		/* start was asked for */
+};
+
+struct follow_parent {
+	pid_t child, parent;	/* parent 0: child's first stop seen first */
+};
+
 struct psvc_target {
 	pid_t pid;
 	const struct arch_desc *arch;
@@ -78,6 +89,20 @@ struct psvc_target {
 	 * when they wake and must be detached then (stop.c). */
 	pid_t *stragglers;
 	size_t nstragglers, stragglers_cap;
+
+	/* follow.c: attached between captures */
+	bool follow;
+	struct tidmap followed;		/* TID -> F_* bits */
+	struct follow_parent *parents;	/* clones half seen */
+	size_t nparents, parents_cap;
+	struct psvc_event *events;	/* not delivered yet */
+	size_t nevents, events_cap;
+	struct psvc_event *exits;	/* exits before their creation */
+	size_t nexits, exits_cap;
+	struct follow_start *starts;	/* first stops not announced yet */
+	size_t nstarts, starts_cap;
+	psvc_start_fn resolver;
+	void *resolver_arg;
 
 	/* memory */
 	struct mem_cache cache;
@@ -165,12 +190,24 @@ int list_tids(struct psvc_target *t,
 	      int (*fn)(struct psvc_target *, pid_t, void *), void *arg);
 int ntasks_hint(pid_t pid);
 
+/* follow.c */
+bool follow_adopt(struct psvc_target *t, pid_t tid);
+/* Handle every event already waiting (before a scan), without blocking.
+ * -ESRCH once the process has exited. */
+int follow_drain(struct psvc_target *t);
+bool follow_status(struct psvc_target *t, pid_t tid, int st, bool in_capture,
+		   int *ret_sig, bool *ret_group_stop);
+
 /* stop.c */
+void wake_timer_set(struct psvc_target *t, int sig, uint64_t value_ns,
+		    uint64_t interval_ns, bool absolute);
+void wake_timer_disarm(struct psvc_target *t);
 void stop_release_stragglers(struct psvc_target *t);
 
 /* tidmap (target.c) */
 int tidmap_put(struct tidmap *m, pid_t tid, uint32_t idx);
 long tidmap_get(const struct tidmap *m, pid_t tid);
+void tidmap_del(struct tidmap *m, pid_t tid);
 void tidmap_clear(struct tidmap *m);
 
 static inline uint64_t ts_to_ns(const struct timespec *ts)

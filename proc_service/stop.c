@@ -33,9 +33,15 @@ uint64_t psvc_now_ns(void)
 	return ts_to_ns(&ts);
 }
 
-/* Periodic wake-ups while stopped, so that a waitpid() on a task that does
- * not stop (D state) returns EINTR and the deadlines are looked at. */
-static void wake_timer_arm(struct psvc_target *t, int sig, uint64_t period_ns)
+/*
+ * The one timer that ends tinspect's blocking waits: a signal to the
+ * calling thread, whose handler does nothing but make waitpid() return
+ * EINTR.  While stopped it fires periodically, so that a task that does
+ * not stop (D state) cannot hold the deadlines off; while following it
+ * fires once, at the next update (follow.c).
+ */
+void wake_timer_set(struct psvc_target *t, int sig, uint64_t value_ns,
+		    uint64_t interval_ns, bool absolute)
 {
 	if (!sig)
 		return;
@@ -49,13 +55,14 @@ static void wake_timer_arm(struct psvc_target *t, int sig, uint64_t period_ns)
 		t->have_wake_timer = true;
 	}
 	struct itimerspec its = { 0 };
-	its.it_value.tv_sec = (time_t)(period_ns / 1000000000u);
-	its.it_value.tv_nsec = (long)(period_ns % 1000000000u);
-	its.it_interval = its.it_value;
-	timer_settime(t->wake_timer, 0, &its, NULL);
+	its.it_value.tv_sec = (time_t)(value_ns / 1000000000u);
+	its.it_value.tv_nsec = (long)(value_ns % 1000000000u);
+	its.it_interval.tv_sec = (time_t)(interval_ns / 1000000000u);
+	its.it_interval.tv_nsec = (long)(interval_ns % 1000000000u);
+	timer_settime(t->wake_timer, absolute ? TIMER_ABSTIME : 0, &its, NULL);
 }
 
-static void wake_timer_disarm(struct psvc_target *t)
+void wake_timer_disarm(struct psvc_target *t)
 {
 	if (!t->have_wake_timer)
 		return;
@@ -96,7 +103,17 @@ static int seize_one(struct psvc_target *t, pid_t tid, void *arg)
 	}
 	if (!t->t_first_stop)
 		t->t_first_stop = psvc_now_ns();
-	if (ptrace(PTRACE_SEIZE, tid, 0, 0) != 0) {
+	if (t->follow && follow_adopt(t, tid)) {
+		/* attached since follow began: interrupt is enough */
+		k->flags |= PSVC_TASK_SEIZED;
+		t->stopped = true;
+		if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) != 0 && errno == ESRCH)
+			k->flags |= PSVC_TASK_GONE;
+		(*nseized)++;
+		return 0;
+	}
+	if (ptrace(PTRACE_SEIZE, tid, 0,
+		   (void *)(long)(t->follow ? PTRACE_O_TRACECLONE : 0)) != 0) {
 		if (errno == EPERM && straggler_take(t, tid)) {
 			/* ours since an earlier capture, interrupt pending */
 			k->flags |= PSVC_TASK_SEIZED;
@@ -104,11 +121,27 @@ static int seize_one(struct psvc_target *t, pid_t tid, void *arg)
 			(*nseized)++;
 			return 0;
 		}
-		if (errno == ESRCH) {
+		int e = errno;
+		if (e == EPERM) {
+			/* an exiting task (zombie) refuses with EPERM too:
+			 * that is a task gone, not a permission problem */
+			struct psvc_taskinfo ti;
+			if (taskinfo_read_at(t->task_dirfd, tid, &ti) != 0) {
+				e = ESRCH;
+			} else if (ti.state == 'Z' || ti.state == 'X') {
+				/* a zombie main thread stays in the list
+				 * (pthread_exit from main): shown, not an
+				 * error; any other zombie is a thread gone */
+				k->info.state = ti.state;
+				if (tid != t->pid)
+					e = ESRCH;
+			}
+		}
+		if (e == ESRCH) {
 			k->flags |= PSVC_TASK_GONE;
 			return 0;
 		}
-		k->seize_errno = errno;
+		k->seize_errno = e;
 		return 0;
 	}
 	k->flags |= PSVC_TASK_SEIZED;
@@ -122,8 +155,27 @@ static int seize_one(struct psvc_target *t, pid_t tid, void *arg)
 
 /* Record one wait status.  Returns true once the task no longer needs to
  * be waited for (stopped or gone). */
-static bool note_status(struct psvc_task *k, int st)
+static bool note_status(struct psvc_target *t, struct psvc_task *k, int st)
 {
+	if (t->follow) {
+		/* clone and first stops are events too: follow.c keeps them
+		 * for the next psvc_follow_wait() */
+		int sig;
+		bool group;
+		if (!follow_status(t, k->tid, st, true, &sig, &group)) {
+			if (WIFEXITED(st) || WIFSIGNALED(st)) {
+				k->flags |= PSVC_TASK_GONE;
+				k->flags &= ~PSVC_TASK_SEIZED;
+				return true;
+			}
+			return false;
+		}
+		k->resume_sig = sig;
+		if (group)
+			k->flags |= PSVC_TASK_JOBCTL;
+		k->flags |= PSVC_TASK_STOPPED | PSVC_TASK_CAPTURED;
+		return true;
+	}
 	if (WIFEXITED(st) || WIFSIGNALED(st)) {
 		k->flags |= PSVC_TASK_GONE;
 		k->flags &= ~PSVC_TASK_SEIZED;
@@ -179,7 +231,7 @@ static int wait_stops(struct psvc_target *t, size_t from, uint64_t timeout_ns,
 				k->flags &= ~PSVC_TASK_SEIZED;
 				break;
 			}
-			note_status(k, st);
+			note_status(t, k, st);
 		}
 	}
 	return 0;
@@ -202,7 +254,7 @@ int psvc_stop(struct psvc_target *t, const struct psvc_stop_opts *opts)
 	uint64_t period = 2000000;
 	if (t->max_freeze_ns && t->max_freeze_ns / 4 < period)
 		period = t->max_freeze_ns / 4 ? t->max_freeze_ns / 4 : 100000;
-	wake_timer_arm(t, opts ? opts->wake_signal : 0, period);
+	wake_timer_set(t, opts ? opts->wake_signal : 0, period, period, false);
 
 	int err = 0;
 	size_t from = 0;
@@ -312,12 +364,20 @@ void psvc_resume(struct psvc_target *t)
 			int st;
 			unsigned was = k->flags & PSVC_TASK_CAPTURED;
 			if (waitpid(k->tid, &st, __WALL | WNOHANG) > 0) {
-				note_status(k, st);
+				note_status(t, k, st);
 				/* too late to be part of the snapshot */
 				k->flags = (k->flags & ~PSVC_TASK_CAPTURED) | was;
 			}
 		}
-		if (k->flags & PSVC_TASK_STOPPED) {
+		if ((k->flags & PSVC_TASK_STOPPED) && t->follow) {
+			/* still followed: let it go on, attached */
+			if (k->flags & PSVC_TASK_JOBCTL)
+				ptrace(PTRACE_LISTEN, k->tid, 0, 0);
+			else
+				ptrace(PTRACE_CONT, k->tid, 0,
+				       (void *)(long)k->resume_sig);
+			k->flags &= ~(PSVC_TASK_SEIZED | PSVC_TASK_STOPPED);
+		} else if (k->flags & PSVC_TASK_STOPPED) {
 			/* the signal of a signal-delivery-stop goes back */
 			if (ptrace(PTRACE_DETACH, k->tid, 0,
 				   (void *)(long)k->resume_sig) == 0 ||
@@ -332,6 +392,12 @@ void psvc_resume(struct psvc_target *t)
 	t->stopped = false;
 	for (size_t i = 0; i < t->ntasks; i++) {
 		struct psvc_task *k = &t->tasks[i];
+		/* a straggler that is followed stays ours: its interrupt
+		 * shows up in psvc_follow_wait() as a stop to continue */
+		if (t->follow && (k->flags & PSVC_TASK_SEIZED)) {
+			k->flags &= ~PSVC_TASK_SEIZED;
+			continue;
+		}
 		if ((k->flags & PSVC_TASK_SEIZED) && straggler_add(t, k->tid))
 			k->flags &= ~PSVC_TASK_SEIZED;	/* kept in the list */
 	}

@@ -80,6 +80,37 @@ long tidmap_get(const struct tidmap *m, pid_t tid)
 	}
 }
 
+void tidmap_del(struct tidmap *m, pid_t tid)
+{
+	if (!m->cap || tid <= 0)
+		return;
+	size_t i = tid_hash(tid, m->cap);
+	while (m->keys[i] && m->keys[i] != tid)
+		i = (i + 1) & (m->cap - 1);
+	if (!m->keys[i])
+		return;
+	/* backward-shift deletion keeps every probe chain unbroken */
+	size_t j = i;
+	for (;;) {
+		m->keys[i] = 0;
+		for (;;) {
+			j = (j + 1) & (m->cap - 1);
+			if (!m->keys[j]) {
+				m->n--;
+				return;
+			}
+			size_t h = tid_hash(m->keys[j], m->cap);
+			/* stays if its home lies cyclically in (i, j] */
+			if (i <= j ? (i < h && h <= j) : (i < h || h <= j))
+				continue;
+			break;
+		}
+		m->keys[i] = m->keys[j];
+		m->vals[i] = m->vals[j];
+		i = j;
+	}
+}
+
 void tidmap_clear(struct tidmap *m)
 {
 	free(m->keys);
@@ -221,6 +252,7 @@ void psvc_close(struct psvc_target *t)
 	if (!t)
 		return;
 	psvc_resume(t);
+	psvc_follow_end(t);
 	stop_release_stragglers(t);
 	if (t->have_wake_timer)
 		timer_delete(t->wake_timer);
@@ -441,6 +473,10 @@ int psvc_scan(struct psvc_target *t)
 	if (t->stopped)
 		return -EBUSY;
 	stop_release_stragglers(t);
+	/* following: let the threads held at an event stop go first, or
+	 * /proc would show them traced ('t') instead of what they do */
+	if (follow_drain(t) == -ESRCH)
+		return -ESRCH;
 	t->ntasks = 0;
 	tidmap_clear(&t->by_tid);
 	tidmap_clear(&t->by_nstid);

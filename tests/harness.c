@@ -98,6 +98,13 @@ char *fx_read_line(struct fixture *f, int timeout_s)
 	}
 }
 
+void fx_spawn_path(struct fixture *f, const char *path,
+		   const char *const *args)
+{
+	memset(f, 0, sizeof *f);
+	f->pid = spawn_piped(path, args, &f->in_fd, &f->out_fd, NULL);
+}
+
 void fx_start_path(struct fixture *f, const char *path,
 		   const char *const *args, int timeout_s)
 {
@@ -126,9 +133,11 @@ void fx_start(struct fixture *f, const char *name, const char *const *args,
 
 void fx_send(struct fixture *f, const char *line)
 {
-	size_t n = strlen(line);
-	cr_assert(write(f->in_fd, line, n) == (ssize_t)n);
-	cr_assert(write(f->in_fd, "\n", 1) == 1);
+	/* one write: a fixture reading with read(2) sees the whole line */
+	char buf[4096];
+	int n = snprintf(buf, sizeof buf, "%s\n", line);
+	cr_assert(n > 0 && (size_t)n < sizeof buf);
+	cr_assert(write(f->in_fd, buf, (size_t)n) == n);
 }
 
 void fx_kill(struct fixture *f)

@@ -39,6 +39,10 @@ void fx_start(struct fixture *f, const char *name, const char *const *args,
 /* Start an arbitrary program the same way (absolute path). */
 void fx_start_path(struct fixture *f, const char *path,
 		   const char *const *args, int timeout_s);
+/* Start a program without waiting for "ready" (tinspect --watch, say):
+ * read its output with fx_read_line(). */
+void fx_spawn_path(struct fixture *f, const char *path,
+		   const char *const *args);
 /* Read one more line (without "\n"); NULL on EOF/timeout. Caller frees. */
 char *fx_read_line(struct fixture *f, int timeout_s);
 /* Write a line to the fixture's stdin. */

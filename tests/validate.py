@@ -4,10 +4,13 @@
     validate.py SCHEMA FILE
 
 FILE holds one JSON document, or one per line (NDJSON).  Exit 0 if every
-document is valid, 1 otherwise (the first errors are printed).  Uses
-Debian's python3-jsonschema (Draft 2020-12).
+document is valid, 1 otherwise (the first errors are printed).  A line
+with "kind" (a --watch summary or event line) is checked against
+tinspect-stream.schema.json from SCHEMA's directory.  Uses Debian's
+python3-jsonschema (Draft 2020-12).
 """
 import json
+import os
 import sys
 
 import jsonschema
@@ -19,6 +22,12 @@ def main():
         schema = json.load(f)
     jsonschema.Draft202012Validator.check_schema(schema)
     validator = jsonschema.Draft202012Validator(schema)
+    stream_path = os.path.join(os.path.dirname(schema_path),
+                               "tinspect-stream.schema.json")
+    with open(stream_path) as f:
+        stream_schema = json.load(f)
+    jsonschema.Draft202012Validator.check_schema(stream_schema)
+    stream = jsonschema.Draft202012Validator(stream_schema)
     with open(doc_path, "rb") as f:
         raw = f.read()
     try:
@@ -37,7 +46,8 @@ def main():
         except ValueError as e:
             print(f"document {i}: not JSON: {e}", file=sys.stderr)
             return 1
-        errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.path))
+        v = stream if isinstance(doc, dict) and "kind" in doc else validator
+        errors = sorted(v.iter_errors(doc), key=lambda e: list(e.path))
         for e in errors[:5]:
             print(f"document {i}: {'/'.join(map(str, e.path))}: {e.message}",
                   file=sys.stderr)

@@ -1,0 +1,523 @@
+/*
+ * follow.c: staying attached between captures (watch --follow-threads), so
+ * that every thread creation and exit is seen as it happens.
+ *
+ * Every task is seized with PTRACE_O_TRACECLONE and left running.  The
+ * kernel then attaches each new thread to us and stops it once before it
+ * runs a single instruction (PTRACE_EVENT_STOP), and stops its parent at
+ * the clone (PTRACE_EVENT_CLONE, the child's TID in the event message).
+ * Either stop may be reported first (ptrace(2), "PTRACE_EVENT stops"): a
+ * creation is announced once both are in, with the start routine read
+ * while the child is still held at its first stop.  An exit is the reaped
+ * exit status of the thread (no PTRACE_O_TRACEEXIT: that would stop every
+ * exiting thread once more for nothing we need).
+ *
+ * What it costs the target: two stops per thread creation (parent and
+ * child, a few microseconds each plus a round trip through tinspect) and
+ * nothing for threads that neither clone nor exit.  waitpid(-1) costs the
+ * kernel a walk over all tracees per event: a clone storm in a process of
+ * many thousand threads pays for that.  Between events tinspect sleeps in
+ * waitpid(); the target is never polled.
+ *
+ * A capture while following interrupts the already-seized tasks instead of
+ * seizing them (stop.c) and resumes them with PTRACE_CONT (or LISTEN for a
+ * group-stop) instead of detaching.  psvc_follow_end() detaches everything.
+ */
+#include "psvc_int.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef PTRACE_EVENT_STOP
+#define PTRACE_EVENT_STOP 128
+#endif
+
+/* Per followed TID, in t->followed's value. */
+enum {
+	F_STARTED = 1u << 0,	/* its first stop was seen (or it existed
+				 * when following began) */
+	F_ANNOUNCED = 1u << 1,	/* thread_created was sent */
+	F_EXITED = 1u << 2,	/* exited before its parent's clone event was
+				 * seen: the exit waits for the creation */
+};
+
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts_to_ns(&ts);
+}
+
+/* Is tid attached to us already?  Followed, or a clone child the kernel
+ * attached whose clone event has not been seen yet (TracerPid says so). */
+bool follow_adopt(struct psvc_target *t, pid_t tid)
+{
+	if (tidmap_get(&t->followed, tid) >= 0)
+		return true;
+	struct psvc_taskinfo ti;
+	if (taskinfo_read_at(t->task_dirfd, tid, &ti) != 0 ||
+	    ti.tracer_pid != getpid())
+		return false;
+	tidmap_put(&t->followed, tid, 0);	/* its first stop is to come */
+	return true;
+}
+
+static unsigned fstate(const struct psvc_target *t, pid_t tid)
+{
+	long v = tidmap_get(&t->followed, tid);
+	return v < 0 ? 0 : (unsigned)v;
+}
+
+static void fset(struct psvc_target *t, pid_t tid, unsigned bits)
+{
+	tidmap_put(&t->followed, tid, fstate(t, tid) | bits);
+}
+
+/* A clone seen: remember the parent until the child's first stop. */
+static void note_parent(struct psvc_target *t, pid_t child, pid_t parent)
+{
+	if (t->nparents == t->parents_cap) {
+		size_t ncap = t->parents_cap ? t->parents_cap * 2 : 64;
+		struct follow_parent *n = realloc(t->parents, ncap * sizeof *n);
+		if (!n)
+			return;
+		t->parents = n;
+		t->parents_cap = ncap;
+	}
+	t->parents[t->nparents++] = (struct follow_parent){ child, parent };
+}
+
+static pid_t take_parent(struct psvc_target *t, pid_t child)
+{
+	for (size_t i = 0; i < t->nparents; i++)
+		if (t->parents[i].child == child) {
+			pid_t p = t->parents[i].parent;
+			t->parents[i] = t->parents[--t->nparents];
+			return p;
+		}
+	return 0;
+}
+
+static void queue_event(struct psvc_target *t, const struct psvc_event *ev)
+{
+	if (t->nevents == t->events_cap) {
+		size_t ncap = t->events_cap ? t->events_cap * 2 : 64;
+		struct psvc_event *n = realloc(t->events, ncap * sizeof *n);
+		if (!n)
+			return;	/* an event is lost rather than the target held */
+		t->events = n;
+		t->events_cap = ncap;
+	}
+	t->events[t->nevents++] = *ev;
+}
+
+/* The thread pointer of a new thread at its first stop, kept until its
+ * creation is announced: with it libthread_db can be asked for the start
+ * routine later (psvc_note_thread), whatever the task list holds then. */
+static uint64_t read_tp(struct psvc_target *t, pid_t tid)
+{
+	const struct arch_desc *a = t->arch;
+	uint64_t regs[ARCH_MAX_GREGS], tp = 0;
+	if (a->tp_greg_idx >= 0) {
+		struct iovec iov = { regs, a->ngregs * sizeof(uint64_t) };
+		if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_PRSTATUS, &iov) == 0)
+			tp = regs[a->tp_greg_idx];
+	} else {
+		struct iovec tiov = { &tp, sizeof tp };
+		if (ptrace(PTRACE_GETREGSET, tid, (void *)0x401, &tiov) != 0)
+			tp = 0;
+	}
+	return tp;
+}
+
+/*
+ * What a new thread is, asked while the kernel holds it at its first stop:
+ * later its descriptor may belong to another thread (glibc reuses
+ * stacks).  At a first stop seen inside a capture the registers are not
+ * read yet: psvc_follow_resolve() asks for those once they are.
+ */
+static void keep_start(struct psvc_target *t, pid_t tid, uint64_t tp)
+{
+	if (t->nstarts == t->starts_cap) {
+		size_t ncap = t->starts_cap ? t->starts_cap * 2 : 64;
+		struct follow_start *n = realloc(t->starts, ncap * sizeof *n);
+		if (!n)
+			return;
+		t->starts = n;
+		t->starts_cap = ncap;
+	}
+	struct follow_start *f = &t->starts[t->nstarts++];
+	*f = (struct follow_start){ .tid = tid, .tp = tp };
+	if (tp && t->resolver) {
+		f->start = t->resolver(t->resolver_arg, tid, tp);
+		f->resolved = true;
+	}
+}
+
+static struct follow_start take_start(struct psvc_target *t, pid_t tid)
+{
+	for (size_t i = 0; i < t->nstarts; i++)
+		if (t->starts[i].tid == tid) {
+			struct follow_start f = t->starts[i];
+			t->starts[i] = t->starts[--t->nstarts];
+			return f;
+		}
+	return (struct follow_start){ .tid = tid };
+}
+
+void psvc_follow_set_resolver(struct psvc_target *t, psvc_start_fn fn, void *arg)
+{
+	t->resolver = fn;
+	t->resolver_arg = arg;
+}
+
+void psvc_follow_resolve(struct psvc_target *t)
+{
+	if (!t->follow || !t->resolver)
+		return;
+	for (size_t i = 0; i < t->nstarts; i++) {
+		struct follow_start *f = &t->starts[i];
+		if (f->resolved)
+			continue;
+		struct psvc_task *k = psvc_task_by_tid(t, f->tid);
+		if (!k || !(k->flags & PSVC_TASK_HAVE_REGS) ||
+		    !(k->flags & PSVC_TASK_STOPPED))
+			continue;
+		f->tp = k->tp;
+		f->start = t->resolver(t->resolver_arg, f->tid, f->tp);
+		f->resolved = true;
+	}
+	/* and the creations already announced in this capture */
+	for (size_t i = 0; i < t->nevents; i++) {
+		struct psvc_event *ev = &t->events[i];
+		if (ev->kind != PSVC_EVENT_THREAD_CREATED || ev->start_known)
+			continue;
+		struct psvc_task *k = psvc_task_by_tid(t, ev->tid);
+		if (!k || !(k->flags & PSVC_TASK_HAVE_REGS) ||
+		    !(k->flags & PSVC_TASK_STOPPED))
+			continue;
+		ev->start = t->resolver(t->resolver_arg, ev->tid, k->tp);
+		ev->start_known = true;
+	}
+}
+
+/* Announce the creation of tid if both its stops are in. */
+static void maybe_created(struct psvc_target *t, pid_t tid, pid_t parent)
+{
+	unsigned st = fstate(t, tid);
+	if ((st & F_ANNOUNCED) || !(st & F_STARTED) || !parent)
+		return;
+	fset(t, tid, F_ANNOUNCED);
+	struct psvc_event ev = {
+		.kind = PSVC_EVENT_THREAD_CREATED,
+		.tid = tid,
+		.parent = parent,
+		.time_ns = realtime_ns(),
+	};
+	struct follow_start f = take_start(t, tid);
+	ev.start = f.start;
+	ev.start_known = f.resolved;
+	queue_event(t, &ev);
+}
+
+/* The first stop of a thread the kernel attached for us at its clone. */
+static void first_stop(struct psvc_target *t, pid_t tid, bool in_capture)
+{
+	fset(t, tid, F_STARTED);
+	if (!in_capture)
+		keep_start(t, tid, read_tp(t, tid));
+	else
+		keep_start(t, tid, 0);	/* psvc_follow_resolve() fills it */
+	pid_t parent = take_parent(t, tid);
+	if (parent)
+		maybe_created(t, tid, parent);
+	else
+		note_parent(t, tid, 0);	/* a placeholder: first stop seen */
+}
+
+static void seen_clone(struct psvc_target *t, pid_t parent, pid_t child)
+{
+	/* the child may be known already: follow it either way */
+	unsigned st = fstate(t, child);
+	if (!(st & F_STARTED)) {
+		tidmap_put(&t->followed, child, st);
+		note_parent(t, child, parent);
+		return;
+	}
+	take_parent(t, child);	/* drop the placeholder */
+	maybe_created(t, child, parent);
+	if (st & F_EXITED) {
+		/* it ran and exited before this clone event reached us:
+		 * now that its creation is told, tell its exit */
+		for (size_t i = 0; i < t->nexits; i++) {
+			if (t->exits[i].tid != child)
+				continue;
+			struct psvc_event ev = t->exits[i];
+			t->exits[i] = t->exits[--t->nexits];
+			ev.time_ns = realtime_ns();
+			queue_event(t, &ev);
+			break;
+		}
+		tidmap_del(&t->followed, child);
+	}
+}
+
+/*
+ * A wait status of a followed task, outside a capture or inside one.
+ * Returns true if the task is now stopped and must be resumed by the
+ * caller (in a capture: it counts as stopped for the snapshot).
+ */
+bool follow_status(struct psvc_target *t, pid_t tid, int st, bool in_capture,
+		   int *ret_sig, bool *ret_group_stop)
+{
+	*ret_sig = 0;
+	*ret_group_stop = false;
+	if (WIFEXITED(st) || WIFSIGNALED(st)) {
+		struct psvc_event ev = {
+			.kind = PSVC_EVENT_THREAD_EXITED,
+			.tid = tid,
+			.status = st,
+			.time_ns = realtime_ns(),
+		};
+		unsigned fs = fstate(t, tid);
+		if ((fs & F_STARTED) && !(fs & F_ANNOUNCED)) {
+			/* a new thread whose parent's clone event is still
+			 * to come (waitpid(-1) reports in no set order):
+			 * keep its exit until its creation is told */
+			if (t->nexits == t->exits_cap) {
+				size_t ncap = t->exits_cap ? t->exits_cap * 2 : 16;
+				struct psvc_event *n = realloc(t->exits, ncap * sizeof *n);
+				if (n) {
+					t->exits = n;
+					t->exits_cap = ncap;
+				}
+			}
+			if (t->nexits < t->exits_cap) {
+				t->exits[t->nexits++] = ev;
+				fset(t, tid, F_EXITED);
+				return false;
+			}
+		}
+		queue_event(t, &ev);
+		tidmap_del(&t->followed, tid);
+		take_parent(t, tid);
+		take_start(t, tid);
+		return false;
+	}
+	if (!WIFSTOPPED(st))
+		return false;
+	int event = st >> 16, sig = WSTOPSIG(st);
+	if (event == PTRACE_EVENT_CLONE) {
+		unsigned long child = 0;
+		if (ptrace(PTRACE_GETEVENTMSG, tid, 0, &child) == 0 && child > 0)
+			seen_clone(t, tid, (pid_t)child);
+		return true;
+	}
+	if (event == PTRACE_EVENT_STOP) {
+		if (!(fstate(t, tid) & F_STARTED)) {
+			first_stop(t, tid, in_capture);
+			return true;
+		}
+		if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN ||
+		    sig == SIGTTOU)
+			*ret_group_stop = true;
+		/* else a leftover interrupt of an earlier capture */
+		return true;
+	}
+	if (event == 0)
+		*ret_sig = sig;	/* signal-delivery-stop: hand it back */
+	return true;
+}
+
+/* Let a stopped followed task go on. */
+static void follow_continue(pid_t tid, int sig, bool group_stop)
+{
+	if (group_stop)
+		ptrace(PTRACE_LISTEN, tid, 0, 0);
+	else
+		ptrace(PTRACE_CONT, tid, 0, (void *)(long)sig);
+}
+
+static int seize_follow(struct psvc_target *t, pid_t tid, void *arg)
+{
+	unsigned *added = arg;
+	if (tidmap_get(&t->followed, tid) >= 0)
+		return 0;
+	if (ptrace(PTRACE_SEIZE, tid, 0, (void *)(long)PTRACE_O_TRACECLONE) != 0)
+		return 0;	/* gone, or someone else's: not followed */
+	tidmap_put(&t->followed, tid, F_STARTED | F_ANNOUNCED);
+	(*added)++;
+	return 0;
+}
+
+int psvc_follow_start(struct psvc_target *t)
+{
+	if (t->follow)
+		return 0;
+	if (t->stopped)
+		return -EBUSY;
+	t->follow = true;
+	/* threads created by a task not seized yet are found by the next
+	 * listing; those created by a seized one are attached by the kernel */
+	for (int pass = 0; pass < 1000; pass++) {
+		unsigned added = 0;
+		int n = list_tids(t, seize_follow, &added);
+		if (n < 0) {
+			psvc_follow_end(t);
+			return n;
+		}
+		if (!added)
+			break;
+	}
+	if (tidmap_get(&t->followed, t->pid) < 0 && !t->followed.n) {
+		psvc_follow_end(t);
+		return -EPERM;
+	}
+	return 0;
+}
+
+static void deliver(struct psvc_target *t, psvc_event_fn fn, void *arg)
+{
+	for (size_t i = 0; i < t->nevents; i++)
+		fn(arg, &t->events[i]);
+	t->nevents = 0;
+}
+
+/* One wait status outside a capture; returns true if it was the leader's
+ * exit (the process is gone). */
+static bool handle_status(struct psvc_target *t, pid_t w, int st)
+{
+	int sig;
+	bool group;
+	if (follow_status(t, w, st, false, &sig, &group)) {
+		follow_continue(w, sig, group);
+		return false;
+	}
+	return w == t->pid && (WIFEXITED(st) || WIFSIGNALED(st));
+}
+
+int follow_drain(struct psvc_target *t)
+{
+	if (!t->follow)
+		return 0;
+	for (int i = 0; i < 100000; i++) {
+		int st;
+		pid_t w = waitpid(-1, &st, __WALL | WNOHANG);
+		if (w == 0)
+			return 0;
+		if (w < 0)
+			return errno == EINTR ? 0 : -ESRCH;
+		if (handle_status(t, w, st))
+			return -ESRCH;
+	}
+	return 0;
+}
+
+int psvc_follow_wait(struct psvc_target *t, uint64_t deadline_ns,
+		     const volatile sig_atomic_t *cancel, int wake_signal,
+		     psvc_event_fn fn, void *arg)
+{
+	if (!t->follow)
+		return -EINVAL;
+	deliver(t, fn, arg);	/* what the last capture saw */
+	wake_timer_set(t, wake_signal, deadline_ns, 0, true);
+	int ret = 0;
+	for (;;) {
+		if (cancel && *cancel) {
+			ret = -EINTR;
+			break;
+		}
+		if (psvc_now_ns() >= deadline_ns)
+			break;
+		int st;
+		pid_t w = waitpid(-1, &st, __WALL);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			ret = -ESRCH;	/* ECHILD: nothing traced any more */
+			break;
+		}
+		bool gone = handle_status(t, w, st);
+		deliver(t, fn, arg);
+		if (gone) {
+			ret = -ESRCH;	/* the leader is reaped last */
+			break;
+		}
+	}
+	wake_timer_disarm(t);
+	return ret;
+}
+
+size_t psvc_followed(const struct psvc_target *t)
+{
+	return t->follow ? t->followed.n : 0;
+}
+
+static int detach_one(struct psvc_target *t, pid_t tid, void *arg)
+{
+	(void)arg;
+	if (tidmap_get(&t->followed, tid) < 0) {
+		/* a child the kernel attached whose clone we never saw */
+		struct psvc_taskinfo ti;
+		if (taskinfo_read_at(t->task_dirfd, tid, &ti) != 0 ||
+		    ti.tracer_pid != getpid())
+			return 0;
+	}
+	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) != 0)
+		return 0;
+	int st, sig = 0;
+	for (int tries = 0; tries < 100; tries++) {
+		pid_t w = waitpid(tid, &st, __WALL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 || WIFEXITED(st) || WIFSIGNALED(st))
+			return 0;
+		if ((st >> 16) == 0)
+			sig = WSTOPSIG(st);
+		break;
+	}
+	ptrace(PTRACE_DETACH, tid, 0, (void *)(long)sig);
+	return 0;
+}
+
+void psvc_note_thread(struct psvc_target *t, pid_t tid, uint64_t tp)
+{
+	struct psvc_task *k = psvc_task_by_tid(t, tid);
+	if (!k)
+		k = task_add(t, tid);
+	if (!k || !tp)
+		return;
+	k->tp = tp;
+	k->flags |= PSVC_TASK_HAVE_REGS;
+}
+
+void psvc_follow_end(struct psvc_target *t)
+{
+	if (!t->follow)
+		return;
+	if (t->stopped)
+		psvc_resume(t);
+	/* every task of ours, followed or attached behind our back */
+	list_tids(t, detach_one, NULL);
+	t->follow = false;
+	tidmap_clear(&t->followed);
+	free(t->parents);
+	t->parents = NULL;
+	t->nparents = t->parents_cap = 0;
+	free(t->events);
+	t->events = NULL;
+	t->nevents = t->events_cap = 0;
+	free(t->exits);
+	t->exits = NULL;
+	t->nexits = t->exits_cap = 0;
+	free(t->starts);
+	t->starts = NULL;
+	t->nstarts = t->starts_cap = 0;
+}

@@ -1,0 +1,480 @@
+/*
+ * test_watch: --watch, one session for the life of the target.  The real
+ * tinspect is started on a fixture and its stream read line by line while
+ * the fixture changes (a plugin unloaded and reloaded, bursts of threads),
+ * is signalled, or exits.  Every line is validated against the schemas.
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static struct fixture fx, tin;
+/* every line of the stream, validated at once at the end of the test (a
+ * validator run per line would cost more than the test) */
+static char *stream;
+static size_t stream_len, stream_cap;
+
+static void keep_line(const char *l)
+{
+	size_t n = strlen(l);
+	if (stream_len + n + 2 > stream_cap) {
+		stream_cap = (stream_len + n + 2) * 2;
+		stream = realloc(stream, stream_cap);
+		cr_assert(stream);
+	}
+	memcpy(stream + stream_len, l, n);
+	stream_len += n;
+	stream[stream_len++] = '\n';
+}
+
+static void validate_stream(void)
+{
+	cr_assert(stream_len > 0, "no lines");
+	cr_assert(schema_valid(stream, stream_len), "the stream does not validate");
+	stream_len = 0;
+}
+
+static void teardown(void)
+{
+	fx_kill(&tin);
+	fx_kill(&fx);
+	free(stream);
+	stream = NULL;
+	stream_len = stream_cap = 0;
+}
+
+TestSuite(watch, .fini = teardown, .timeout = 300);
+
+static const char *pidstr(pid_t pid)
+{
+	static char b[16];
+	snprintf(b, sizeof b, "%d", (int)pid);
+	return b;
+}
+
+static void start_watch(const char *const *opts, pid_t target)
+{
+	const char *args[24];
+	size_t n = 0;
+	for (; opts && *opts && n < 20; opts++)
+		args[n++] = *opts;
+	args[n++] = pidstr(target);
+	args[n] = NULL;
+	fx_spawn_path(&tin, getenv("TINSPECT"), args);
+}
+
+/* The next line of the stream, parsed (and kept for validate_stream()).
+ * NULL at its end. */
+static json_t *next_line(int timeout_s)
+{
+	char *l = fx_read_line(&tin, timeout_s);
+	if (!l)
+		return NULL;
+	keep_line(l);
+	json_error_t je;
+	json_t *d = json_loads(l, 0, &je);
+	cr_assert(d, "not JSON: %s: %.200s", je.text, l);
+	free(l);
+	return d;
+}
+
+static const char *jstr(json_t *o, const char *k)
+{
+	return json_string_value(json_object_get(o, k));
+}
+
+static bool is_event(json_t *d, const char *what)
+{
+	const char *e = jstr(d, "event");
+	return e && !strcmp(e, what);
+}
+
+/* Exit status of the tinspect under test once it has ended. */
+static int tin_wait(int *ret_sig)
+{
+	int st;
+	cr_assert_eq(waitpid(tin.pid, &st, 0), tin.pid);
+	tin.pid = 0;
+	*ret_sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* No task of pid is stopped or traced by anyone. */
+static void check_released(pid_t pid)
+{
+	cr_assert(!any_task_stopped(pid), "target left stopped");
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	cr_assert(d);
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		char sp[512], buf[4096];
+		snprintf(sp, sizeof sp, "%s/%s/status", path, de->d_name);
+		FILE *f = fopen(sp, "r");
+		if (!f)
+			continue;
+		size_t n = fread(buf, 1, sizeof buf - 1, f);
+		fclose(f);
+		buf[n] = '\0';
+		const char *tp = strstr(buf, "TracerPid:");
+		cr_assert(tp && atoi(tp + 10) == 0, "task %s still traced", de->d_name);
+	}
+	closedir(d);
+}
+
+/* The frame of the plugin in an update's snapshot: its pc and symbol. */
+static bool plugin_frame(json_t *doc, pid_t tid, unsigned long fn, const char **ret_sym)
+{
+	json_t *t = thread_by_tid(doc, tid);
+	if (!t)
+		return false;
+	size_t i;
+	json_t *f;
+	json_array_foreach(json_object_get(json_object_get(t, "stack"), "frames"), i, f) {
+		unsigned long pc = strtoul(jstr(f, "pc"), NULL, 16);
+		if (pc > fn && pc - fn < 4096) {
+			*ret_sym = jstr(f, "symbol");
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Wall-clock seconds of a line's "YYYY-MM-DDTHH:MM:SS.uuuuuuZ" time. */
+static double line_time(json_t *d, const char *key)
+{
+	const char *s = jstr(d, key);
+	struct tm tm = { 0 };
+	unsigned us = 0;
+	cr_assert(s && sscanf(s, "%d-%d-%dT%d:%d:%d.%uZ", &tm.tm_year, &tm.tm_mon,
+			      &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &us) == 7);
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	return (double)timegm(&tm) + us / 1e6;
+}
+
+static double now_real(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The first full update captured after `after` (the stream may lag
+ * behind: its lines are read later than they are made). */
+static json_t *update_after(double after)
+{
+	for (;;) {
+		json_t *d = next_line(30);
+		cr_assert(d, "the stream ended");
+		if (line_time(d, "captured_at") > after)
+			return d;
+		json_decref(d);
+	}
+}
+
+Test(watch, ndjson_updates_follow_dlopen_and_dlclose)
+{
+	const char *fargs[] = { fixture_path("libfx_plugin.so"), NULL };
+	char plugin[4096];
+	snprintf(plugin, sizeof plugin, "%s", fargs[0]);
+	fargs[0] = plugin;
+	fx_start(&fx, "fx_dlopen", fargs, 30);
+	unsigned long base, fn;
+	int tid;
+	cr_assert(sscanf(fx_line(&fx, "loaded "), "loaded %lx %lx %d", &base, &fn, &tid) == 3);
+	const char *opts[] = { "--watch", "0.2", "--json", NULL };
+	start_watch(opts, fx.pid);
+
+	json_t *d = next_line(30);
+	cr_assert(d);
+	cr_assert_eq(json_integer_value(json_object_get(d, "update")), 1);
+	uint64_t gen = (uint64_t)json_integer_value(json_object_get(
+		json_object_get(d, "process"), "module_generation"));
+	const char *sym = NULL;
+	cr_assert(plugin_frame(d, tid, fn, &sym) && sym, "no plugin frame");
+	cr_assert_str_eq(sym, "fx_plugin_wait");
+	json_decref(d);
+
+	for (int round = 0; round < 3; round++) {
+		fx_send(&fx, "unload");
+		char *l = fx_read_line(&fx, 30);
+		cr_assert(l && !strcmp(l, "unloaded"));
+		free(l);
+		d = update_after(now_real());
+		uint64_t g = (uint64_t)json_integer_value(json_object_get(
+			json_object_get(d, "process"), "module_generation"));
+		cr_assert_neq(g, gen, "round %d: dlclose not seen", round);
+		gen = g;
+		cr_assert_null(thread_by_tid(d, tid), "the plugin's thread is gone");
+		json_decref(d);
+
+		fx_send(&fx, "load");
+		l = fx_read_line(&fx, 30);
+		cr_assert(l && sscanf(l, "loaded %lx %lx %d", &base, &fn, &tid) == 3);
+		free(l);
+		d = update_after(now_real());
+		g = (uint64_t)json_integer_value(json_object_get(
+			json_object_get(d, "process"), "module_generation"));
+		cr_assert_neq(g, gen, "round %d: dlopen not seen", round);
+		gen = g;
+		sym = NULL;
+		cr_assert(plugin_frame(d, tid, fn, &sym) && sym,
+			  "round %d: no named frame in the plugin at its new place", round);
+		cr_assert_str_eq(sym, "fx_plugin_wait");
+		json_decref(d);
+	}
+	kill(tin.pid, SIGTERM);
+	int sig;
+	tin_wait(&sig);
+	cr_assert_eq(sig, SIGTERM);
+	check_released(fx.pid);
+	validate_stream();
+}
+
+Test(watch, follow_threads_reports_each_creation_and_exit_once)
+{
+	fx_start(&fx, "fx_lifecycle", NULL, 30);
+	const char *opts[] = { "--watch", "0.3", "--json", "--summary",
+			       "--follow-threads", NULL };
+	start_watch(opts, fx.pid);
+	json_t *d = next_line(30);
+	cr_assert(d && !strcmp(jstr(d, "kind"), "summary"));
+	json_decref(d);
+
+	/* bursts while tinspect follows: 3 x 300 threads, a quarter of them
+	 * with a child of their own */
+	enum { MAXB = 4000 };
+	static pid_t born[MAXB], parent[MAXB];
+	size_t nb = 0;
+	for (int b = 0; b < 3; b++) {
+		fx_send(&fx, "burst 300");
+		for (;;) {
+			char *l = fx_read_line(&fx, 60);
+			cr_assert(l, "burst %d did not finish", b);
+			int tid, par;
+			size_t done;
+			if (sscanf(l, "born %d %d", &tid, &par) == 2 && nb < MAXB) {
+				born[nb] = tid;
+				parent[nb++] = par;
+			} else if (sscanf(l, "done %zu", &done) == 1) {
+				free(l);
+				break;
+			}
+			free(l);
+		}
+	}
+	cr_assert_eq(nb, 3 * (300 + 75));
+	/* every thread has exited by "done": read until a summary captured
+	 * after it (an update drains every event waiting before its scan),
+	 * then stop tinspect */
+	double done_at = now_real();
+	static int created[MAXB], exited[MAXB];
+	int bad_parent = 0, no_start = 0;
+	for (bool after = false; !after;) {
+		d = next_line(30);
+		cr_assert(d, "the stream ended");
+		if (!strcmp(jstr(d, "kind"), "summary")) {
+			after = line_time(d, "time") > done_at;
+		} else {
+			pid_t tid = (pid_t)json_integer_value(json_object_get(d, "tid"));
+			bool created_ev = is_event(d, "thread_created");
+			bool parent_ok = false, start_ok = false, ours = false;
+			pid_t par = (pid_t)json_integer_value(json_object_get(d, "parent_tid"));
+			json_t *sr = json_object_get(d, "start_routine");
+			const char *sym = json_is_object(sr) ? jstr(sr, "symbol") : NULL;
+			for (size_t i = 0; i < nb; i++) {
+				if (born[i] != tid)
+					continue;
+				ours = true;
+				if (!created_ev) {
+					exited[i]++;
+					continue;
+				}
+				created[i]++;
+				parent_ok |= par == parent[i];
+				const char *want = parent[i] == fx.pid ? "fx_burst_worker"
+								       : "fx_burst_child";
+				start_ok |= sym && !strcmp(sym, want);
+			}
+			if (ours && created_ev) {
+				bad_parent += !parent_ok;
+				no_start += !start_ok;
+			}
+		}
+		json_decref(d);
+	}
+	/* a TID can come back in a later burst (pid_max is small here): each
+	 * must be seen as often as the fixture used it */
+	for (size_t i = 0; i < nb; i++) {
+		int uses = 0;
+		for (size_t j = 0; j < nb; j++)
+			uses += born[j] == born[i];
+		cr_assert_eq(created[i], uses, "thread %d (parent %d) created %d times, "
+			     "exited %d, born %d times", born[i], parent[i], created[i],
+			     exited[i], uses);
+		cr_assert_eq(exited[i], uses, "thread %d exited %d times, born %d times",
+			     born[i], exited[i], uses);
+	}
+	cr_assert_eq(bad_parent, 0, "%d creations with a wrong parent", bad_parent);
+	cr_assert_eq(no_start, 0, "%d creations without the right start routine", no_start);
+	cr_assert(!any_task_stopped(fx.pid));
+	kill(tin.pid, SIGTERM);
+	int sig;
+	tin_wait(&sig);
+	cr_assert_eq(sig, SIGTERM);
+	check_released(fx.pid);
+	validate_stream();
+}
+
+/* SIGTERM while the target is stopped for an update: tinspect resumes
+ * and detaches everything, then dies of the signal. */
+static void sigterm_during_update(bool follow)
+{
+	const char *fargs[] = { "--idle", "1500", NULL };
+	fx_start(&fx, "fx_threads", fargs, 60);
+	const char *plain[] = { "--watch", "0.05", "--json", "--summary", NULL };
+	const char *fol[] = { "--watch", "0.05", "--json", "--summary",
+			      "--follow-threads", NULL };
+	int hits = 0;
+	for (int i = 0; i < 5; i++) {
+		start_watch(follow ? fol : plain, fx.pid);
+		json_t *d = next_line(60);
+		cr_assert(d);
+		json_decref(d);
+		/* catch it in an update: the main thread in 't' */
+		bool seen = false;
+		for (long spins = 0; spins < 50000000 && !seen; spins++)
+			seen = task_state(fx.pid, fx.pid) == 't';
+		kill(tin.pid, SIGTERM);
+		int sig;
+		int status = tin_wait(&sig);
+		cr_assert(sig == SIGTERM, "exit %d signal %d", status, sig);
+		hits += seen;
+		check_released(fx.pid);
+		fx_kill(&tin);
+	}
+	cr_assert(hits > 0, "never caught an update with the target stopped");
+}
+
+Test(watch, sigterm_during_an_update) { sigterm_during_update(false); }
+Test(watch, sigterm_during_an_update_following) { sigterm_during_update(true); }
+
+Test(watch, target_exiting_ends_the_stream)
+{
+	for (int follow = 0; follow < 2; follow++) {
+		fx_start(&fx, "fx_lifecycle", NULL, 30);
+		const char *plain[] = { "--watch", "0.1", "--json", "--summary", NULL };
+		const char *fol[] = { "--watch", "0.1", "--json", "--summary",
+				      "--follow-threads", NULL };
+		start_watch(follow ? fol : plain, fx.pid);
+		json_t *d = next_line(30);
+		cr_assert(d && !strcmp(jstr(d, "kind"), "summary"));
+		json_decref(d);
+		fx_send(&fx, "exit");
+		int st;
+		cr_assert_eq(waitpid(fx.pid, &st, 0), fx.pid);
+		fx.pid = 0;
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the target did not exit cleanly");
+		json_t *lastl = NULL;
+		while ((d = next_line(30)))
+			json_decref(lastl), lastl = d;
+		int sig;
+		int status = tin_wait(&sig);
+		char *dump = lastl ? json_dumps(lastl, JSON_COMPACT) : NULL;
+		cr_assert(lastl && is_event(lastl, "target_exited"),
+			  "the stream does not end with target_exited (follow %d, "
+			  "exit %d, signal %d): %.300s", follow, status, sig,
+			  dump ? dump : "(no line)");
+		free(dump);
+		json_decref(lastl);
+		cr_assert_eq(status, 0);
+		fx_kill(&fx);
+		fx_kill(&tin);
+		validate_stream();
+	}
+}
+
+Test(watch, count_and_text)
+{
+	fx_start(&fx, "fx_lifecycle", NULL, 30);
+	struct run r;
+	const char *args[] = { "--watch", "0.05", "--count", "3", pidstr(fx.pid), NULL };
+	run_tinspect(&r, args, 60);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	int n = 0;
+	for (const char *p = r.out; (p = strstr(p, "--- update ")); p++)
+		n++;
+	cr_assert_eq(n, 3);
+	cr_assert(strstr(r.out, "--- update 3 ---"));
+	run_free(&r);
+	const char *bad[] = { "--count", "3", pidstr(fx.pid), NULL };
+	run_tinspect(&r, bad, 30);
+	cr_assert_eq(r.status, 2, "--count without --watch");
+	run_free(&r);
+	check_released(fx.pid);
+}
+
+static long rss_kib(pid_t pid)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	const char *p = strstr(buf, "VmRSS:");
+	return p ? atol(p + 6) : -1;
+}
+
+Test(watch, memory_stays_flat_over_1000_updates)
+{
+	const char *fargs[] = { "--idle", "50", "alpha:61", NULL };
+	fx_start(&fx, "fx_threads", fargs, 30);
+	/* under AddressSanitizer, freed memory sits in its quarantine (256
+	 * MiB by default) and would read as growth: no quarantine here (a
+	 * plain build ignores the variable) */
+	const char *asan = getenv("ASAN_OPTIONS");
+	char opt[512];
+	snprintf(opt, sizeof opt, "%s%squarantine_size_mb=0", asan ? asan : "",
+		 asan && *asan ? ":" : "");
+	setenv("ASAN_OPTIONS", opt, 1);
+	const char *opts[] = { "--watch", "0.001", "--count", "1100", "--json",
+			       "--summary", NULL };
+	start_watch(opts, fx.pid);
+	long at100 = -1, at1000 = -1;
+	for (int i = 1; i <= 1100; i++) {
+		char *l = fx_read_line(&tin, 60);
+		cr_assert(l, "the stream ended at %d", i);
+		if (i == 1 || i == 1000)
+			keep_line(l);
+		free(l);
+		if (i == 100)
+			at100 = rss_kib(tin.pid);
+		if (i == 1000)
+			at1000 = rss_kib(tin.pid);
+	}
+	cr_assert(at100 > 0 && at1000 > 0);
+	cr_log_info("tinspect RSS: %ld KiB after 100 updates, %ld KiB after 1000",
+		    at100, at1000);
+	cr_assert(at1000 - at100 < 1024, "RSS grew by %ld KiB over 900 updates",
+		  at1000 - at100);
+	int sig;
+	cr_assert_eq(tin_wait(&sig), 0);
+	check_released(fx.pid);
+	validate_stream();
+}
