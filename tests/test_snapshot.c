@@ -16,9 +16,14 @@
 #include "harness.h"
 
 static struct fixture fx, fx2;
+static pid_t vfork_child;	/* fx_vfork's child, a process of its own */
 
 static void teardown(void)
 {
+	if (vfork_child > 0) {
+		kill(vfork_child, SIGKILL);
+		vfork_child = 0;
+	}
 	fx_kill(&fx2);
 	fx_kill(&fx);
 }
@@ -649,6 +654,7 @@ Test(snapshot, thread_in_d_state_does_not_hold_the_others)
 	fx_start(&fx, "fx_vfork", NULL, 30);
 	int pid, vtid, child;
 	cr_assert(sscanf(fx_line(&fx, "ready"), "ready %d %d %d", &pid, &vtid, &child) == 3);
+	vfork_child = child;
 	int status;
 	const char *extra[] = { "--stop-timeout", "200", NULL };
 	json_t *doc = inspect_json(fx.pid, extra, &status);
