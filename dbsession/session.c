@@ -8,6 +8,7 @@
 #include "dbs_int.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -579,7 +580,7 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 	return snap;
 }
 
-int dbs_session_update(struct dbs_session *s, struct dbs_snapshot **ret)
+static int update_body(struct dbs_session *s, struct dbs_snapshot **ret)
 {
 	struct psvc_target *t = s->t;
 	uint64_t t0 = psvc_now_ns();
@@ -672,6 +673,46 @@ int dbs_session_update(struct dbs_session *s, struct dbs_snapshot **ret)
 	}
 	snap->duration_ns = psvc_now_ns() - t0;
 	*ret = snap;
+	return 0;
+}
+
+struct update_job {
+	struct dbs_session *s;
+	struct dbs_snapshot *snap;
+	int err;
+};
+
+static void *update_thread(void *arg)
+{
+	struct update_job *j = arg;
+	j->err = update_body(j->s, &j->snap);
+	return NULL;
+}
+
+/*
+ * ptrace's tracer is a thread, and when that thread exits the kernel
+ * detaches every task it still traces.  So an update that does not stay
+ * attached runs in a thread of its own, which ends with it: a thread that
+ * was interrupted in uninterruptible sleep and never stopped in time (a
+ * straggler) is let go the moment the update returns, instead of stopping
+ * when it wakes and waiting until tinspect exits (or, in watch mode, until
+ * the next update).  While following, the tracer must stay the same thread
+ * for the whole session: the caller's.
+ */
+int dbs_session_update(struct dbs_session *s, struct dbs_snapshot **ret)
+{
+	if (psvc_followed(s->t))
+		return update_body(s, ret);
+	struct update_job j = { .s = s, .err = -ENOMEM };
+	pthread_t th;
+	if (pthread_create(&th, NULL, update_thread, &j) != 0)
+		return update_body(s, ret);	/* no thread: do it here */
+	pthread_join(th, NULL);
+	/* whatever that thread still traced, the kernel has detached */
+	psvc_forget_stragglers(s->t);
+	if (j.err)
+		return j.err;
+	*ret = j.snap;
 	return 0;
 }
 

@@ -201,6 +201,9 @@ void psvc_resume(struct psvc_target *t);
  * they are released by the next psvc_scan() or psvc_close(), or by the
  * kernel when tinspect exits. */
 size_t psvc_nstragglers(const struct psvc_target *t);
+/* The thread that seized them has exited (the kernel detached them): they
+ * are not ours any more. */
+void psvc_forget_stragglers(struct psvc_target *t);
 
 /* ---- following threads between captures (follow.c) ---------------------- */
 

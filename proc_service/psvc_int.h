@@ -85,6 +85,7 @@ struct psvc_target {
 	const volatile sig_atomic_t *cancel;
 	timer_t wake_timer;
 	bool have_wake_timer;
+	pid_t wake_tid;		/* the thread the timer signals */
 	/* Seized tasks that never stopped (uninterruptible sleep): they stop
 	 * when they wake and must be detached then (stop.c). */
 	pid_t *stragglers;

@@ -45,14 +45,21 @@ void wake_timer_set(struct psvc_target *t, int sig, uint64_t value_ns,
 {
 	if (!sig)
 		return;
+	pid_t me = (pid_t)syscall(SYS_gettid);
+	if (t->have_wake_timer && t->wake_tid != me) {
+		/* a capture in another thread than the last one */
+		timer_delete(t->wake_timer);
+		t->have_wake_timer = false;
+	}
 	if (!t->have_wake_timer) {
 		struct sigevent sev = { 0 };
 		sev.sigev_notify = SIGEV_THREAD_ID;
 		sev.sigev_signo = sig;
-		sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+		sev._sigev_un._tid = me;
 		if (timer_create(CLOCK_MONOTONIC, &sev, &t->wake_timer))
 			return;
 		t->have_wake_timer = true;
+		t->wake_tid = me;
 	}
 	struct itimerspec its = { 0 };
 	its.it_value.tv_sec = (time_t)(value_ns / 1000000000u);
@@ -452,6 +459,11 @@ void stop_release_stragglers(struct psvc_target *t)
 		else
 			i++;
 	}
+}
+
+void psvc_forget_stragglers(struct psvc_target *t)
+{
+	t->nstragglers = 0;
 }
 
 size_t psvc_nstragglers(const struct psvc_target *t)

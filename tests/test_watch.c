@@ -407,6 +407,32 @@ Test(watch, target_exiting_ends_the_stream)
 	}
 }
 
+/* A thread that did not stop in time (D state) must not stop later when
+ * it wakes, while tinspect waits for its next update. */
+Test(watch, straggler_is_let_go_between_updates)
+{
+	fx_start(&fx, "fx_vfork", NULL, 30);
+	int pid, vtid, child;
+	cr_assert(sscanf(fx_line(&fx, "ready"), "ready %d %d %d", &pid, &vtid, &child) == 3);
+	const char *opts[] = { "--watch", "30", "--json", "--summary",
+			       "--stop-timeout", "200", NULL };
+	start_watch(opts, fx.pid);
+	json_t *d = next_line(30);
+	cr_assert(d && !strcmp(jstr(d, "kind"), "summary"));
+	json_decref(d);
+	/* tinspect now sleeps until the next update; the vforker wakes */
+	fx_send(&fx, "release");
+	cr_assert(wait_state(fx.pid, vtid, 'S', 5000), "vforker state %c",
+		  task_state(fx.pid, vtid));
+	cr_assert(!any_task_stopped(fx.pid), "the straggler stopped when it woke");
+	check_released(fx.pid);
+	kill(child, SIGKILL);
+	kill(tin.pid, SIGTERM);
+	int sig;
+	tin_wait(&sig);
+	validate_stream();
+}
+
 Test(watch, count_and_text)
 {
 	fx_start(&fx, "fx_lifecycle", NULL, 30);
