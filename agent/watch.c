@@ -390,6 +390,7 @@ static int watch_loop(struct dbs_session *s, pid_t pid, const struct watch_opts 
 			}
 			dbs_snapshot_free(snap);
 		}
+		dbs_session_service(s);
 		if (w->count && update == w->count)
 			break;
 		next += w->interval_ns;
@@ -416,6 +417,9 @@ int agent_watch(struct dbs_session *s, pid_t pid, const struct watch_opts *w,
 	if (!out)
 		return -ENOMEM;
 	int err = watch_loop(s, pid, w, ao);
+	/* detach before waiting for the reader: while attached, every clone
+	 * and signal in the target waits for tinspect */
+	dbs_session_unfollow(s);
 	int werr = outq_finish(out);
 	out = NULL;
 	if (werr && !err)

@@ -367,6 +367,11 @@ typedef void (*dbs_event_fn)(void *arg, const struct dbs_event *ev);
  * and continue the tasks instead of seizing and detaching them.
  */
 int dbs_session_follow(struct dbs_session *s);
+/* Let every task held at an event stop go on, without blocking (call it
+ * between long steps while following).  Nothing when not following. */
+void dbs_session_service(struct dbs_session *s);
+/* Stop following: detach from every task.  Idempotent. */
+void dbs_session_unfollow(struct dbs_session *s);
 /*
  * Until deadline_ns (CLOCK_MONOTONIC): sleep in the kernel, handing each
  * thread event to fn; a new thread's start routine is read while the

@@ -245,6 +245,16 @@ static uint64_t new_thread_start(void *arg, pid_t tid, uint64_t tp)
 	return (uint64_t)(uintptr_t)ti.ti_startfunc;
 }
 
+void dbs_session_unfollow(struct dbs_session *s)
+{
+	psvc_follow_end(s->t);
+}
+
+void dbs_session_service(struct dbs_session *s)
+{
+	psvc_follow_service(s->t);
+}
+
 int dbs_session_follow(struct dbs_session *s)
 {
 	psvc_follow_set_resolver(s->t, new_thread_start, s);
@@ -574,6 +584,11 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 		stack_fill(s, snap, th);
 		if (th->nerrors)
 			snap->threads_with_errors++;
+		/* following: a clone or a signal in the target stops the
+		 * thread until it is seen; do not make it wait for the
+		 * whole analysis */
+		if ((i & 63) == 63)
+			psvc_follow_service(t);
 	}
 	qsort_r(snap->threads, snap->nthreads, sizeof *snap->threads,
 		cmp_threads, &snap->pid);
@@ -661,6 +676,7 @@ static int update_body(struct dbs_session *s, struct dbs_snapshot **ret)
 		snap_add_error(&snap->errors, &snap->nerrors,
 			       "lock analysis: out of memory");
 	psvc_release_capture(t);	/* the copies are analysed: let go */
+	psvc_follow_service(t);
 	if (!snap)
 		return -ENOMEM;
 	snap->captured_at = captured_at;

@@ -403,6 +403,12 @@ static bool handle_status(struct psvc_target *t, pid_t w, int st)
 	return w == t->pid && (WIFEXITED(st) || WIFSIGNALED(st));
 }
 
+void psvc_follow_service(struct psvc_target *t)
+{
+	if (t->follow && !t->stopped)
+		follow_drain(t);
+}
+
 int follow_drain(struct psvc_target *t)
 {
 	if (!t->follow)
@@ -460,9 +466,12 @@ size_t psvc_followed(const struct psvc_target *t)
 	return t->follow ? t->followed.n : 0;
 }
 
+/* Interrupt, wait for the stop (with a deadline: a thread in D state does
+ * not stop, and it is left to the kernel, which detaches it when tinspect
+ * exits), detach. */
 static int detach_one(struct psvc_target *t, pid_t tid, void *arg)
 {
-	(void)arg;
+	uint64_t deadline = *(uint64_t *)arg;
 	if (tidmap_get(&t->followed, tid) < 0) {
 		/* a child the kernel attached whose clone we never saw */
 		struct psvc_taskinfo ti;
@@ -473,15 +482,21 @@ static int detach_one(struct psvc_target *t, pid_t tid, void *arg)
 	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) != 0)
 		return 0;
 	int st, sig = 0;
-	for (int tries = 0; tries < 100; tries++) {
-		pid_t w = waitpid(tid, &st, __WALL);
+	for (;;) {
+		pid_t w = waitpid(tid, &st, __WALL | WNOHANG);
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w < 0 || WIFEXITED(st) || WIFSIGNALED(st))
+		if (w < 0 || (w > 0 && (WIFEXITED(st) || WIFSIGNALED(st))))
 			return 0;
-		if ((st >> 16) == 0)
-			sig = WSTOPSIG(st);
-		break;
+		if (w > 0) {
+			if ((st >> 16) == 0)
+				sig = WSTOPSIG(st);
+			break;
+		}
+		if (psvc_now_ns() > deadline)
+			return 0;
+		struct timespec ts = { 0, 50000 };
+		nanosleep(&ts, NULL);
 	}
 	ptrace(PTRACE_DETACH, tid, 0, (void *)(long)sig);
 	return 0;
@@ -504,8 +519,10 @@ void psvc_follow_end(struct psvc_target *t)
 		return;
 	if (t->stopped)
 		psvc_resume(t);
-	/* every task of ours, followed or attached behind our back */
-	list_tids(t, detach_one, NULL);
+	/* every task of ours, followed or attached behind our back; one
+	 * second in all for those that do not stop */
+	uint64_t deadline = psvc_now_ns() + 1000000000ull;
+	list_tids(t, detach_one, &deadline);
 	t->follow = false;
 	tidmap_clear(&t->followed);
 	free(t->parents);

@@ -251,6 +251,10 @@ int psvc_follow_start(struct psvc_target *t);
 int psvc_follow_wait(struct psvc_target *t, uint64_t deadline_ns,
 		     const volatile sig_atomic_t *cancel, int wake_signal,
 		     psvc_event_fn fn, void *arg);
+/* Between psvc_resume() and the next wait: let every task held at an event
+ * stop (a clone, a signal) go on, without blocking.  Long analyses call it
+ * now and then, so that following never holds the target for long. */
+void psvc_follow_service(struct psvc_target *t);
 /* Detach from every task.  Idempotent; psvc_close() calls it. */
 void psvc_follow_end(struct psvc_target *t);
 /* Make tid known to the ps_* callbacks with thread pointer tp. */
