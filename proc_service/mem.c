@@ -392,8 +392,13 @@ void psvc_prefetch(struct psvc_target *t, const struct psvc_range *r,
 			ssize_t got = process_vm_readv(t->pid, liov + done,
 						       niov - done, riov + done,
 						       niov - done, 0);
+			if (got < 0 && (errno == EPERM || errno == ENOSYS)) {
+				/* refused here: /proc/PID/mem, below */
+				t->use_proc_mem = true;
+				break;
+			}
 			if (got < 0 && errno != EFAULT && errno != ENOMEM)
-				break;	/* refused or gone: leave to misses */
+				break;	/* gone: leave to misses */
 			size_t k = done;
 			size_t left = got > 0 ? (size_t)got : 0;
 			while (k < niov && left >= liov[k].iov_len) {
@@ -406,6 +411,23 @@ void psvc_prefetch(struct psvc_target *t, const struct psvc_range *r,
 				k++;
 			}
 			done = k + 1;	/* run k failed (or all done) */
+		}
+		/* /proc/PID/mem: one pread per run; a run that cannot be read
+		 * whole is left to the misses, block by block */
+		for (; done < niov && t->use_proc_mem; done++) {
+			if (open_proc_mem(t))
+				break;
+			t->read_syscalls++;
+			ssize_t got = pread(t->mem_fd, liov[done].iov_base,
+					    liov[done].iov_len,
+					    (off_t)(uintptr_t)riov[done].iov_base);
+			if (got != (ssize_t)liov[done].iov_len)
+				continue;
+			size_t nblk = liov[done].iov_len / BLK_SIZE;
+			for (size_t b = 0; b < nblk; b++)
+				cache_insert(&t->cache, first_blk[done] + b,
+					     (unsigned char *)liov[done].iov_base +
+					     b * BLK_SIZE);
 		}
 	}
 	free(blks);

@@ -298,6 +298,13 @@ Test(locks, abba_on_normal_mutexes)
 	cr_assert_eq(json_array_size(json_object_get(doc, "orphaned_locks")), 0);
 	json_decref(doc);
 	cr_assert_eq(check_status(), 10, "--check: deadlock found");
+	/* the same through /proc/PID/mem (kernels that refuse
+	 * process_vm_readv) */
+	const char *pm[] = { "--proc-mem", NULL };
+	doc = run_json(pm, NULL);
+	cr_assert_eq(ndeadlocks(doc), 1, "no deadlock through /proc/PID/mem");
+	check_cycle(doc);
+	json_decref(doc);
 
 	/* the text report, jstack-like */
 	struct run r;

@@ -689,6 +689,13 @@ Test(snapshot, proc_mem_fallback_reads_the_same)
 		json_t *tb = json_object_get(thread_by_tid(b, p[i].tid), "pthread");
 		cr_assert(json_is_object(ta));
 		cr_assert(json_equal(ta, tb));
+		/* and the stacks, copied through /proc/PID/mem the same */
+		json_t *sa = json_object_get(thread_by_tid(a, p[i].tid), "stack");
+		json_t *sb = json_object_get(thread_by_tid(b, p[i].tid), "stack");
+		cr_assert_str_eq(jstr(sa, "end"), "complete");
+		cr_assert(json_equal(json_object_get(sa, "frames"),
+				     json_object_get(sb, "frames")),
+			  "thread %d: other frames through /proc/PID/mem", p[i].tid);
 	}
 	json_decref(a);
 	json_decref(b);
