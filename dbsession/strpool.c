@@ -63,10 +63,16 @@ static char *pool_alloc(struct dbs_strpool *p, size_t len)
 		char *c = malloc(sz);
 		if (!c)
 			return NULL;
-		if (sz != POOL_CHUNK && p->nchunks) {
-			/* an outsized string: keep the open chunk last */
-			p->chunks[p->nchunks] = p->chunks[p->nchunks - 1];
-			p->chunks[p->nchunks - 1] = c;
+		if (sz != POOL_CHUNK) {
+			/* an outsized string: a chunk of its own, and the open
+			 * chunk (if any) stays last */
+			if (p->nchunks) {
+				p->chunks[p->nchunks] = p->chunks[p->nchunks - 1];
+				p->chunks[p->nchunks - 1] = c;
+			} else {
+				p->chunks[0] = c;
+				p->used = POOL_CHUNK;	/* no open chunk: full */
+			}
 			p->nchunks++;
 			return c;
 		}

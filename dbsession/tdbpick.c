@@ -22,10 +22,12 @@
 #include <dlfcn.h>
 #include <stdarg.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 static void warn(struct dbs_session *s, const char *fmt, ...)
@@ -63,33 +65,59 @@ static bool same_as_loaded(struct dbs_session *s, const struct stat *st)
 static int try_dir(struct dbs_session *s, const char *dir, char *why,
 		   size_t whylen)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], dpath[PATH_MAX];
 	if (snprintf(path, sizeof path, "/proc/%d/root%s/libthread_db.so.1",
-		     (int)s->pid, dir) >= (int)sizeof path)
+		     (int)s->pid, dir) >= (int)sizeof path ||
+	    snprintf(dpath, sizeof dpath, "/proc/%d/root%s", (int)s->pid, dir) >=
+		    (int)sizeof dpath)
 		return -ENAMETOOLONG;
-	struct stat st;
-	if (stat(path, &st) != 0)
+	/* Everything is checked on descriptors and the library is loaded
+	 * from the very descriptor checked: the target's user may own the
+	 * path, and must not be able to swap the file between the check and
+	 * the load (it would run as root in tinspect). */
+	int dfd = open(dpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
 		return -ENOENT;
-	if (same_as_loaded(s, &st))
+	int fd = openat(dfd, "libthread_db.so.1", O_RDONLY | O_CLOEXEC);
+	struct stat st, dst;
+	if (fd < 0 || fstat(fd, &st) != 0 || fstat(dfd, &dst) != 0) {
+		if (fd >= 0)
+			close(fd);
+		close(dfd);
 		return -ENOENT;
+	}
+	close(dfd);
+	if (same_as_loaded(s, &st)) {
+		close(fd);
+		return -ENOENT;
+	}
 	if (s->opts.no_target_thread_db) {
 		snprintf(why, whylen, "--no-target-thread-db forbids loading %s",
 			 path);
+		close(fd);
 		return -EPERM;
 	}
-	if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022)) {
-		snprintf(why, whylen, "%s is not a root-owned file writable "
-			 "only by root; not loaded", path);
+	if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022) ||
+	    dst.st_uid != 0 || (dst.st_mode & 022)) {
+		snprintf(why, whylen, "%s is not a root-owned file, writable only "
+			 "by root, in such a directory; not loaded", path);
+		close(fd);
 		return -EPERM;
 	}
+	char fdpath[64];
+	snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fd);
 	struct tdb_lib lib;
 	char *detail = NULL;
-	if (tdb_load(path, &lib, &detail)) {
+	int lerr = tdb_load(fdpath, &lib, &detail);
+	close(fd);	/* loaded, or not: the mapping needs no descriptor */
+	if (lerr) {
 		snprintf(why, whylen, "%s could not be loaded: %s", path,
 			 detail ? detail : "?");
 		free(detail);
 		return -ENOEXEC;
 	}
+	free(lib.path);
+	lib.path = strdup(path);	/* what the report names */
 	td_thragent_t *ta = NULL;
 	td_err_e e = lib.td_ta_new(psvc_prochandle(s->t), &ta);
 	if (e == TD_NOLIBTHREAD) {

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "dbs_int.h"
 #include "arch.h"
 #include "harness.h"
 #include "psvc.h"
@@ -819,4 +820,30 @@ Test(procfs, status_lines)
 	cr_assert_eq(ti.tracer_pid, 3);
 	cr_assert_eq(ti.ns_tid, 0);
 	cr_assert_eq(ti.sigpnd, 0);
+}
+
+/* The string pool: a first string bigger than a quarter chunk gets a chunk
+ * of its own, and the strings after it do not run past it (ASan sees it). */
+Test(strpool, outsized_first_string)
+{
+	struct dbs_strpool *p = strpool_new();
+	cr_assert(p);
+	static char big[20000];
+	memset(big, 'x', sizeof big - 1);
+	const char *b = strpool_intern(p, big);
+	cr_assert(b && strlen(b) == sizeof big - 1);
+	char small[32];
+	const char *v[2000];
+	for (int i = 0; i < 2000; i++) {
+		snprintf(small, sizeof small, "s%d", i);
+		v[i] = strpool_intern(p, small);
+		cr_assert(v[i]);
+	}
+	for (int i = 0; i < 2000; i++) {
+		snprintf(small, sizeof small, "s%d", i);
+		cr_assert_str_eq(v[i], small);
+		cr_assert_eq(strpool_intern(p, small), v[i], "not interned");
+	}
+	cr_assert_eq(strlen(b), sizeof big - 1);
+	strpool_unref(p);
 }
