@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -64,6 +65,18 @@ static void reraise_signal(int sig)
 static void reraise(void)
 {
 	reraise_signal(got_signal);
+}
+
+/* Every loaded module keeps a descriptor on its ELF file (two while its
+ * stack frames are unwound): a process with hundreds of libraries needs
+ * more than the usual soft limit of 1024. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 }
 
 static const char usage_text[] =
@@ -196,8 +209,10 @@ static int report_eperm(pid_t pid)
 	switch (d.cause) {
 	case PSVC_EPERM_TRACED:
 		fprintf(stderr, "tinspect: cannot attach to %d: it is already traced "
-			"by PID %d (%s); only one tracer at a time\n", (int)pid,
-			(int)d.tracer_pid, d.tracer_comm[0] ? d.tracer_comm : "?");
+			"by PID %d (", (int)pid, (int)d.tracer_pid);
+		/* a process name is any bytes: escaped, never raw */
+		agent_fput_quoted(stderr, d.tracer_comm, strlen(d.tracer_comm));
+		fputs("); only one tracer at a time\n", stderr);
 		break;
 	case PSVC_EPERM_OTHER_UID:
 		fprintf(stderr, "tinspect: cannot attach to %d: it runs as uid %u and "
@@ -345,9 +360,12 @@ int main(int argc, char **argv)
 			}
 			break;
 		case OPT_STOP_TIMEOUT:
-			if (!parse_ms(optarg, &dopts.stop_timeout_ns)) {
+			/* 0 would mean: wait for ever for a D-state thread,
+			 * with every other thread stopped meanwhile */
+			if (!parse_ms(optarg, &dopts.stop_timeout_ns) ||
+			    dopts.stop_timeout_ns < 1000000) {
 				fprintf(stderr, "tinspect: --stop-timeout: not a number "
-					"of milliseconds: %s\n", optarg);
+					"of milliseconds (at least 1): %s\n", optarg);
 				return EXIT_USAGE;
 			}
 			break;
@@ -455,6 +473,7 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 
+	raise_fd_limit();
 	install_signals();
 	struct dbs_session *s = NULL;
 	capturing = 1;

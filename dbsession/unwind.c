@@ -51,6 +51,7 @@ struct dbs_unwinder {
 					 * the snapshots that use them */
 	struct sym_entry *cache;
 	size_t cache_cap, cache_n;
+	struct sym_entry scratch;	/* a pc outside every module */
 
 	/* the thread being unwound */
 	const struct dbs_thread *cur;
@@ -220,6 +221,7 @@ void unwinder_free(struct dbs_unwinder *u)
 	if (u->dwfl)
 		dwfl_end(u->dwfl);
 	cache_clear(u);
+	free(u->scratch.frames);
 	reported_free(u);
 	strpool_unref(u->pool);
 	free(u);
@@ -387,8 +389,22 @@ static void symbolize_pc(struct dbs_unwinder *u, uint64_t pc, struct sym_entry *
 	}
 }
 
+/* Bound of the per-pc cache: JIT code and running threads can bring new
+ * pcs on every update of a long watch without the module list moving. */
+#define SYM_CACHE_MAX (256u * 1024)
+
 static const struct sym_entry *lookup_pc(struct dbs_unwinder *u, uint64_t pc)
 {
+	/* a pc in no module (JIT code, garbage) is not worth a cache slot:
+	 * it is symbolized on the spot into a scratch entry */
+	if (!psvc_module_for_addr(u->t, pc)) {
+		free(u->scratch.frames);
+		memset(&u->scratch, 0, sizeof u->scratch);
+		symbolize_pc(u, pc, &u->scratch);
+		return &u->scratch;
+	}
+	if (u->cache_n >= SYM_CACHE_MAX)
+		cache_clear(u);	/* strings stay in the pool, bounded too */
 	if ((u->cache_n + 1) * 2 > u->cache_cap) {
 		size_t ncap = u->cache_cap ? u->cache_cap * 2 : 1024;
 		struct sym_entry *nc = calloc(ncap, sizeof *nc);

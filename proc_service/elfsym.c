@@ -83,7 +83,12 @@ static int add_symtab(struct psvc_elf *e, Elf_Scn *scn, const GElf_Shdr *sh)
 	Elf_Data *d = elf_getdata(scn, NULL);
 	if (!d || sh->sh_entsize == 0)
 		return 0;
-	size_t n = sh->sh_size / sh->sh_entsize;
+	/* the count from the data libelf converted, not from the header's
+	 * sh_entsize (a crafted entsize of 1 would ask for a huge array) */
+	size_t fsz = gelf_fsize(e->elf, ELF_T_SYM, 1, EV_CURRENT);
+	if (!fsz)
+		return 0;
+	size_t n = d->d_size / fsz;
 	if (n > MAX_SYMS || e->nsyms + n > MAX_SYMS)
 		return -E2BIG;
 	struct elf_sym *ns = realloc(e->syms, (e->nsyms + n) * sizeof *ns);

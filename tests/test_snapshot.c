@@ -628,7 +628,7 @@ Test(snapshot, permission_denied_already_traced)
 	run_tinspect(&r, targs, 30);
 	cr_assert_eq(r.status, 4, "exit %d: %s", r.status, r.err);
 	char want[64];
-	snprintf(want, sizeof want, "already traced by PID %d (fx_tracer)", (int)fx2.pid);
+	snprintf(want, sizeof want, "already traced by PID %d (\"fx_tracer\")", (int)fx2.pid);
 	cr_assert(strstr(r.err, want), "%s", r.err);
 	run_free(&r);
 	fx_kill(&fx2);
