@@ -7,6 +7,7 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -469,36 +470,44 @@ static long rss_kib(pid_t pid)
 
 Test(watch, memory_stays_flat_over_1000_updates)
 {
+	/* Under AddressSanitizer every update's short-lived tracer thread
+	 * leaves sanitizer bookkeeping behind (0.2 KiB a thread in a bare
+	 * create/join loop, about 0.5 KiB an update here, even with
+	 * quarantine_size_mb=0): growth the plain build does not have.  The
+	 * sanitized run checks for leaks instead. */
+	const char *san = getenv("TINSPECT_SANITIZE");
+	if (san && *san && strcmp(san, "none") != 0)
+		cr_skip_test("RSS is measured in the unsanitized build (this one: %s)",
+			     san);
 	const char *fargs[] = { "--idle", "50", "alpha:61", NULL };
 	fx_start(&fx, "fx_threads", fargs, 30);
-	/* under AddressSanitizer, freed memory sits in its quarantine (256
-	 * MiB by default) and would read as growth: no quarantine here (a
-	 * plain build ignores the variable) */
-	const char *asan = getenv("ASAN_OPTIONS");
-	char opt[512];
-	snprintf(opt, sizeof opt, "%s%squarantine_size_mb=0", asan ? asan : "",
-		 asan && *asan ? ":" : "");
-	setenv("ASAN_OPTIONS", opt, 1);
 	const char *opts[] = { "--watch", "0.001", "--count", "1100", "--json",
 			       "--summary", NULL };
 	start_watch(opts, fx.pid);
-	long at100 = -1, at1000 = -1;
+	/* RSS moves by a megabyte or so from one sample to the next (a
+	 * tracer thread's stack, the output queue), so each figure is the
+	 * lowest of 50 samples: a leak raises the floor, a transient does
+	 * not. */
+	long low100 = LONG_MAX, low1000 = LONG_MAX;
 	for (int i = 1; i <= 1100; i++) {
 		char *l = fx_read_line(&tin, 60);
 		cr_assert(l, "the stream ended at %d", i);
 		if (i == 1 || i == 1000)
 			keep_line(l);
 		free(l);
-		if (i == 100)
-			at100 = rss_kib(tin.pid);
-		if (i == 1000)
-			at1000 = rss_kib(tin.pid);
+		long r = (i >= 100 && i < 150) || (i >= 1000 && i < 1050)
+				 ? rss_kib(tin.pid)
+				 : 0;
+		cr_assert(r >= 0, "VmRSS of tinspect unreadable at update %d", i);
+		if (i >= 100 && i < 150 && r < low100)
+			low100 = r;
+		if (i >= 1000 && i < 1050 && r < low1000)
+			low1000 = r;
 	}
-	cr_assert(at100 > 0 && at1000 > 0);
-	cr_log_info("tinspect RSS: %ld KiB after 100 updates, %ld KiB after 1000",
-		    at100, at1000);
-	cr_assert(at1000 - at100 < 1024, "RSS grew by %ld KiB over 900 updates",
-		  at1000 - at100);
+	cr_log_info("tinspect RSS floor: %ld KiB around update 100, %ld KiB around 1000",
+		    low100, low1000);
+	cr_assert(low1000 - low100 < 1024, "RSS floor grew by %ld KiB over 900 updates",
+		  low1000 - low100);
 	int sig;
 	cr_assert_eq(tin_wait(&sig), 0);
 	check_released(fx.pid);
