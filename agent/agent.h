@@ -59,9 +59,10 @@ int outq_finish(struct outq *q);
 
 /* Run the watch loop on an initialised session.  0 when the target exited
  * or --count updates were made; a negative errno otherwise (-EINTR: a
- * signal asked to stop, everything resumed and detached). */
-int agent_watch(struct dbs_session *s, pid_t pid, const struct watch_opts *w,
-		const struct agent_opts *ao);
+ * signal asked to stop, everything resumed and detached).  When the target
+ * executes a new program, *sp is replaced by a session on it (dopts). */
+int agent_watch(struct dbs_session **sp, pid_t pid, const struct dbs_options *dopts,
+		const struct watch_opts *w, const struct agent_opts *ao);
 
 /* JSON document format; bump the minor for additions, the major for
  * changes that break readers. */

@@ -129,7 +129,7 @@ static const char usage_text[] =
 "  3   no such process\n"
 "  4   permission denied (the message says why)\n"
 "  5   unsupported target (32-bit, other architecture, kernel thread)\n"
-"  6   the process exited during the capture\n"
+"  6   the process exited (or exec'd) during the capture\n"
 "  7   --max-freeze exceeded; the capture was abandoned, the target resumed\n"
 "  8   internal error (out of memory, cannot write the output)\n"
 "  10  --check: a deadlock was found (a cycle of threads waiting for locks\n"
@@ -263,6 +263,10 @@ static int report_error(pid_t pid, int err, bool started, uint64_t max_freeze_ns
 			"abandoned, process %d resumed\n", (double)max_freeze_ns / 1e6,
 			(int)pid);
 		return EXIT_FREEZE_LIMIT;
+	case -ESTALE:
+		fprintf(stderr, "tinspect: process %d executed a new program during "
+			"the capture; run tinspect again\n", (int)pid);
+		return EXIT_TARGET_EXITED;
 	case -EINTR:
 		reraise();
 		return EXIT_INTERNAL;
@@ -489,7 +493,7 @@ int main(int argc, char **argv)
 		wo.cancel = &got_signal;
 		/* signals only raise the flag for the whole watch: the loop
 		 * resumes and detaches, then dies of the signal */
-		err = agent_watch(s, pid, &wo, &ao);
+		err = agent_watch(&s, pid, &dopts, &wo, &ao);
 		dbs_session_destroy(s);
 		capturing = 0;
 		if (got_signal)

@@ -339,9 +339,11 @@ static void report_dropped(const struct watch_opts *w, pid_t pid)
 	stream_event(w, pid, "lines_dropped", detail);
 }
 
-static int watch_loop(struct dbs_session *s, pid_t pid, const struct watch_opts *w,
+static int watch_loop(struct dbs_session **sp, pid_t pid,
+		      const struct dbs_options *dopts, const struct watch_opts *w,
 		      const struct agent_opts *ao)
 {
+	struct dbs_session *s = *sp;
 	struct watch_ctx ctx = { w, pid };
 	int err = 0;
 	if (w->follow) {
@@ -360,6 +362,21 @@ static int watch_loop(struct dbs_session *s, pid_t pid, const struct watch_opts 
 		}
 		if (err == -EINTR)
 			return err;
+		if (err == -ESTALE) {
+			/* execve: a new program in the same process; start a
+			 * session on it and go on */
+			stream_event(w, pid, "target_exec", NULL);
+			dbs_session_destroy(s);
+			*sp = s = NULL;
+			err = dbs_session_init(pid, dopts, &s);
+			if (err)
+				return err;
+			*sp = s;
+			if (w->follow && (err = dbs_session_follow(s)))
+				return err;
+			update--;	/* this update did not happen */
+			continue;
+		}
 		if (err == -ETIMEDOUT) {
 			/* one update abandoned, the target resumed: the stream
 			 * goes on */
@@ -408,18 +425,19 @@ static int watch_loop(struct dbs_session *s, pid_t pid, const struct watch_opts 
 	return 0;
 }
 
-int agent_watch(struct dbs_session *s, pid_t pid, const struct watch_opts *w,
-		const struct agent_opts *ao)
+int agent_watch(struct dbs_session **sp, pid_t pid, const struct dbs_options *dopts,
+		const struct watch_opts *w, const struct agent_opts *ao)
 {
 	fflush(stdout);
 	out = outq_start(fileno(stdout), w->queue_limit ? w->queue_limit : 256u << 20,
 			 w->cancel, SIGPIPE);
 	if (!out)
 		return -ENOMEM;
-	int err = watch_loop(s, pid, w, ao);
+	int err = watch_loop(sp, pid, dopts, w, ao);
 	/* detach before waiting for the reader: while attached, every clone
 	 * and signal in the target waits for tinspect */
-	dbs_session_unfollow(s);
+	if (*sp)
+		dbs_session_unfollow(*sp);
 	int werr = outq_finish(out);
 	out = NULL;
 	if (werr && !err)

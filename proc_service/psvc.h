@@ -13,6 +13,7 @@
  *   -ENOEXEC    the target is of an architecture or class we cannot read
  *   -ETIMEDOUT  the freeze limit was exceeded; everything was resumed
  *   -EINTR      the caller's cancel flag was raised; everything was resumed
+ *   -ESTALE     the process executed a new program since psvc_open()
  * Nothing here prints or exits: that is agent/'s job.
  */
 #ifndef TINSPECT_PSVC_H

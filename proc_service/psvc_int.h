@@ -71,6 +71,7 @@ struct psvc_target {
 	int task_dirfd;		/* /proc/PID/task */
 
 	/* auxv */
+	uint64_t auxv_hash;	/* of the whole vector: moves on execve */
 	uint64_t at_phdr, at_phnum, at_base, at_entry, at_sysinfo_ehdr;
 
 	/* tasks of the current capture */

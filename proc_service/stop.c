@@ -330,6 +330,11 @@ void psvc_read_regs(struct psvc_target *t)
 			k->regs_errno = errno;
 			continue;
 		}
+		if (iov.iov_len != a->ngregs * sizeof(uint64_t)) {
+			/* another layout (a 32-bit task): not ours to read */
+			k->regs_errno = ENOEXEC;
+			continue;
+		}
 		if (a->tp_greg_idx >= 0) {
 			k->tp = k->gregs[a->tp_greg_idx];
 		} else {

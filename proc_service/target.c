@@ -120,10 +120,29 @@ void tidmap_clear(struct tidmap *m)
 
 /* ---- process facts ------------------------------------------------------- */
 
+/* A fingerprint of the auxiliary vector: it changes with every execve
+ * (AT_RANDOM, AT_PHDR, AT_ENTRY...), and with nothing else. */
+static int auxv_hash(pid_t pid, uint64_t *ret)
+{
+	char path[64], *buf;
+	size_t len;
+	snprintf(path, sizeof path, "/proc/%d/auxv", (int)pid);
+	int err = read_whole_file(path, &buf, &len, 1 << 16);
+	if (err)
+		return err;
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)buf[i]) * 1099511628211ull;
+	free(buf);
+	*ret = h;
+	return 0;
+}
+
 static void read_auxv(struct psvc_target *t)
 {
 	char path[64], *buf;
 	size_t len;
+	auxv_hash(t->pid, &t->auxv_hash);
 	snprintf(path, sizeof path, "/proc/%d/auxv", (int)t->pid);
 	if (read_whole_file(path, &buf, &len, 1 << 16))
 		return;
@@ -472,6 +491,11 @@ int psvc_scan(struct psvc_target *t)
 {
 	if (t->stopped)
 		return -EBUSY;
+	/* a new program: everything known about the process is stale (its
+	 * executable, modules, libthread_db's view, even its class) */
+	uint64_t h;
+	if (t->auxv_hash && auxv_hash(t->pid, &h) == 0 && h != t->auxv_hash)
+		return -ESTALE;
 	stop_release_stragglers(t);
 	/* following: let the threads held at an event stop go first, or
 	 * /proc would show them traced ('t') instead of what they do */

@@ -434,6 +434,46 @@ Test(watch, straggler_is_let_go_between_updates)
 	validate_stream();
 }
 
+/* execve in the watched process: the stream says so and goes on with a
+ * session on the new program (also while following threads). */
+Test(watch, exec_starts_a_new_session)
+{
+	for (int follow = 0; follow < 2; follow++) {
+		fx_start(&fx, "fx_lifecycle", NULL, 30);
+		const char *plain[] = { "--watch", "0.1", "--json", "--summary", NULL };
+		const char *fol[] = { "--watch", "0.1", "--json", "--summary",
+				      "--follow-threads", NULL };
+		start_watch(follow ? fol : plain, fx.pid);
+		json_t *d = next_line(30);
+		cr_assert(d && !strcmp(jstr(d, "kind"), "summary"));
+		json_decref(d);
+		fx_send(&fx, "exec");
+		char *l = fx_read_line(&fx, 30);
+		cr_assert(l && !strncmp(l, "ready", 5), "the fixture did not come back");
+		free(l);
+		bool exec_seen = false;
+		int after = 0;
+		while (after < 2) {
+			d = next_line(30);
+			cr_assert(d, "the stream ended (follow %d)", follow);
+			if (is_event(d, "target_exec"))
+				exec_seen = true;
+			else if (exec_seen && !strcmp(jstr(d, "kind"), "summary"))
+				after++;
+			json_decref(d);
+		}
+		cr_assert(!any_task_stopped(fx.pid));
+		fx_send(&fx, "exit");
+		while ((d = next_line(30)))
+			json_decref(d);
+		int sig;
+		cr_assert_eq(tin_wait(&sig), 0);
+		fx_kill(&fx);
+		fx_kill(&tin);
+		validate_stream();
+	}
+}
+
 Test(watch, count_and_text)
 {
 	fx_start(&fx, "fx_lifecycle", NULL, 30);
