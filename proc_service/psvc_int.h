@@ -185,6 +185,9 @@ int read_whole_file(const char *path, char **ret, size_t *ret_len,
 int taskinfo_read_at(int taskdir, pid_t tid, struct psvc_taskinfo *ti);
 
 /* target.c */
+/* true when /proc/PID/auxv no longer matches the one read at psvc_open():
+ * the process executed a new program */
+bool psvc_exec_seen(const struct psvc_target *t);
 struct psvc_task *task_add(struct psvc_target *t, pid_t tid);
 /* Call fn for every TID in /proc/PID/task; returns the count or the first
  * error fn returned. */

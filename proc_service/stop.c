@@ -314,6 +314,13 @@ int psvc_stop(struct psvc_target *t, const struct psvc_stop_opts *opts)
 		psvc_resume(t);
 		return nperm ? -EPERM : -ESRCH;
 	}
+	if (psvc_exec_seen(t)) {
+		/* an execve between psvc_scan() and the seizing: what we hold
+		 * is another program (one /proc read, about 10 us, while
+		 * frozen; a stopped process cannot exec) */
+		psvc_resume(t);
+		return -ESTALE;
+	}
 	return nstopped;
 }
 

@@ -122,30 +122,36 @@ void tidmap_clear(struct tidmap *m)
 
 /* A fingerprint of the auxiliary vector: it changes with every execve
  * (AT_RANDOM, AT_PHDR, AT_ENTRY...), and with nothing else. */
-static int auxv_hash(pid_t pid, uint64_t *ret)
+static uint64_t auxv_fingerprint(const char *buf, size_t len)
+{
+	uint64_t h = 1469598103934665603ull;	/* FNV-1a */
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)buf[i]) * 1099511628211ull;
+	return h;
+}
+
+bool psvc_exec_seen(const struct psvc_target *t)
 {
 	char path[64], *buf;
 	size_t len;
-	snprintf(path, sizeof path, "/proc/%d/auxv", (int)pid);
-	int err = read_whole_file(path, &buf, &len, 1 << 16);
-	if (err)
-		return err;
-	uint64_t h = 1469598103934665603ull;
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (unsigned char)buf[i]) * 1099511628211ull;
+	if (!t->auxv_hash)
+		return false;
+	snprintf(path, sizeof path, "/proc/%d/auxv", (int)t->pid);
+	if (read_whole_file(path, &buf, &len, 1 << 16))
+		return false;	/* gone or unreadable: the caller finds out */
+	uint64_t h = auxv_fingerprint(buf, len);
 	free(buf);
-	*ret = h;
-	return 0;
+	return h != t->auxv_hash;
 }
 
 static void read_auxv(struct psvc_target *t)
 {
 	char path[64], *buf;
 	size_t len;
-	auxv_hash(t->pid, &t->auxv_hash);
 	snprintf(path, sizeof path, "/proc/%d/auxv", (int)t->pid);
 	if (read_whole_file(path, &buf, &len, 1 << 16))
 		return;
+	t->auxv_hash = auxv_fingerprint(buf, len);
 	for (size_t off = 0; off + 16 <= len; off += 16) {
 		uint64_t type, val;
 		memcpy(&type, buf + off, 8);
@@ -493,8 +499,7 @@ int psvc_scan(struct psvc_target *t)
 		return -EBUSY;
 	/* a new program: everything known about the process is stale (its
 	 * executable, modules, libthread_db's view, even its class) */
-	uint64_t h;
-	if (t->auxv_hash && auxv_hash(t->pid, &h) == 0 && h != t->auxv_hash)
+	if (psvc_exec_seen(t))
 		return -ESTALE;
 	stop_release_stragglers(t);
 	/* following: let the threads held at an event stop go first, or
