@@ -165,18 +165,15 @@ static void tls_value_json(struct jw *w, const struct dbs_tls_var *var,
 			   const struct dbs_tls_value *v)
 {
 	const unsigned char *b = v->bytes;
-	uint64_t u = 0;
 	if (!b) {
 		jw_null(w);
 		return;
 	}
-	if (var->size <= 8)
-		memcpy(&u, b, var->size);
+	uint64_t u = dbs_tls_bits(var, v);
 	char buf[32];
 	switch (var->type) {
 	case DBS_TLS_INT: {
-		int64_t x = var->size == 1 ? (int8_t)u : var->size == 2 ? (int16_t)u :
-			    var->size == 4 ? (int32_t)u : (int64_t)u;
+		int64_t x = dbs_tls_signed(var, v);
 		if (var->size < 8) {
 			jw_int(w, x);
 			return;
@@ -200,18 +197,9 @@ static void tls_value_json(struct jw *w, const struct dbs_tls_var *var,
 	case DBS_TLS_POINTER:
 		jw_hex(w, u);
 		return;
-	case DBS_TLS_FLOAT: {
-		double d;
-		if (var->size == 4) {
-			float f;
-			memcpy(&f, b, 4);
-			d = f;
-		} else {
-			memcpy(&d, b, 8);
-		}
-		jw_real(w, d);	/* NaN and infinities become null */
+	case DBS_TLS_FLOAT:
+		jw_real(w, dbs_tls_double(var, v));	/* NaN, infinities: null */
 		return;
-	}
 	case DBS_TLS_STRING:
 		if (v->str)
 			jw_strn(w, v->str, v->str_len);

@@ -238,16 +238,11 @@ static void put_tls_value(FILE *out, const struct dbs_tls_var *var,
 		break;
 	}
 	const unsigned char *b = v->bytes;
-	uint64_t u = 0;
-	if (var->size <= 8)
-		memcpy(&u, b, var->size);
+	uint64_t u = dbs_tls_bits(var, v);
 	switch (var->type) {
-	case DBS_TLS_INT: {
-		int64_t x = var->size == 1 ? (int8_t)u : var->size == 2 ? (int16_t)u :
-			    var->size == 4 ? (int32_t)u : (int64_t)u;
-		fprintf(out, "%" PRId64, x);
+	case DBS_TLS_INT:
+		fprintf(out, "%" PRId64, dbs_tls_signed(var, v));
 		break;
-	}
 	case DBS_TLS_UNSIGNED:
 		fprintf(out, "%" PRIu64, u);
 		break;
@@ -265,18 +260,9 @@ static void put_tls_value(FILE *out, const struct dbs_tls_var *var,
 			fputc(')', out);
 		}
 		break;
-	case DBS_TLS_FLOAT: {
-		double d;
-		if (var->size == 4) {
-			float f;
-			memcpy(&f, b, 4);
-			d = f;
-		} else {
-			memcpy(&d, b, 8);
-		}
-		fprintf(out, "%g", d);
+	case DBS_TLS_FLOAT:
+		fprintf(out, "%g", dbs_tls_double(var, v));
 		break;
-	}
 	case DBS_TLS_STRING:
 		if (!u)
 			fputs("NULL", out);

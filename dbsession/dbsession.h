@@ -181,6 +181,13 @@ struct dbs_tls_value {
 	char *error;
 };
 
+/* A DBS_TLS_OK value read as a number, for the writers: the raw bits
+ * (sizes up to 8, zero-extended), the signed reading of an INT of its
+ * size, the value of a FLOAT. */
+uint64_t dbs_tls_bits(const struct dbs_tls_var *var, const struct dbs_tls_value *v);
+int64_t dbs_tls_signed(const struct dbs_tls_var *var, const struct dbs_tls_value *v);
+double dbs_tls_double(const struct dbs_tls_var *var, const struct dbs_tls_value *v);
+
 /* A pthread key in use (--keys). */
 struct dbs_key {
 	unsigned key;

@@ -52,6 +52,40 @@ static const struct {
 	{ "bool", DBS_TLS_BOOL, 1 },
 };
 
+uint64_t dbs_tls_bits(const struct dbs_tls_var *var, const struct dbs_tls_value *v)
+{
+	uint64_t u = 0;	/* both our architectures are little-endian */
+	if (v->bytes && var->size <= 8)
+		memcpy(&u, v->bytes, var->size);
+	return u;
+}
+
+int64_t dbs_tls_signed(const struct dbs_tls_var *var, const struct dbs_tls_value *v)
+{
+	uint64_t u = dbs_tls_bits(var, v);
+	switch (var->size) {
+	case 1: return (int8_t)u;
+	case 2: return (int16_t)u;
+	case 4: return (int32_t)u;
+	default: return (int64_t)u;
+	}
+}
+
+double dbs_tls_double(const struct dbs_tls_var *var, const struct dbs_tls_value *v)
+{
+	if (!v->bytes)
+		return 0;
+	if (var->size == 4) {
+		float f;
+		memcpy(&f, v->bytes, 4);
+		return f;
+	}
+	double d = 0;
+	if (var->size == 8)
+		memcpy(&d, v->bytes, 8);
+	return d;
+}
+
 int dbs_tls_parse_type(const char *ty, struct dbs_tls_request *ret)
 {
 	struct dbs_tls_request r = *ret;
@@ -368,6 +402,19 @@ void tls_prepare(struct dbs_session *s)
 
 /* ---- during the stop ------------------------------------------------------------ */
 
+/* Cell k holds a non-NULL char * that was read: *p is where it points. */
+static bool string_pointer(const struct tls_state *st, size_t k, uint64_t *p)
+{
+	size_t nv = st->nvars;
+	const struct tls_cell *c = &st->cells[k];
+	const struct tls_var_int *var = &st->vars[k % nv];
+	if (var->pub.type != DBS_TLS_STRING || !c->tried || c->err != TD_OK ||
+	    c->read_err)
+		return false;
+	memcpy(p, st->bytes + (k / nv) * st->row + var->byte_off, sizeof *p);
+	return *p != 0;
+}
+
 static uint64_t pd_of(const struct tdb_result *r)
 {
 	return r->err == TD_OK ? (uint64_t)r->ti.ti_tid : 0;
@@ -465,27 +512,14 @@ void tls_gather(struct dbs_session *s, const struct tdb_result *res)
 		return;
 	}
 	nr = 0;
-	for (size_t k = 0; k < n * nv; k++) {
-		struct tls_cell *c = &st->cells[k];
-		const struct tls_var_int *var = &st->vars[k % nv];
-		uint64_t p;
-		if (var->pub.type != DBS_TLS_STRING || !c->tried || c->err != TD_OK ||
-		    c->read_err)
-			continue;
-		memcpy(&p, st->bytes + (k / nv) * st->row + var->byte_off, sizeof p);
-		if (p)
+	uint64_t p;
+	for (size_t k = 0; k < n * nv; k++)
+		if (string_pointer(st, k, &p))
 			r[nr++] = (struct psvc_range){ p, DBS_TLS_STRING_MAX };
-	}
 	psvc_prefetch(t, r, nr);
 	for (size_t k = 0; k < n * nv; k++) {
 		struct tls_cell *c = &st->cells[k];
-		const struct tls_var_int *var = &st->vars[k % nv];
-		uint64_t p;
-		if (var->pub.type != DBS_TLS_STRING || !c->tried || c->err != TD_OK ||
-		    c->read_err)
-			continue;
-		memcpy(&p, st->bytes + (k / nv) * st->row + var->byte_off, sizeof p);
-		if (!p)
+		if (!string_pointer(st, k, &p))
 			continue;
 		char *buf = st->strs + k * DBS_TLS_STRING_MAX;
 		c->str_err = psvc_read_string(t, p, buf, DBS_TLS_STRING_MAX);

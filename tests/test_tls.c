@@ -273,6 +273,52 @@ Test(tls, errno_per_thread)
 	run_free(&r);
 }
 
+/* Types only DWARF gives: a signed 16-bit integer, a double, a float and
+ * a bool, decoded the same way in both reports. */
+Test(tls, narrow_float_and_bool_from_dwarf)
+{
+	start_fx_tls("fx_tls");
+	const char *extra[] = { "--tls", "fx_tls_short", "--tls", "fx_tls_ratio",
+				"--tls", "fx_tls_float", "--tls", "fx_tls_flag", NULL };
+	int status;
+	json_t *doc = inspect_json(fx.pid, extra, &status);
+	cr_assert_eq(status, 0, "exit %d", status);
+	struct worker w[8];
+	size_t n = workers(&fx, w, 8);
+	cr_assert_eq(n, 4);
+	for (size_t k = 0; k < n; k++) {
+		int i = w[k].i;
+		json_t *v = tls_of(doc, w[k].tid, "fx_tls_short");
+		cr_assert_str_eq(jstr(v, "type"), "int16");
+		cr_assert_eq(json_integer_value(json_object_get(v, "value")),
+			     -100 * (i + 1), "sign-extended from 16 bits");
+		v = tls_of(doc, w[k].tid, "fx_tls_ratio");
+		cr_assert_str_eq(jstr(v, "type"), "double");
+		cr_assert_float_eq(json_real_value(json_object_get(v, "value")),
+				   i + 0.5, 1e-12);
+		v = tls_of(doc, w[k].tid, "fx_tls_float");
+		cr_assert_str_eq(jstr(v, "type"), "float");
+		cr_assert_float_eq(json_real_value(json_object_get(v, "value")),
+				   -(i + 0.25), 1e-6);
+		v = tls_of(doc, w[k].tid, "fx_tls_flag");
+		cr_assert_str_eq(jstr(v, "type"), "bool");
+		cr_assert(json_is_boolean(json_object_get(v, "value")));
+		cr_assert_eq(json_is_true(json_object_get(v, "value")), i % 2 == 1);
+	}
+	json_decref(doc);
+
+	struct run r;
+	const char *args[] = { "--tls", "fx_tls_short", "--tls", "fx_tls_float",
+			       "--tls", "fx_tls_flag", pidstr(fx.pid), NULL };
+	run_tinspect(&r, args, 60);
+	cr_assert_eq(r.status, 0);
+	cr_assert(strstr(r.out, "fx_tls_short = -400"), "%s", r.out);
+	cr_assert(strstr(r.out, "fx_tls_float = -3.25"), "%s", r.out);
+	cr_assert(strstr(r.out, "fx_tls_flag = true"), "%s", r.out);
+	cr_assert(strstr(r.out, "fx_tls_flag = false"), "%s", r.out);
+	run_free(&r);
+}
+
 Test(tls, pthread_keys)
 {
 	start_fx_tls("fx_tls");
