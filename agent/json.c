@@ -376,7 +376,12 @@ static void thread_extras_json(struct jw *w, const struct dbs_snapshot *snap,
 		for (size_t i = 0; i < th->nkeys; i++) {
 			jw_obj(w);
 			k_int(w, "key", th->keys[i].key);
-			k_hex(w, "value", th->keys[i].value);
+			if (th->keys[i].unknown) {
+				jw_key(w, "value");
+				jw_null(w);
+			} else {
+				k_hex(w, "value", th->keys[i].value);
+			}
 			jw_obj_end(w);
 		}
 		jw_arr_end(w);

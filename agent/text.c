@@ -316,6 +316,10 @@ static void put_thread_extras(FILE *out, const struct dbs_snapshot *snap,
 		size_t unset = 0;
 		fputs("  keys:", out);
 		for (size_t i = 0; i < th->nkeys; i++) {
+			if (th->keys[i].unknown) {
+				fprintf(out, " %u=unknown", th->keys[i].key);
+				continue;
+			}
 			if (!th->keys[i].value) {
 				unset++;
 				continue;

@@ -200,6 +200,8 @@ struct dbs_key {
 struct dbs_key_value {
 	unsigned key;
 	uint64_t value;		/* 0 if never set in this thread */
+	bool unknown;		/* its slot could not be read: value means
+				 * nothing */
 };
 
 /* Where the thread's stack is, from the mapping that holds sp

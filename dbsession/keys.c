@@ -39,6 +39,7 @@ struct key_layout {
 struct kv {
 	uint64_t seq, data;
 	bool have;		/* the slot exists and was read */
+	bool unknown;		/* the slot exists and could not be read */
 };
 
 struct keys_state {
@@ -260,11 +261,18 @@ void keys_gather(struct dbs_session *s, const struct tdb_result *res)
 		k->task_read[i] = ok;
 	}
 	psvc_prefetch(t, r, nr);
+	bool out_of_time = false;
 	for (size_t i = 0; i < n; i++) {
 		if (!k->task_read[i])
 			continue;
-		if ((i & 63) == 63 && psvc_check_freeze(t))
-			break;
+		if ((i & 63) == 63 && !out_of_time && psvc_check_freeze(t))
+			out_of_time = true;
+		if (out_of_time) {
+			/* not read: unknown, not "never set" */
+			for (size_t j = 0; j < k->ninuse; j++)
+				k->vals[i * k->ninuse + j].unknown = true;
+			continue;
+		}
 		const uint64_t *row = blk + i * L->l1;
 		for (size_t j = 0; j < k->ninuse; j++) {
 			uint32_t key = k->inuse[j];
@@ -274,8 +282,10 @@ void keys_gather(struct dbs_session *s, const struct tdb_result *res)
 				continue;	/* never set a key of that block */
 			unsigned char pair[256];
 			uint64_t a = b + (uint64_t)(key % L->l2) * L->kd_size;
-			if (psvc_read(t, a, pair, L->kd_size))
+			if (psvc_read(t, a, pair, L->kd_size)) {
+				v->unknown = true;
 				continue;
+			}
 			memcpy(&v->seq, pair + L->kd_seq, 8);
 			memcpy(&v->data, pair + L->kd_data, 8);
 			v->have = true;
@@ -307,16 +317,24 @@ void keys_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 		return;
 	th->keys_read = true;
 	th->nkeys = k->ninuse;
+	size_t nunknown = 0;
 	for (size_t j = 0; j < k->ninuse; j++) {
 		uint32_t key = k->inuse[j];
 		const struct kv *v = &k->vals[i * k->ninuse + j];
 		uint64_t seq;
 		memcpy(&seq, k->table + (size_t)key * k->L.ks_size + k->L.ks_seq, 8);
 		th->keys[j].key = key;
+		th->keys[j].unknown = v->unknown;
 		/* a stale slot (key deleted and re-created since) reads as
 		 * NULL, as pthread_getspecific says */
 		th->keys[j].value = v->have && v->seq == seq ? v->data : 0;
+		if (v->unknown)
+			nunknown++;
 	}
+	if (nunknown)
+		snap_add_error(&th->errors, &th->nerrors,
+			       "keys: %zu value(s) not read (unreadable block, or "
+			       "the freeze limit)", nunknown);
 }
 
 void keys_finish(struct dbs_session *s, struct dbs_snapshot *snap)

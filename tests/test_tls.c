@@ -8,6 +8,7 @@
  * by its own libthread_db).
  */
 #include <criterion/criterion.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -367,6 +368,51 @@ Test(tls, pthread_keys)
 	json_t *mk = json_object_get(thread_by_tid(doc, fx.pid), "keys");
 	cr_assert_str_eq(jstr(json_array_get(mk, 0), "value"), "0x0");
 	json_decref(doc);
+}
+
+/* Worker 0 aimed its second-level key block at a page that cannot be
+ * read: its key C is unknown (null, with an error), never "0x0". */
+Test(tls, unreadable_key_block_is_unknown)
+{
+	const char *args[] = { "4", "corrupt-keys", NULL };
+	fx_start(&fx, "fx_tls", args, 30);
+	const char *extra[] = { "--keys", NULL };
+	int status;
+	json_t *doc = inspect_json(fx.pid, extra, &status);
+	cr_assert_eq(status, 1, "snapshot taken, one thread not fully read: exit %d",
+		     status);
+	struct worker w[8];
+	size_t n = workers(&fx, w, 8);
+	cr_assert_eq(n, 4);
+	pid_t w0 = 0;
+	for (size_t k = 0; k < n; k++) {
+		json_t *th = thread_by_tid(doc, w[k].tid);
+		json_t *keys = json_object_get(th, "keys");
+		cr_assert_eq(json_array_size(keys), 3);
+		cr_assert(jstr(json_array_get(keys, 0), "value"), "key A is in the first block");
+		json_t *vc = json_object_get(json_array_get(keys, 2), "value");
+		if (w[k].i != 0) {
+			cr_assert(json_is_string(vc));
+			continue;
+		}
+		w0 = w[k].tid;
+		cr_assert(json_is_null(vc), "key C of worker 0 cannot be read");
+		json_t *errs = json_object_get(th, "errors");
+		bool said = false;
+		for (size_t e = 0; e < json_array_size(errs); e++)
+			said |= strstr(json_string_value(json_array_get(errs, e)),
+				       "keys:") != NULL;
+		cr_assert(said, "worker 0's errors say why");
+	}
+	cr_assert_neq(w0, 0);
+	json_decref(doc);
+
+	struct run r;
+	const char *targs[] = { "--keys", pidstr(fx.pid), NULL };
+	run_tinspect(&r, targs, 60);
+	cr_assert_eq(r.status, 1);
+	cr_assert(strstr(r.out, "=unknown"), "%s", r.out);
+	run_free(&r);
 }
 
 Test(tls, stack_bounds_and_nearly_full_stack)
