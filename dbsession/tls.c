@@ -159,6 +159,7 @@ struct tls_cell {
 	int read_err;		/* reading the value: -errno */
 	uint64_t addr;
 	int str_err;
+	bool str_cut;		/* only the string's first bytes were read */
 	size_t str_len;
 };
 
@@ -522,8 +523,10 @@ void tls_gather(struct dbs_session *s, const struct tdb_result *res)
 		if (!string_pointer(st, k, &p))
 			continue;
 		char *buf = st->strs + k * DBS_TLS_STRING_MAX;
-		c->str_err = psvc_read_string(t, p, buf, DBS_TLS_STRING_MAX);
-		c->str_len = c->str_err ? 0 : strnlen(buf, DBS_TLS_STRING_MAX - 1);
+		int rc = psvc_read_string(t, p, buf, DBS_TLS_STRING_MAX);
+		c->str_err = rc < 0 ? rc : 0;
+		c->str_cut = rc == 1;
+		c->str_len = rc < 0 ? 0 : strnlen(buf, DBS_TLS_STRING_MAX - 1);
 	}
 	free(r);
 }
@@ -632,8 +635,7 @@ void tls_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 					memcpy(val->str, b, c->str_len);
 					val->str[c->str_len] = '\0';
 					val->str_len = c->str_len;
-					val->str_truncated =
-						c->str_len == DBS_TLS_STRING_MAX - 1;
+					val->str_truncated = c->str_cut;
 				}
 			}
 		}

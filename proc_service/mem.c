@@ -270,15 +270,19 @@ int psvc_read_string(struct psvc_target *t, uint64_t addr, char *buf,
 		if (n > 256)
 			n = 256;
 		int err = psvc_read(t, addr + got, buf + got, n);
-		if (err)
-			return got ? (buf[got] = '\0', 0) : err;
+		if (err) {
+			if (!got)
+				return err;
+			buf[got] = '\0';
+			return 1;	/* the rest is unreadable */
+		}
 		char *nul = memchr(buf + got, '\0', n);
 		if (nul)
 			return 0;
 		got += n;
 	}
 	buf[got] = '\0';
-	return 0;
+	return 1;
 }
 
 int psvc_read_frozen(struct psvc_target *t, uint64_t addr, void *buf,

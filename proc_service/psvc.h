@@ -280,7 +280,10 @@ bool psvc_is_stopped(const struct psvc_target *t);
  * Returns 0, or -EFAULT (not mapped / not readable), -ESRCH.
  */
 int psvc_read(struct psvc_target *t, uint64_t addr, void *buf, size_t len);
-/* Read a NUL-terminated string of at most max-1 bytes. */
+/* Read a NUL-terminated string of at most max-1 bytes.  0: buf holds the
+ * whole string; 1: buf holds its first bytes only (no NUL within max-1
+ * bytes, or unreadable memory after them); a negative errno: nothing
+ * could be read. */
 int psvc_read_string(struct psvc_target *t, uint64_t addr, char *buf,
 		     size_t max);
 

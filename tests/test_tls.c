@@ -75,7 +75,8 @@ Test(tls, executable_library_and_dlopened_values)
 	start_fx_tls("fx_tls");
 	const char *extra[] = { "--tls", "fx_tls_int", "--tls", "fx_tls_long",
 				"--tls", "fx_tls_str", "--tls", "fxlib_tls",
-				"--tls", "fxplug_tls", "--tls", "fx_tls_hidden", NULL };
+				"--tls", "fxplug_tls", "--tls", "fx_tls_hidden",
+				"--tls", "fx_tls_edge", NULL };
 	int status;
 	json_t *doc = inspect_json(fx.pid, extra, &status);
 	/* a thread that never touched the plugin is not an error */
@@ -102,6 +103,12 @@ Test(tls, executable_library_and_dlopened_values)
 		cr_assert_str_eq(jstr(v, "type"), "string");	/* char * in DWARF */
 		cr_assert_str_eq(jstr(v, "value"), want);
 		cr_assert(json_is_false(json_object_get(v, "truncated")));
+
+		/* no NUL before unreadable memory: what was read, marked */
+		v = tls_of(doc, w[k].tid, "fx_tls_edge");
+		cr_assert_str_eq(jstr(v, "status"), "ok");
+		cr_assert_str_eq(jstr(v, "value"), "edge!");
+		cr_assert(json_is_true(json_object_get(v, "truncated")));
 
 		v = tls_of(doc, w[k].tid, "fxlib_tls");
 		cr_assert_eq(json_integer_value(json_object_get(v, "value")), 2000 + i);
@@ -134,7 +141,7 @@ Test(tls, executable_library_and_dlopened_values)
 
 	/* how each was found */
 	json_t *vars = json_object_get(json_object_get(doc, "process"), "tls");
-	cr_assert_eq(json_array_size(vars), 6);
+	cr_assert_eq(json_array_size(vars), 7);
 	json_t *lib = json_array_get(vars, 3);
 	cr_assert_str_eq(jstr(lib, "name"), "fxlib_tls");
 	cr_assert(strstr(jstr(lib, "module"), "libfx_tlslib.so"));
