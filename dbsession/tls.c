@@ -438,7 +438,9 @@ void tls_gather(struct dbs_session *s, const struct tdb_result *res)
 			   st->vars[v].pub.type == DBS_TLS_STRING;
 	if (any_str)
 		st->strs = calloc(n * nv, DBS_TLS_STRING_MAX);
-	struct psvc_range *r = calloc(ncells ? ncells : 1, sizeof *r);
+	/* the DTV pass wants a range per thread and per variable more */
+	size_t nranges = n * (nv + 1);
+	struct psvc_range *r = calloc(nranges ? nranges : 1, sizeof *r);
 	if (!st->cells || !st->bytes || (any_str && !st->strs) || !r) {
 		free(r);
 		stop_clear(st);
@@ -447,21 +449,23 @@ void tls_gather(struct dbs_session *s, const struct tdb_result *res)
 
 	/* 1. Every thread's DTV in one batch: libthread_db reads the slot
 	 * of each module there, one small read per thread, in memory that
-	 * malloc put anywhere. */
-	uint64_t maxmod = 0;
-	for (size_t v = 0; v < nv; v++)
-		if (st->vars[v].modid > maxmod)
-			maxmod = st->vars[v].modid;
+	 * malloc put anywhere.  Only the slots it reads: dtv[-1] (the
+	 * length), dtv[0] (the generation) and dtv[modid] of each variable,
+	 * so a large module id costs nothing more. */
 	size_t nr = 0;
-	if (st->dtvp_off && st->dtv_elem && maxmod) {
+	if (st->dtvp_off && st->dtv_elem) {
 		for (size_t i = 0; i < n; i++) {
 			uint64_t pd = pd_of(&res[i]), dtv;
 			if (!res[i].have_th || !pd ||
 			    psvc_read(t, pd + st->dtvp_off, &dtv, sizeof dtv) || !dtv)
 				continue;
-			/* dtv[-1] is its length, dtv[0] its generation */
 			r[nr++] = (struct psvc_range){ dtv - st->dtv_elem,
-						       st->dtv_elem * (maxmod + 2) };
+						       2 * st->dtv_elem };
+			for (size_t v = 0; v < nv; v++)
+				if (st->vars[v].modid)
+					r[nr++] = (struct psvc_range){
+						dtv + st->vars[v].modid * st->dtv_elem,
+						st->dtv_elem };
 		}
 		psvc_prefetch(t, r, nr);
 	}
