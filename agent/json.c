@@ -767,7 +767,12 @@ static void thread_json(struct jw *w, const struct dbs_snapshot *snap,
 {
 	jw_obj(w);
 	k_int(w, "tid", th->tid);
-	k_int(w, "ns_tid", th->ns_tid);
+	if (th->ns_tid) {
+		k_int(w, "ns_tid", th->ns_tid);
+	} else {
+		jw_key(w, "ns_tid");
+		jw_null(w);
+	}
 	jw_key(w, "name");
 	jw_strn(w, th->name, th->name_len);
 	if (th->name && !agent_utf8_lossless(th->name, th->name_len)) {

@@ -666,7 +666,9 @@ static void put_thread(FILE *out, const struct dbs_snapshot *snap,
 		agent_fput_quoted(out, th->name, th->name_len);
 	else
 		fputs("(name unknown)", out);
-	if (th->ns_tid != th->tid)
+	if (!th->ns_tid)
+		fputs(" (tid in its namespace unknown)", out);
+	else if (th->ns_tid != th->tid)
 		fprintf(out, " (tid %d in its namespace)", (int)th->ns_tid);
 	if (th->tid == snap->pid)
 		fputs(" [main]", out);

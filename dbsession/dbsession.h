@@ -229,7 +229,9 @@ struct dbs_stack_bounds {
 
 struct dbs_thread {
 	pid_t tid;		/* in tinspect's PID namespace */
-	pid_t ns_tid;		/* in the target's (NSpid); == tid usually */
+	pid_t ns_tid;		/* in the target's (NSpid); == tid usually; 0:
+				 * unknown (other PID namespace, NSpid not
+				 * read) */
 	char *name;		/* raw bytes of the kernel's comm */
 	size_t name_len;
 

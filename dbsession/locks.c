@@ -609,6 +609,8 @@ struct ctx {
 	struct tidx *by_tid;		/* TID as tinspect sees it */
 	struct tidx *by_tidword;	/* address of the thread's tid word */
 	size_t nby_tidword;
+	bool nstid_unknown;		/* some thread's ns_tid is not known:
+					 * an unmatched TID may still be one */
 };
 
 static int cmp_tidx(const void *a, const void *b)
@@ -1427,6 +1429,13 @@ static void resolve_owner(const struct ctx *c, struct dbs_lock *l, pid_t rec,
 	 * nothing releases a dead owner's normal mutex (and for a robust one
 	 * the kernel should have set FUTEX_OWNER_DIED instead). */
 	l->owner = rec;
+	if (c->nstid_unknown) {
+		/* it may be the thread whose namespace TID we lack */
+		l->owner_state = DBS_OWNER_UNKNOWN;
+		l->note = "the recorded owner matches no known thread, but some "
+			  "threads' TIDs in the target's namespace are unknown";
+		return;
+	}
 	/* a robust mutex's dead owner is marked FUTEX_OWNER_DIED by the
 	 * kernel, with no TID: a TID that is not ours belongs to another
 	 * process sharing it */
@@ -1822,7 +1831,8 @@ static int analyse(struct ctx *c, struct verdict *vd)
 			lock_owner(lk, &rec, &st);
 		}
 		size_t jt = thread_by_tid(c, vd[e[a].thread].join_tid);
-		if (lk->kind == DBS_LOCK_JOIN && jt != SIZE_MAX && st == DBS_OWNER_LIVE)
+		if (lk->kind == DBS_LOCK_JOIN && jt != SIZE_MAX && st == DBS_OWNER_LIVE &&
+		    snap->threads[jt].ns_tid)
 			rec = snap->threads[jt].ns_tid;
 		resolve_owner(c, lk, rec, st, lk->kind == DBS_LOCK_FUTEX && !w0->private_op);
 		if (lk->kind == DBS_LOCK_JOIN) {
@@ -1889,7 +1899,7 @@ static int analyse(struct ctx *c, struct verdict *vd)
 		pid_t rec = (pid_t)(mi.lock & FUTEX_TID_MASK);
 		size_t oi = thread_by_nstid(c, rec);
 		bool corroborated = b->evidence & DBS_EV_FRAMES;
-		if (oi == SIZE_MAX && !mi.pshared) {
+		if (oi == SIZE_MAX && !mi.pshared && !c->nstid_unknown) {
 			corroborated = true;		/* ESRCH: owner gone */
 		} else if (oi != SIZE_MAX) {
 			size_t k = oi;
@@ -2047,6 +2057,7 @@ int dbs_locks_analyse(struct dbs_snapshot *snap, const struct dbs_lock_input *in
 		for (size_t i = 0; i < n; i++) {
 			const struct dbs_thread *t = &snap->threads[i];
 			c.by_nstid[i] = (struct tidx){ (uint64_t)t->ns_tid, i };
+			c.nstid_unknown |= t->ns_tid == 0;
 			c.by_tid[i] = (struct tidx){ (uint64_t)t->tid, i };
 			uint64_t pd = thread_descriptor(&c, t);
 			if (pd && in->tid_offset)

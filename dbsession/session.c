@@ -406,7 +406,9 @@ static void fill_proc(struct dbs_session *s, struct dbs_thread *th,
 {
 	th->proc_valid = ti->valid;
 	th->proc_before_stop = ti->before_stop;
-	th->ns_tid = ti->ns_tid ? ti->ns_tid : th->tid;
+	/* without NSpid, our TID is theirs only in one namespace */
+	th->ns_tid = ti->ns_tid ? ti->ns_tid :
+		     psvc_foreign_pidns(s->t) ? 0 : th->tid;
 	if (!ti->valid)
 		return;
 	th->name = malloc(ti->comm_len + 1);
@@ -556,7 +558,7 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 				if (!th->is_main)
 					symbolize(t, (uint64_t)(uintptr_t)r->ti.ti_startfunc,
 						  &th->start);
-				if (r->ti.ti_lid != th->ns_tid)
+				if (th->ns_tid && r->ti.ti_lid != th->ns_tid)
 					snap_add_error(&th->errors, &th->nerrors,
 						       "libthread_db: descriptor says LWP %d",
 						       (int)r->ti.ti_lid);

@@ -465,6 +465,26 @@ Test(lockgraph, orphaned_mutex_and_stall_behind_io)
 	dbs_snapshot_free(s);
 }
 
+/* In another PID namespace, a thread whose namespace TID could not be
+ * read may be the recorded owner: no orphan is claimed. */
+Test(lockgraph, unknown_namespace_tid_makes_no_orphan)
+{
+	world_reset();
+	struct dbs_snapshot *s = snap_new(4);
+	mutex_at(M0, 2, 0, 999, 1, 0);
+	futex_wait(s, 1, M0, 0x80, 2);
+	s->threads[3].ns_tid = 0;	/* unknown */
+	s->threads[3].tid = 5003;
+	analyse(s, false);
+	const struct dbs_lock *l0 = lock_of(s, 1);
+	cr_assert_eq(l0->owner_state, DBS_OWNER_UNKNOWN);
+	cr_assert_not(l0->orphaned);
+	cr_assert(l0->note && strstr(l0->note, "namespace"));
+	cr_assert_eq(s->locks->norphaned, 0);
+	cr_assert_eq(s->locks->ndeadlocks, 0);
+	dbs_snapshot_free(s);
+}
+
 Test(lockgraph, join_is_decided_by_the_tid_word)
 {
 	world_reset();
@@ -766,6 +786,9 @@ Test(lockgraph, renders_valid_json_and_text)
 	syms[nsyms++] = (typeof(syms[0])){ M0, 40, "lock\xff\"\\\x01" };
 	futex_wait(s, 1, M1, 0x80, 2);
 	futex_wait(s, 2, M0, 0x80, 2);
+	/* thread 0: in another namespace, its TID there unknown */
+	s->threads[0].tid = 5000;
+	s->threads[0].ns_tid = 0;
 	analyse(s, false);
 	char *buf = NULL;
 	size_t len = 0;
@@ -778,6 +801,9 @@ Test(lockgraph, renders_valid_json_and_text)
 	cr_assert(doc);
 	json_t *dl = json_array_get(json_object_get(doc, "deadlocks"), 0);
 	cr_assert_eq(json_integer_value(json_array_get(json_object_get(dl, "threads"), 0)), 101);
+	json_t *t0 = json_array_get(json_object_get(doc, "threads"), 0);
+	cr_assert_eq(json_integer_value(json_object_get(t0, "tid")), 5000);
+	cr_assert(json_is_null(json_object_get(t0, "ns_tid")), "unknown, not a guess");
 	json_decref(doc);
 	free(buf);
 	buf = NULL;
@@ -789,6 +815,7 @@ Test(lockgraph, renders_valid_json_and_text)
 		cr_assert(c == '\n' || (c >= 0x20 && c < 0x7f), "raw 0x%02x at %zu", c, i);
 	}
 	cr_assert(strstr(buf, "Found one deadlock:"), "%s", buf);
+	cr_assert(strstr(buf, "(tid in its namespace unknown)"), "%s", buf);
 	cr_assert(strstr(buf, "waits for lock 0x5000000001a0 (mutex normal) held by thread (102)"),
 		  "%s", buf);
 	free(buf);
