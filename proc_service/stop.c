@@ -250,6 +250,8 @@ int psvc_stop(struct psvc_target *t, const struct psvc_stop_opts *opts)
 		return -EBUSY;
 	t->max_freeze_ns = opts ? opts->max_freeze_ns : 0;
 	t->cancel = opts ? opts->cancel : NULL;
+	if (t->cancel && *t->cancel)
+		return -EINTR;	/* asked to stop before anything was held */
 	uint64_t timeout = opts ? opts->stop_timeout_ns : 0;
 	t->t_first_stop = t->t_last_resume = 0;
 	mem_cache_begin(t);

@@ -4,6 +4,7 @@
  * /proc/PID/mem), the module map and symbol lookups, stop and resume.
  */
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,6 +88,26 @@ Test(psvc, live_and_cached_reads_agree)
 	psvc_resume(tgt);
 	cr_assert_not(psvc_is_stopped(tgt));
 	cr_assert(psvc_freeze_ns(tgt) > 0);
+	cr_assert(!any_task_stopped(fx.pid));
+}
+
+/* A cancel raised before the stop (SIGINT while the session was being
+ * prepared): nothing is seized at all. */
+Test(psvc, cancel_before_the_stop_holds_nothing)
+{
+	start();
+	cr_assert_eq(psvc_open(fx.pid, NULL, &tgt), 0);
+	cr_assert_eq(psvc_scan(tgt), 3);
+	static volatile sig_atomic_t raised = SIGINT;
+	struct psvc_stop_opts so = { .stop_timeout_ns = 5000000000ull,
+				     .cancel = &raised };
+	cr_assert_eq(psvc_stop(tgt, &so), -EINTR);
+	cr_assert_not(psvc_is_stopped(tgt));
+	for (size_t i = 0; i < psvc_ntasks(tgt); i++)
+		cr_assert_eq(psvc_task_at(tgt, i)->flags &
+				     (PSVC_TASK_SEIZED | PSVC_TASK_CAPTURED), 0,
+			     "task %d was held", (int)psvc_task_at(tgt, i)->tid);
+	cr_assert_eq(psvc_freeze_ns(tgt), 0, "no freeze at all");
 	cr_assert(!any_task_stopped(fx.pid));
 }
 
