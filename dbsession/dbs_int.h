@@ -70,8 +70,10 @@ struct dbs_session {
 	struct keys_state *keys;
 	/* tdbpick.c: libthread_db chosen for the target's own glibc */
 	char *tdb_warning;
-	/* stack.c: the snapshot for which the maps were re-read already */
-	const struct dbs_snapshot *stack_maps_for;
+	/* stack.c: the maps were re-read for the snapshot being built
+	 * (reset by build_snapshot: a pointer would not do, a later snapshot
+	 * can be allocated where a freed one was) */
+	bool stack_maps_fresh;
 
 	/* offsetof(struct pthread, tid) from libc's _thread_db_pthread_tid
 	 * descriptor (locks.c), for the module generation tid_off_gen */

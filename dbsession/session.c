@@ -451,6 +451,7 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 	struct dbs_snapshot *snap = calloc(1, sizeof *snap);
 	if (!snap)
 		return NULL;
+	s->stack_maps_fresh = false;
 	snap->threads = calloc(n ? n : 1, sizeof *snap->threads);
 	if (!snap->threads) {
 		free(snap);

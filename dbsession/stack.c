@@ -27,10 +27,10 @@ void stack_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 	uint64_t sp = th->sp;
 	struct psvc_map m, below;
 	int err = psvc_map_lookup(s->t, sp, &m, &below);
-	if (err && !th->proc_before_stop && s->stack_maps_for != snap) {
+	if (err && !th->proc_before_stop && !s->stack_maps_fresh) {
 		/* a thread created during the stop: its stack is newer than
 		 * the maps; once per snapshot */
-		s->stack_maps_for = snap;
+		s->stack_maps_fresh = true;
 		if (psvc_maps_refresh(s->t) == 0)
 			err = psvc_map_lookup(s->t, sp, &m, &below);
 	}
