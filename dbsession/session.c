@@ -574,9 +574,13 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 			}
 		}
 		if (s->unwinder && th->have_regs && res) {
-			th->stack.copied_from = res[i].stack_lo;
-			th->stack.copied_to = res[i].stack_hi;
-			snap->stack_bytes_copied += res[i].stack_hi - res[i].stack_lo;
+			/* what the stop really copied: a range can end early
+			 * (unreadable memory, the freeze limit) */
+			uint64_t lo = res[i].stack_lo;
+			th->stack.copied_from = lo;
+			th->stack.copied_to = lo + psvc_frozen_extent(
+				t, lo, res[i].stack_hi - lo);
+			snap->stack_bytes_copied += th->stack.copied_to - lo;
 			unwinder_unwind(s->unwinder, th, s->opts.max_frames);
 			if (th->stack.end == DBS_STACK_ERROR)
 				snap_add_error(&th->errors, &th->nerrors,

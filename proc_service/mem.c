@@ -308,6 +308,22 @@ int psvc_read_frozen(struct psvc_target *t, uint64_t addr, void *buf,
 	return 0;
 }
 
+uint64_t psvc_frozen_extent(struct psvc_target *t, uint64_t addr, uint64_t len)
+{
+	uint64_t got = 0;
+	if (addr + len < addr)
+		len = UINT64_MAX - addr;
+	while (got < len) {
+		uint64_t a = addr + got;
+		struct page_slot *s = cache_find(&t->cache, a >> BLK_SHIFT);
+		if (!s || !s->data)
+			break;
+		uint64_t n = BLK_SIZE - (a & (BLK_SIZE - 1));
+		got += n < len - got ? n : len - got;
+	}
+	return got;
+}
+
 void psvc_release_capture(struct psvc_target *t)
 {
 	if (!t->cache_active)
@@ -389,7 +405,7 @@ void psvc_prefetch(struct psvc_target *t, const struct psvc_range *r,
 			i = j;
 		}
 		/* Issue them; on a partial transfer (an unreadable run),
-		 * skip that run and go on with the next one. */
+		 * keep what was read of that run and go on with the next. */
 		size_t done = 0;
 		while (done < niov && !t->use_proc_mem) {
 			t->read_syscalls++;
@@ -414,10 +430,17 @@ void psvc_prefetch(struct psvc_target *t, const struct psvc_range *r,
 						     b * BLK_SIZE);
 				k++;
 			}
+			/* run k stopped at an unreadable block: keep the whole
+			 * blocks before it (a stack copy is still good up to
+			 * there) */
+			for (size_t b = 0; k < niov && b < left / BLK_SIZE; b++)
+				cache_insert(&t->cache, first_blk[k] + b,
+					     (unsigned char *)liov[k].iov_base +
+					     b * BLK_SIZE);
 			done = k + 1;	/* run k failed (or all done) */
 		}
-		/* /proc/PID/mem: one pread per run; a run that cannot be read
-		 * whole is left to the misses, block by block */
+		/* /proc/PID/mem: one pread per run; what follows an
+		 * unreadable block is left to the misses, block by block */
 		for (; done < niov && t->use_proc_mem; done++) {
 			if (open_proc_mem(t))
 				break;
@@ -425,9 +448,11 @@ void psvc_prefetch(struct psvc_target *t, const struct psvc_range *r,
 			ssize_t got = pread(t->mem_fd, liov[done].iov_base,
 					    liov[done].iov_len,
 					    (off_t)(uintptr_t)riov[done].iov_base);
-			if (got != (ssize_t)liov[done].iov_len)
+			if (got <= 0)
 				continue;
-			size_t nblk = liov[done].iov_len / BLK_SIZE;
+			/* a short read stops at an unreadable block: the
+			 * whole blocks before it are good */
+			size_t nblk = (size_t)got / BLK_SIZE;
 			for (size_t b = 0; b < nblk; b++)
 				cache_insert(&t->cache, first_blk[done] + b,
 					     (unsigned char *)liov[done].iov_base +

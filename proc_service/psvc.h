@@ -309,6 +309,9 @@ void psvc_prefetch(struct psvc_target *t, const struct psvc_range *r,
  */
 int psvc_read_frozen(struct psvc_target *t, uint64_t addr, void *buf,
 		     size_t len);
+/* How many bytes from addr (at most len) psvc_read_frozen() can give in
+ * one run: what was actually copied at the stop. */
+uint64_t psvc_frozen_extent(struct psvc_target *t, uint64_t addr, uint64_t len);
 /* Let the last stop's cache go before the next stop. */
 void psvc_release_capture(struct psvc_target *t);
 

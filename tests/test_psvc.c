@@ -4,12 +4,14 @@
  * /proc/PID/mem), the module map and symbol lookups, stop and resume.
  */
 #include <criterion/criterion.h>
-#include <signal.h>
 #include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "arch.h"
 #include "harness.h"
 #include "psvc.h"
 
@@ -131,6 +133,52 @@ Test(psvc, prefetch_skips_unreadable_ranges)
 	cr_assert_eq(w, k->tp);
 	cr_assert_eq(psvc_read_syscalls(tgt), n, "the readable range was not cached");
 	psvc_resume(tgt);
+}
+
+/* A range that runs from a thread's stack into the guard above it: what
+ * was readable is kept, and the frozen extent (the stack's copied_bytes)
+ * is that part only; through process_vm_readv or /proc/PID/mem. */
+static void frozen_extent_check(bool proc_mem)
+{
+	start();
+	struct psvc_open_opts oo = { .force_proc_mem = proc_mem };
+	cr_assert_eq(psvc_open(fx.pid, &oo, &tgt), 0);
+	cr_assert_eq(psvc_modules_load(tgt), 0);	/* reads the maps */
+	cr_assert_eq(psvc_scan(tgt), 3);
+	cr_assert_eq(psvc_stop(tgt, NULL), 3);
+	psvc_read_regs(tgt);
+	const struct arch_desc *a = psvc_arch(tgt);
+	bool tried = false;
+	for (size_t i = 0; i < psvc_ntasks(tgt); i++) {
+		struct psvc_task *k = psvc_task_at(tgt, i);
+		struct psvc_map m, above;
+		if (psvc_map_lookup(tgt, arch_sp(a, k->gregs), &m, NULL))
+			continue;
+		/* above the stack: nothing, or (process_vm_readv only: the
+		 * kernel lets /proc/PID/mem read PROT_NONE pages) a guard */
+		int err = psvc_map_lookup(tgt, m.end, &above, NULL);
+		if (!(err == -ENOENT || (!proc_mem && !strcmp(above.perms, "---p"))))
+			continue;
+		struct psvc_range r = { m.end - 4096, 8192 };
+		psvc_prefetch(tgt, &r, 1);
+		cr_assert_eq(psvc_frozen_extent(tgt, m.end - 4096, 8192), 4096,
+			     "task %d", (int)k->tid);
+		cr_assert_eq(psvc_frozen_extent(tgt, m.end - 100, 50), 50);
+		cr_assert_eq(psvc_frozen_extent(tgt, m.end, 4096), 0);
+		tried = true;
+	}
+	cr_assert(tried, "no stack with unreadable memory right above it");
+	psvc_resume(tgt);
+}
+
+Test(psvc, frozen_extent_stops_at_unreadable_memory)
+{
+	frozen_extent_check(false);
+}
+
+Test(psvc, frozen_extent_stops_at_unreadable_memory_proc_mem)
+{
+	frozen_extent_check(true);
 }
 
 Test(psvc, proc_mem_reads)
