@@ -274,7 +274,7 @@ int dwarf_find_tls(struct psvc_target *t, struct psvc_module *m,
 	close(fd);
 	if (err == 0 || !m->build_id[0])
 		return err;
-	fd = open_debug_file(psvc_pid(t), m->build_id);
+	fd = open_debug_file(psvc_mm_pid(t), m->build_id);
 	if (fd < 0)
 		return err;
 	dw = dwarf_begin(fd, DWARF_C_READ);

@@ -66,9 +66,10 @@ static int try_dir(struct dbs_session *s, const char *dir, char *why,
 		   size_t whylen)
 {
 	char path[PATH_MAX], dpath[PATH_MAX];
+	int via = (int)psvc_mm_pid(s->t);	/* the leader may have exited */
 	if (snprintf(path, sizeof path, "/proc/%d/root%s/libthread_db.so.1",
-		     (int)s->pid, dir) >= (int)sizeof path ||
-	    snprintf(dpath, sizeof dpath, "/proc/%d/root%s", (int)s->pid, dir) >=
+		     via, dir) >= (int)sizeof path ||
+	    snprintf(dpath, sizeof dpath, "/proc/%d/root%s", via, dir) >=
 		    (int)sizeof dpath)
 		return -ENAMETOOLONG;
 	/* Everything is checked on descriptors and the library is loaded

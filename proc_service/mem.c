@@ -29,7 +29,7 @@ static int open_proc_mem(struct psvc_target *t)
 	if (t->mem_fd >= 0)
 		return 0;
 	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/mem", (int)t->pid);
+	snprintf(path, sizeof path, "/proc/%d/mem", (int)t->mm_tid);
 	t->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (t->mem_fd < 0)
 		return errno == ENOENT ? -ESRCH : -errno;
@@ -46,7 +46,7 @@ static int read_direct(struct psvc_target *t, uint64_t addr, void *buf,
 		struct iovec l = { buf, len };
 		struct iovec r = { (void *)(uintptr_t)addr, len };
 		t->read_syscalls++;
-		ssize_t n = process_vm_readv(t->pid, &l, 1, &r, 1, 0);
+		ssize_t n = process_vm_readv(t->mm_tid, &l, 1, &r, 1, 0);
 		if (n == (ssize_t)len)
 			return 0;
 		if (n >= 0)
@@ -409,7 +409,7 @@ void psvc_prefetch(struct psvc_target *t, const struct psvc_range *r,
 		size_t done = 0;
 		while (done < niov && !t->use_proc_mem) {
 			t->read_syscalls++;
-			ssize_t got = process_vm_readv(t->pid, liov + done,
+			ssize_t got = process_vm_readv(t->mm_tid, liov + done,
 						       niov - done, riov + done,
 						       niov - done, 0);
 			if (got < 0 && (errno == EPERM || errno == ENOSYS)) {

@@ -342,7 +342,7 @@ int psvc_modules_load(struct psvc_target *t)
 {
 	struct mapping *maps;
 	size_t nmaps;
-	int err = maps_read(t->pid, &maps, &nmaps);
+	int err = maps_read(t->mm_tid, &maps, &nmaps);
 	if (err)
 		return err;
 	if (nmaps == 0) {
@@ -566,7 +566,7 @@ static int module_open_fd(struct psvc_target *t, const struct psvc_module *m,
 	int fd = -1, err = -EACCES;
 	if (!t->no_map_files) {
 		snprintf(path, sizeof path, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
-			 (int)t->pid, m->map_start, m->map_end);
+			 (int)t->mm_tid, m->map_start, m->map_end);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd >= 0)
 			return fd;
@@ -574,7 +574,7 @@ static int module_open_fd(struct psvc_target *t, const struct psvc_module *m,
 	}
 	if (!m->path || (m->flags & PSVC_MOD_DELETED))
 		return err;
-	snprintf(path, sizeof path, "/proc/%d/root%s", (int)t->pid, m->path);
+	snprintf(path, sizeof path, "/proc/%d/root%s", (int)t->mm_tid, m->path);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -754,7 +754,7 @@ int psvc_maps_refresh(struct psvc_target *t)
 {
 	struct mapping *maps;
 	size_t nmaps;
-	int err = maps_read(t->pid, &maps, &nmaps);
+	int err = maps_read(t->mm_tid, &maps, &nmaps);
 	if (err)
 		return err;
 	maps_free(t->maps, t->nmaps);

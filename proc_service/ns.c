@@ -30,7 +30,7 @@ bool psvc_foreign_pidns(struct psvc_target *t)
 	if (t->foreign_pidns >= 0)
 		return t->foreign_pidns;
 	char path[64], mine[64], theirs[64];
-	snprintf(path, sizeof path, "/proc/%d/ns/pid", (int)t->pid);
+	snprintf(path, sizeof path, "/proc/%d/ns/pid", (int)t->mm_tid);
 	ssize_t a = readlink("/proc/self/ns/pid", mine, sizeof mine - 1);
 	ssize_t b = readlink(path, theirs, sizeof theirs - 1);
 	if (a > 0 && b > 0) {

@@ -345,7 +345,7 @@ int psvc_read_taskinfo(pid_t pid, pid_t tid, struct psvc_taskinfo *ret)
 int psvc_stack_rlimit(struct psvc_target *t, uint64_t *ret_bytes)
 {
 	char path[64], buf[4096];
-	snprintf(path, sizeof path, "/proc/%d/limits", (int)t->pid);
+	snprintf(path, sizeof path, "/proc/%d/limits", (int)t->mm_tid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? -ESRCH : -errno;

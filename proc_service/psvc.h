@@ -119,6 +119,9 @@ int psvc_open(pid_t pid, const struct psvc_open_opts *opts,
 void psvc_close(struct psvc_target *t);
 
 pid_t psvc_pid(const struct psvc_target *t);
+/* The task to name in /proc/TID paths for per-process files of the target
+ * (root, maps, exe...): psvc_pid() unless the leader has exited. */
+pid_t psvc_mm_pid(const struct psvc_target *t);
 const struct arch_desc *psvc_arch(const struct psvc_target *t);
 /* The ELF class/machine psvc_open found (for messages); 0 if unknown. */
 int psvc_exe_class(const struct psvc_target *t);

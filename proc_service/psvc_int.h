@@ -63,6 +63,11 @@ struct follow_parent {
 
 struct psvc_target {
 	pid_t pid;
+	/* the task whose /proc/TID files (maps, mem, auxv, exe, root, ns)
+	 * and memory are read: the leader, or while the leader is a zombie
+	 * (main called pthread_exit; the others run on) a live thread, as
+	 * the leader has no mm then */
+	pid_t mm_tid;
 	const struct arch_desc *arch;
 	int exe_class;
 	unsigned exe_machine;

@@ -120,8 +120,10 @@ void tidmap_clear(struct tidmap *m)
 
 /* ---- process facts ------------------------------------------------------- */
 
-/* A fingerprint of the auxiliary vector: it changes with every execve
- * (AT_RANDOM, AT_PHDR, AT_ENTRY...), and with nothing else. */
+/* A fingerprint of the auxiliary vector: execve gives a new one (a new
+ * AT_RANDOM address, AT_PHDR, AT_ENTRY... under ASLR; without ASLR the
+ * same program with the same arguments may get the same bytes, and then
+ * the same layout too), and nothing else changes it. */
 static uint64_t auxv_fingerprint(const char *buf, size_t len)
 {
 	uint64_t h = 1469598103934665603ull;	/* FNV-1a */
@@ -136,9 +138,16 @@ bool psvc_exec_seen(const struct psvc_target *t)
 	size_t len;
 	if (!t->auxv_hash)
 		return false;
-	snprintf(path, sizeof path, "/proc/%d/auxv", (int)t->pid);
+	snprintf(path, sizeof path, "/proc/%d/auxv", (int)t->mm_tid);
 	if (read_whole_file(path, &buf, &len, 1 << 16))
 		return false;	/* gone or unreadable: the caller finds out */
+	if (len == 0) {
+		/* no mm: the leader exited (pthread_exit) and is a zombie
+		 * while other threads run; a process that execs always has a
+		 * live leader with its vector */
+		free(buf);
+		return false;
+	}
 	uint64_t h = auxv_fingerprint(buf, len);
 	free(buf);
 	return h != t->auxv_hash;
@@ -148,7 +157,7 @@ static void read_auxv(struct psvc_target *t)
 {
 	char path[64], *buf;
 	size_t len;
-	snprintf(path, sizeof path, "/proc/%d/auxv", (int)t->pid);
+	snprintf(path, sizeof path, "/proc/%d/auxv", (int)t->mm_tid);
 	if (read_whole_file(path, &buf, &len, 1 << 16))
 		return;
 	t->auxv_hash = auxv_fingerprint(buf, len);
@@ -174,7 +183,7 @@ static void read_cmdline(struct psvc_target *t)
 {
 	char path[64];
 	size_t len;
-	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)t->pid);
+	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)t->mm_tid);
 	if (read_whole_file(path, &t->cmdline_buf, &len, 1 << 20))
 		return;
 	size_t n = 0;
@@ -197,7 +206,7 @@ static int read_exe_ident(struct psvc_target *t)
 {
 	char path[64];
 	unsigned char eh[64];
-	snprintf(path, sizeof path, "/proc/%d/exe", (int)t->pid);
+	snprintf(path, sizeof path, "/proc/%d/exe", (int)t->mm_tid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -212,6 +221,31 @@ static int read_exe_ident(struct psvc_target *t)
 	return 0;
 }
 
+static int first_live(struct psvc_target *t, pid_t tid, void *arg)
+{
+	struct psvc_taskinfo ti;
+	if (taskinfo_read_at(t->task_dirfd, tid, &ti) == 0 && ti.valid &&
+	    ti.state != 'Z' && ti.state != 'X') {
+		*(pid_t *)arg = tid;
+		return 1;	/* found: stop listing */
+	}
+	return 0;
+}
+
+/* Keep t->mm_tid a live task: the leader while it lives (the common
+ * case costs one stat read), else the first live thread. */
+static void choose_mm_task(struct psvc_target *t)
+{
+	struct psvc_taskinfo ti;
+	if (taskinfo_read_at(t->task_dirfd, t->mm_tid, &ti) == 0 && ti.valid &&
+	    ti.state != 'Z' && ti.state != 'X')
+		return;
+	pid_t live = 0;
+	list_tids(t, first_live, &live);
+	if (live)
+		t->mm_tid = live;
+}
+
 int psvc_open(pid_t pid, const struct psvc_open_opts *opts,
 	      struct psvc_target **ret)
 {
@@ -221,7 +255,7 @@ int psvc_open(pid_t pid, const struct psvc_open_opts *opts,
 	struct psvc_target *t = calloc(1, sizeof *t);
 	if (!t)
 		return -ENOMEM;
-	t->pid = pid;
+	t->pid = t->mm_tid = pid;
 	t->mem_fd = -1;
 	t->arch = arch_host();
 	t->use_proc_mem = opts && opts->force_proc_mem;
@@ -244,6 +278,8 @@ int psvc_open(pid_t pid, const struct psvc_open_opts *opts,
 		psvc_close(t);
 		return -ESRCH;
 	}
+	if (!err && (ti.state == 'Z' || ti.state == 'X'))
+		choose_mm_task(t);
 
 	err = read_exe_ident(t);
 	if (err == -ENOENT) {
@@ -259,7 +295,7 @@ int psvc_open(pid_t pid, const struct psvc_open_opts *opts,
 	/* -EACCES here means another user's process: stopping it will fail
 	 * with EPERM, which is diagnosed there. */
 
-	snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
+	snprintf(path, sizeof path, "/proc/%d/exe", (int)t->mm_tid);
 	char buf[4096];
 	ssize_t n = readlink(path, buf, sizeof buf - 1);
 	if (n > 0) {
@@ -299,6 +335,7 @@ void psvc_close(struct psvc_target *t)
 }
 
 pid_t psvc_pid(const struct psvc_target *t) { return t->pid; }
+pid_t psvc_mm_pid(const struct psvc_target *t) { return t->mm_tid; }
 const struct arch_desc *psvc_arch(const struct psvc_target *t) { return t->arch; }
 int psvc_exe_class(const struct psvc_target *t) { return t->exe_class; }
 unsigned psvc_exe_machine(const struct psvc_target *t) { return t->exe_machine; }
@@ -497,11 +534,13 @@ int psvc_scan(struct psvc_target *t)
 {
 	if (t->stopped)
 		return -EBUSY;
+	/* last capture's stragglers first, whatever follows */
+	stop_release_stragglers(t);
+	choose_mm_task(t);
 	/* a new program: everything known about the process is stale (its
 	 * executable, modules, libthread_db's view, even its class) */
 	if (psvc_exec_seen(t))
 		return -ESTALE;
-	stop_release_stragglers(t);
 	/* following: let the threads held at an event stop go first, or
 	 * /proc would show them traced ('t') instead of what they do */
 	if (follow_drain(t) == -ESRCH)

@@ -6,6 +6,7 @@
  */
 #include <criterion/criterion.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -589,6 +590,49 @@ Test(snapshot, single_threaded_program)
 					      "thread_db"), "status"), "ok");
 	cr_assert(json_is_object(json_object_get(t, "pthread")));
 	json_decref(doc);
+}
+
+/* main() called pthread_exit and a thread runs on: the leader is a
+ * zombie without memory, so its /proc/PID files (exe, maps, auxv, mem)
+ * say nothing; the process is read through a live thread. */
+Test(snapshot, process_whose_main_thread_exited)
+{
+	fx_start(&fx, "fx_lifecycle", NULL, 30);
+	fx_send(&fx, "mainexit");
+	char *l = fx_read_line(&fx, 30);
+	int server = 0;
+	cr_assert(l && sscanf(l, "serving %d", &server) == 1, "no server thread");
+	free(l);
+	cr_assert(wait_state(fx.pid, fx.pid, 'Z', 5000), "the leader is no zombie");
+	const char *extra[] = { "--errno", NULL };
+	int status;
+	json_t *doc = inspect_json(fx.pid, extra, &status);
+	cr_assert_eq(status, 0, "exit %d", status);
+	json_t *proc = json_object_get(doc, "process");
+	const char *exe = jstr(proc, "exe");
+	cr_assert(exe && strstr(exe, "fx_lifecycle"), "exe %s", exe ? exe : "(null)");
+	cr_assert_gt(json_array_size(json_object_get(proc, "cmdline")), 0);
+	cr_assert_str_eq(jstr(json_object_get(proc, "thread_db"), "status"), "ok");
+	json_t *threads = json_object_get(doc, "threads");
+	cr_assert_eq(json_array_size(threads), 2);
+	json_t *lead = thread_by_tid(doc, fx.pid);
+	cr_assert(lead);
+	cr_assert_str_eq(jstr(lead, "state"), "Z");
+	json_t *t = thread_by_tid(doc, server);
+	cr_assert(t, "thread %d missing", server);
+	json_t *pt = json_object_get(t, "pthread");
+	cr_assert(json_is_object(pt));
+	cr_assert_str_eq(jstr(json_object_get(pt, "start_routine"), "symbol"), "server");
+	json_t *f = json_object_get(json_object_get(t, "stack"), "frames");
+	bool serve = false;
+	for (size_t i = 0; i < json_array_size(f); i++) {
+		const char *sym = jstr(json_array_get(f, i), "symbol");
+		serve |= sym && !strcmp(sym, "serve");
+	}
+	cr_assert(serve, "no frame in serve()");
+	cr_assert_eq(json_array_size(json_object_get(t, "errors")), 0);
+	json_decref(doc);
+	cr_assert(wait_not_stopped(fx.pid, 1000));
 }
 
 Test(snapshot, max_freeze_aborts_and_resumes)

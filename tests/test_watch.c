@@ -474,6 +474,64 @@ Test(watch, exec_starts_a_new_session)
 	}
 }
 
+/* The main thread calls pthread_exit and the process goes on: its zombie
+ * leader has no auxiliary vector any more, which is no exec. */
+Test(watch, main_thread_exit_is_no_exec)
+{
+	for (int follow = 0; follow < 2; follow++) {
+		fx_start(&fx, "fx_lifecycle", NULL, 30);
+		const char *plain[] = { "--watch", "0.05", "--json", "--summary", NULL };
+		const char *fol[] = { "--watch", "0.05", "--json", "--summary",
+				      "--follow-threads", NULL };
+		start_watch(follow ? fol : plain, fx.pid);
+		json_t *d = next_line(30);
+		cr_assert(d && !strcmp(jstr(d, "kind"), "summary"));
+		json_decref(d);
+		fx_send(&fx, "mainexit");
+		char *l = fx_read_line(&fx, 30);
+		cr_assert(l && !strncmp(l, "serving ", 8), "no server thread");
+		free(l);
+		/* wait until the leader is a zombie, then five more updates */
+		char path[64], st[4096];
+		snprintf(path, sizeof path, "/proc/%d/status", (int)fx.pid);
+		for (int i = 0; i < 300; i++) {
+			FILE *f = fopen(path, "r");
+			cr_assert(f);
+			size_t n = fread(st, 1, sizeof st - 1, f);
+			fclose(f);
+			st[n] = '\0';
+			if (strstr(st, "State:\tZ"))
+				break;
+			usleep(10000);
+		}
+		cr_assert(strstr(st, "State:\tZ"), "the leader did not become a zombie");
+		for (int after = 0; after < 5;) {
+			d = next_line(30);
+			cr_assert(d, "the stream ended (follow %d)", follow);
+			cr_assert_not(is_event(d, "target_exec"), "a zombie leader is no exec");
+			cr_assert_not(is_event(d, "target_exited"));
+			if (!strcmp(jstr(d, "kind"), "summary"))
+				after++;
+			json_decref(d);
+		}
+		/* between updates (a sample may fall inside one) */
+		cr_assert(wait_not_stopped(fx.pid, 2000), "left stopped (follow %d)",
+			  follow);
+		fx_send(&fx, "exit");
+		bool exited = false;
+		while ((d = next_line(30))) {
+			exited |= is_event(d, "target_exited");
+			json_decref(d);
+		}
+		cr_assert(exited, "the stream ends with target_exited");
+		int sig;
+		cr_assert_eq(tin_wait(&sig), 0);
+		fx_kill(&fx);
+		fx_kill(&tin);
+		validate_stream();
+	}
+}
+
 Test(watch, count_and_text)
 {
 	fx_start(&fx, "fx_lifecycle", NULL, 30);
