@@ -364,20 +364,26 @@ static int watch_loop(struct dbs_session **sp, pid_t pid,
 			return err;
 		if (err == -ESTALE) {
 			/* execve: a new program in the same process; start a
-			 * session on it and go on */
+			 * session on it and go on at the next interval (a
+			 * program that execs in a loop gets no busy loop) */
+			if (w->cancel && *w->cancel)
+				return -EINTR;
 			stream_event(w, pid, "target_exec", NULL);
 			dbs_session_destroy(s);
 			*sp = s = NULL;
 			err = dbs_session_init(pid, dopts, &s);
+			if (err == -ESRCH) {
+				/* the new program is gone already */
+				stream_event(w, pid, "target_exited", NULL);
+				return 0;
+			}
 			if (err)
 				return err;
 			*sp = s;
 			if (w->follow && (err = dbs_session_follow(s)))
 				return err;
 			update--;	/* this update did not happen */
-			continue;
-		}
-		if (err == -ETIMEDOUT) {
+		} else if (err == -ETIMEDOUT) {
 			/* one update abandoned, the target resumed: the stream
 			 * goes on */
 			stream_event(w, pid, "capture_abandoned",

@@ -532,6 +532,33 @@ Test(watch, main_thread_exit_is_no_exec)
 	}
 }
 
+/* The target execs a program that exits at once: whether the next update
+ * finds the new program or nothing, the stream ends with target_exited
+ * and status 0. */
+Test(watch, exec_into_a_program_that_exits)
+{
+	for (int i = 0; i < 10; i++) {
+		fx_start(&fx, "fx_lifecycle", NULL, 30);
+		const char *opts[] = { "--watch", "0.01", "--json", "--summary", NULL };
+		start_watch(opts, fx.pid);
+		json_t *d = next_line(30);
+		cr_assert(d && !strcmp(jstr(d, "kind"), "summary"));
+		json_decref(d);
+		fx_send(&fx, "run /bin/true");
+		bool exited = false;
+		while ((d = next_line(30))) {
+			exited |= is_event(d, "target_exited");
+			json_decref(d);
+		}
+		cr_assert(exited, "round %d: no target_exited", i);
+		int sig;
+		cr_assert_eq(tin_wait(&sig), 0, "round %d", i);
+		fx_kill(&fx);
+		fx_kill(&tin);
+		validate_stream();
+	}
+}
+
 Test(watch, count_and_text)
 {
 	fx_start(&fx, "fx_lifecycle", NULL, 30);
