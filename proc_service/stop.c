@@ -110,6 +110,15 @@ static int seize_one(struct psvc_target *t, pid_t tid, void *arg)
 	}
 	if (!t->t_first_stop)
 		t->t_first_stop = psvc_now_ns();
+	if (t->follow && (k->info.state == 'Z' || k->info.state == 'X') &&
+	    !(k->flags & PSVC_TASK_LATE) && tid == t->pid) {
+		/* a followed leader that called pthread_exit: a zombie
+		 * until the last thread exits, it reports no stop (waiting
+		 * for one would hold the others for the whole stop
+		 * timeout); shown as in the unfollowed case */
+		k->seize_errno = EPERM;
+		return 0;
+	}
 	if (t->follow && follow_adopt(t, tid)) {
 		/* attached since follow began: interrupt is enough */
 		k->flags |= PSVC_TASK_SEIZED;
