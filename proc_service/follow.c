@@ -10,7 +10,10 @@
  * creation is announced once both are in, with the start routine read
  * while the child is still held at its first stop.  An exit is the reaped
  * exit status of the thread (no PTRACE_O_TRACEEXIT: that would stop every
- * exiting thread once more for nothing we need).
+ * exiting thread once more for nothing we need).  PTRACE_O_TRACEEXEC stops
+ * a thread that executes a new program once: from then on the module map
+ * and libthread_db are the old program's, so no start routine is resolved
+ * and the next scan reports the exec (psvc_scan: -ESTALE).
  *
  * What it costs the target: two stops per thread creation (parent and
  * child, a few microseconds each plus a round trip through tinspect) and
@@ -155,7 +158,7 @@ static void keep_start(struct psvc_target *t, pid_t tid, uint64_t tp)
 	}
 	struct follow_start *f = &t->starts[t->nstarts++];
 	*f = (struct follow_start){ .tid = tid, .tp = tp };
-	if (tp && t->resolver) {
+	if (tp && t->resolver && !t->exec_traced) {
 		f->start = t->resolver(t->resolver_arg, tid, tp);
 		f->resolved = true;
 	}
@@ -180,7 +183,8 @@ void psvc_follow_set_resolver(struct psvc_target *t, psvc_start_fn fn, void *arg
 
 void psvc_follow_resolve(struct psvc_target *t)
 {
-	if (!t->follow || !t->resolver)
+	/* after an exec the resolver reads the old program's view */
+	if (!t->follow || !t->resolver || t->exec_traced)
 		return;
 	for (size_t i = 0; i < t->nstarts; i++) {
 		struct follow_start *f = &t->starts[i];
@@ -314,6 +318,10 @@ bool follow_status(struct psvc_target *t, pid_t tid, int st, bool in_capture,
 	if (!WIFSTOPPED(st))
 		return false;
 	int event = st >> 16, sig = WSTOPSIG(st);
+	if (event == PTRACE_EVENT_EXEC) {
+		t->exec_traced = true;
+		return true;
+	}
 	if (event == PTRACE_EVENT_CLONE) {
 		unsigned long child = 0;
 		if (ptrace(PTRACE_GETEVENTMSG, tid, 0, &child) == 0 && child > 0)
@@ -350,7 +358,7 @@ static int seize_follow(struct psvc_target *t, pid_t tid, void *arg)
 	unsigned *added = arg;
 	if (tidmap_get(&t->followed, tid) >= 0)
 		return 0;
-	if (ptrace(PTRACE_SEIZE, tid, 0, (void *)(long)PTRACE_O_TRACECLONE) != 0)
+	if (ptrace(PTRACE_SEIZE, tid, 0, (void *)(long)FOLLOW_PTRACE_OPTS) != 0)
 		return 0;	/* gone, or someone else's: not followed */
 	tidmap_put(&t->followed, tid, F_STARTED | F_ANNOUNCED);
 	(*added)++;

@@ -241,9 +241,9 @@ void psvc_follow_resolve(struct psvc_target *t);
 typedef void (*psvc_event_fn)(void *arg, const struct psvc_event *ev);
 
 /*
- * Stay attached: seize every task with PTRACE_O_TRACECLONE, without
- * stopping any.  Captures then interrupt and continue instead of seizing
- * and detaching.  Returns 0 or a negative errno (-EPERM: nothing seized).
+ * Stay attached: seize every task with PTRACE_O_TRACECLONE and
+ * PTRACE_O_TRACEEXEC, without stopping any.  Captures then interrupt and
+ * continue instead of seizing and detaching.  Returns 0 or a negative errno (-EPERM: nothing seized).
  */
 int psvc_follow_start(struct psvc_target *t);
 /*

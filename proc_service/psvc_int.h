@@ -8,7 +8,12 @@
 #include "psvc.h"
 
 #include <stdio.h>
+#include <sys/ptrace.h>
 #include <time.h>
+
+/* How follow mode seizes: every clone attaches the new thread to us, and
+ * an execve stops the exec'ing thread once so that we know. */
+#define FOLLOW_PTRACE_OPTS (PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC)
 
 /* An open-addressing map from a TID to its index in the task array. */
 struct tidmap {
@@ -99,6 +104,8 @@ struct psvc_target {
 
 	/* follow.c: attached between captures */
 	bool follow;
+	bool exec_traced;		/* a PTRACE_EVENT_EXEC was seen: the
+					 * process runs another program */
 	struct tidmap followed;		/* TID -> F_* bits */
 	struct follow_parent *parents;	/* clones half seen */
 	size_t nparents, parents_cap;

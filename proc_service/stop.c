@@ -129,7 +129,7 @@ static int seize_one(struct psvc_target *t, pid_t tid, void *arg)
 		return 0;
 	}
 	if (ptrace(PTRACE_SEIZE, tid, 0,
-		   (void *)(long)(t->follow ? PTRACE_O_TRACECLONE : 0)) != 0) {
+		   (void *)(long)(t->follow ? FOLLOW_PTRACE_OPTS : 0)) != 0) {
 		if (errno == EPERM && straggler_take(t, tid)) {
 			/* ours since an earlier capture, interrupt pending */
 			k->flags |= PSVC_TASK_SEIZED;

@@ -136,6 +136,8 @@ bool psvc_exec_seen(const struct psvc_target *t)
 {
 	char path[64], *buf;
 	size_t len;
+	if (t->exec_traced)
+		return true;	/* following: the kernel told us */
 	if (!t->auxv_hash)
 		return false;
 	snprintf(path, sizeof path, "/proc/%d/auxv", (int)t->mm_tid);

@@ -563,6 +563,52 @@ Test(watch, exec_into_a_program_that_exits)
 	}
 }
 
+/* Following, the new program of an exec starts threads before the next
+ * update: their creations are told, with no start routine (the old
+ * program's symbols would name a wrong one), and target_exec follows. */
+Test(watch, follow_after_exec_resolves_nothing_with_the_old_program)
+{
+	fx_start(&fx, "fx_lifecycle", NULL, 30);
+	const char *opts[] = { "--watch", "1.5", "--json", "--summary",
+			       "--follow-threads", NULL };
+	start_watch(opts, fx.pid);
+	json_t *d = next_line(30);
+	cr_assert(d && !strcmp(jstr(d, "kind"), "summary"));
+	json_decref(d);
+	fx_send(&fx, "exec 3");
+	char *l = fx_read_line(&fx, 30);
+	cr_assert(l && !strncmp(l, "ready", 5), "the fixture did not come back");
+	free(l);
+	int created = 0, after = 0;
+	bool exec_seen = false;
+	while (!exec_seen || after < 1) {
+		d = next_line(30);
+		cr_assert(d, "the stream ended");
+		if (is_event(d, "target_exec")) {
+			exec_seen = true;
+		} else if (!exec_seen && is_event(d, "thread_created")) {
+			created++;
+			cr_assert(json_is_null(json_object_get(d, "start_routine")),
+				  "a start routine named with the old program's view");
+		} else if (exec_seen && !strcmp(jstr(d, "kind"), "summary")) {
+			/* the new session names them */
+			json_t *by = json_object_get(d, "by_start_routine");
+			cr_assert_eq(json_integer_value(json_object_get(by, "fx_spawned")), 3,
+				     "the new session does not name them");
+			after++;
+		}
+		json_decref(d);
+	}
+	cr_assert_eq(created, 3, "creations told before target_exec");
+	cr_assert(wait_not_stopped(fx.pid, 2000));
+	fx_send(&fx, "exit");
+	while ((d = next_line(30)))
+		json_decref(d);
+	int sig;
+	cr_assert_eq(tin_wait(&sig), 0);
+	validate_stream();
+}
+
 Test(watch, count_and_text)
 {
 	fx_start(&fx, "fx_lifecycle", NULL, 30);
