@@ -452,7 +452,7 @@ static void put_holder(FILE *out, const struct dbs_snapshot *snap,
 			fprintf(out, " held by %u reader%s (not recorded)", l->nholders,
 				l->nholders == 1 ? "" : "s");
 		else
-			fputs(" held, owner not recorded", out);
+			fputs(" held, owner unknown", out);	/* the note says why */
 		break;
 	case DBS_OWNER_NONE:
 		if (l->kind == DBS_LOCK_MUTEX || l->kind == DBS_LOCK_RWLOCK)

@@ -1428,14 +1428,16 @@ static void resolve_owner(const struct ctx *c, struct dbs_lock *l, pid_t rec,
 	 * process is in the snapshot, so a private lock's owner is dead:
 	 * nothing releases a dead owner's normal mutex (and for a robust one
 	 * the kernel should have set FUTEX_OWNER_DIED instead). */
-	l->owner = rec;
 	if (c->nstid_unknown) {
-		/* it may be the thread whose namespace TID we lack */
+		/* it may be the thread whose namespace TID we lack; rec is a
+		 * TID of the target's namespace, not one to print beside
+		 * ours */
 		l->owner_state = DBS_OWNER_UNKNOWN;
 		l->note = "the recorded owner matches no known thread, but some "
 			  "threads' TIDs in the target's namespace are unknown";
 		return;
 	}
+	l->owner = rec;
 	/* a robust mutex's dead owner is marked FUTEX_OWNER_DIED by the
 	 * kernel, with no TID: a TID that is not ours belongs to another
 	 * process sharing it */

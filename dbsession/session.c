@@ -374,6 +374,14 @@ static void gather_tdb(struct dbs_session *s, struct tdb_result *res)
 			continue;
 		if ((i & 63) == 63 && psvc_check_freeze(t))
 			return;	/* the caller sees it too and aborts */
+		if (!k->info.ns_tid && !psvc_same_pidns(t)) {
+			/* its TID in the target's namespace is unknown: any
+			 * number given to libthread_db would be a guess */
+			res[i].err = TD_NOTHR;
+			res[i].step = "td_ta_map_lwp2thr (the thread's TID in "
+				      "the target's namespace is unknown)";
+			continue;
+		}
 		td_thrhandle_t th;
 		lwpid_t lwp = k->info.ns_tid ? k->info.ns_tid : k->tid;
 		td_err_e e = s->lib.td_ta_map_lwp2thr(s->ta, lwp, &th);
@@ -408,7 +416,7 @@ static void fill_proc(struct dbs_session *s, struct dbs_thread *th,
 	th->proc_before_stop = ti->before_stop;
 	/* without NSpid, our TID is theirs only in one namespace */
 	th->ns_tid = ti->ns_tid ? ti->ns_tid :
-		     psvc_foreign_pidns(s->t) ? 0 : th->tid;
+		     psvc_same_pidns(s->t) ? th->tid : 0;
 	if (!ti->valid)
 		return;
 	th->name = malloc(ti->comm_len + 1);

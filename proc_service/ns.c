@@ -44,6 +44,12 @@ bool psvc_foreign_pidns(struct psvc_target *t)
 	return t->foreign_pidns > 0;
 }
 
+bool psvc_same_pidns(struct psvc_target *t)
+{
+	psvc_foreign_pidns(t);
+	return t->foreign_pidns == 0;
+}
+
 void ns_note_task(struct psvc_target *t, size_t idx)
 {
 	struct psvc_task *k = &t->tasks[idx];
@@ -63,7 +69,7 @@ struct psvc_task *psvc_task_by_ns_tid(struct psvc_target *t, pid_t ns_tid)
 		return k;
 	/* a TID of ours that happens to equal the namespace TID asked for
 	 * is only the same task if there is one namespace */
-	if (k->info.ns_tid == 0 && !psvc_foreign_pidns(t))
+	if (k->info.ns_tid == 0 && psvc_same_pidns(t))
 		return k;
 	return NULL;
 }

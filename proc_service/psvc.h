@@ -444,6 +444,9 @@ enum psvc_eperm_cause psvc_eperm_decide(const struct psvc_eperm_facts *f);
  * callback) are then not the TIDs ptrace needs (GLIBC-NOTES.md §3).
  */
 bool psvc_foreign_pidns(struct psvc_target *t);
+/* True only when the target is known to share our PID namespace (a TID
+ * of ours is then its TID too); false when it does not or cannot be told. */
+bool psvc_same_pidns(struct psvc_target *t);
 /* A task of the current capture by its TID in the target's own PID
  * namespace.  O(1); NULL if unknown. */
 struct psvc_task *psvc_task_by_ns_tid(struct psvc_target *t, pid_t ns_tid);

@@ -478,6 +478,7 @@ Test(lockgraph, unknown_namespace_tid_makes_no_orphan)
 	analyse(s, false);
 	const struct dbs_lock *l0 = lock_of(s, 1);
 	cr_assert_eq(l0->owner_state, DBS_OWNER_UNKNOWN);
+	cr_assert_eq(l0->owner, 0, "999 is a TID of the other namespace: not shown");
 	cr_assert_not(l0->orphaned);
 	cr_assert(l0->note && strstr(l0->note, "namespace"));
 	cr_assert_eq(s->locks->norphaned, 0);
