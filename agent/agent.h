@@ -66,7 +66,7 @@ int agent_watch(struct dbs_session **sp, pid_t pid, const struct dbs_options *do
 
 /* JSON document format; bump the minor for additions, the major for
  * changes that break readers. */
-#define TINSPECT_FORMAT_VERSION "1.4"
+#define TINSPECT_FORMAT_VERSION "2.0"
 
 int render_text(FILE *out, const struct dbs_snapshot *snap,
 		const struct agent_opts *o);

@@ -268,7 +268,8 @@ void keys_gather(struct dbs_session *s, const struct tdb_result *res)
 		if ((i & 63) == 63 && !out_of_time && psvc_check_freeze(t))
 			out_of_time = true;
 		if (out_of_time) {
-			/* not read: unknown, not "never set" */
+			/* not read: unknown, not "never set" (the capture
+			 * is abandoned over the limit anyway: defensive) */
 			for (size_t j = 0; j < k->ninuse; j++)
 				k->vals[i * k->ninuse + j].unknown = true;
 			continue;
@@ -333,8 +334,8 @@ void keys_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 	}
 	if (nunknown)
 		snap_add_error(&th->errors, &th->nerrors,
-			       "keys: %zu value(s) not read (unreadable block, or "
-			       "the freeze limit)", nunknown);
+			       "keys: %zu value(s) not read (their block is "
+			       "unreadable)", nunknown);
 }
 
 void keys_finish(struct dbs_session *s, struct dbs_snapshot *snap)
