@@ -100,6 +100,28 @@ static bool is_event(json_t *d, const char *what)
 }
 
 /* Exit status of the tinspect under test once it has ended. */
+/* fx_lifecycle watched with opts, past the first summary line. */
+static void watch_lifecycle(const char *const *opts)
+{
+	fx_start(&fx, "fx_lifecycle", NULL, 30);
+	start_watch(opts, fx.pid);
+	json_t *d = next_line(30);
+	cr_assert(d && !strcmp(jstr(d, "kind"), "summary"), "no first summary");
+	json_decref(d);
+}
+
+/* Read the stream to its end; whether it told target_exited. */
+static bool drain_stream(void)
+{
+	bool exited = false;
+	json_t *d;
+	while ((d = next_line(30))) {
+		exited |= is_event(d, "target_exited");
+		json_decref(d);
+	}
+	return exited;
+}
+
 static int tin_wait(int *ret_sig)
 {
 	int st;
@@ -107,6 +129,17 @@ static int tin_wait(int *ret_sig)
 	tin.pid = 0;
 	*ret_sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* tinspect exited 0, the processes are gone, the stream was valid: ready
+ * for another round of a looping test. */
+static void finish_round(void)
+{
+	int sig;
+	cr_assert_eq(tin_wait(&sig), 0, "tinspect exit status (signal %d)", sig);
+	fx_kill(&fx);
+	fx_kill(&tin);
+	validate_stream();
 }
 
 /* No task of pid is stopped or traced by anyone. */
@@ -247,13 +280,10 @@ Test(watch, ndjson_updates_follow_dlopen_and_dlclose)
 
 Test(watch, follow_threads_reports_each_creation_and_exit_once)
 {
-	fx_start(&fx, "fx_lifecycle", NULL, 30);
 	const char *opts[] = { "--watch", "0.3", "--json", "--summary",
 			       "--follow-threads", NULL };
-	start_watch(opts, fx.pid);
-	json_t *d = next_line(30);
-	cr_assert(d && !strcmp(jstr(d, "kind"), "summary"));
-	json_decref(d);
+	watch_lifecycle(opts);
+	json_t *d;
 
 	/* bursts while tinspect follows: 3 x 300 threads, a quarter of them
 	 * with a child of their own */
@@ -376,14 +406,11 @@ Test(watch, sigterm_during_an_update_following) { sigterm_during_update(true); }
 Test(watch, target_exiting_ends_the_stream)
 {
 	for (int follow = 0; follow < 2; follow++) {
-		fx_start(&fx, "fx_lifecycle", NULL, 30);
 		const char *plain[] = { "--watch", "0.1", "--json", "--summary", NULL };
 		const char *fol[] = { "--watch", "0.1", "--json", "--summary",
 				      "--follow-threads", NULL };
-		start_watch(follow ? fol : plain, fx.pid);
-		json_t *d = next_line(30);
-		cr_assert(d && !strcmp(jstr(d, "kind"), "summary"));
-		json_decref(d);
+		watch_lifecycle(follow ? fol : plain);
+		json_t *d;
 		fx_send(&fx, "exit");
 		int st;
 		cr_assert_eq(waitpid(fx.pid, &st, 0), fx.pid);
@@ -439,14 +466,11 @@ Test(watch, straggler_is_let_go_between_updates)
 Test(watch, exec_starts_a_new_session)
 {
 	for (int follow = 0; follow < 2; follow++) {
-		fx_start(&fx, "fx_lifecycle", NULL, 30);
 		const char *plain[] = { "--watch", "0.1", "--json", "--summary", NULL };
 		const char *fol[] = { "--watch", "0.1", "--json", "--summary",
 				      "--follow-threads", NULL };
-		start_watch(follow ? fol : plain, fx.pid);
-		json_t *d = next_line(30);
-		cr_assert(d && !strcmp(jstr(d, "kind"), "summary"));
-		json_decref(d);
+		watch_lifecycle(follow ? fol : plain);
+		json_t *d;
 		fx_send(&fx, "exec");
 		char *l = fx_read_line(&fx, 30);
 		cr_assert(l && !strncmp(l, "ready", 5), "the fixture did not come back");
@@ -464,13 +488,8 @@ Test(watch, exec_starts_a_new_session)
 		}
 		cr_assert(!any_task_stopped(fx.pid));
 		fx_send(&fx, "exit");
-		while ((d = next_line(30)))
-			json_decref(d);
-		int sig;
-		cr_assert_eq(tin_wait(&sig), 0);
-		fx_kill(&fx);
-		fx_kill(&tin);
-		validate_stream();
+		drain_stream();
+		finish_round();
 	}
 }
 
@@ -479,7 +498,6 @@ Test(watch, exec_starts_a_new_session)
 Test(watch, main_thread_exit_is_no_exec)
 {
 	for (int follow = 0; follow < 2; follow++) {
-		fx_start(&fx, "fx_lifecycle", NULL, 30);
 		/* a stop that never comes would hold each update for the stop
 		 * timeout: make that longer than next_line() waits */
 		const char *plain[] = { "--watch", "0.05", "--json", "--summary",
@@ -487,10 +505,8 @@ Test(watch, main_thread_exit_is_no_exec)
 		const char *fol[] = { "--watch", "0.05", "--json", "--summary",
 				      "--stop-timeout", "60000", "--follow-threads",
 				      NULL };
-		start_watch(follow ? fol : plain, fx.pid);
-		json_t *d = next_line(30);
-		cr_assert(d && !strcmp(jstr(d, "kind"), "summary"));
-		json_decref(d);
+		watch_lifecycle(follow ? fol : plain);
+		json_t *d;
 		fx_send(&fx, "mainexit");
 		char *l = fx_read_line(&fx, 30);
 		cr_assert(l && !strncmp(l, "serving ", 8), "no server thread");
@@ -522,17 +538,9 @@ Test(watch, main_thread_exit_is_no_exec)
 		cr_assert(wait_not_stopped(fx.pid, 2000), "left stopped (follow %d)",
 			  follow);
 		fx_send(&fx, "exit");
-		bool exited = false;
-		while ((d = next_line(30))) {
-			exited |= is_event(d, "target_exited");
-			json_decref(d);
-		}
+		bool exited = drain_stream();
 		cr_assert(exited, "the stream ends with target_exited");
-		int sig;
-		cr_assert_eq(tin_wait(&sig), 0);
-		fx_kill(&fx);
-		fx_kill(&tin);
-		validate_stream();
+		finish_round();
 	}
 }
 
@@ -542,24 +550,12 @@ Test(watch, main_thread_exit_is_no_exec)
 Test(watch, exec_into_a_program_that_exits)
 {
 	for (int i = 0; i < 10; i++) {
-		fx_start(&fx, "fx_lifecycle", NULL, 30);
 		const char *opts[] = { "--watch", "0.01", "--json", "--summary", NULL };
-		start_watch(opts, fx.pid);
-		json_t *d = next_line(30);
-		cr_assert(d && !strcmp(jstr(d, "kind"), "summary"));
-		json_decref(d);
+		watch_lifecycle(opts);
 		fx_send(&fx, "run /bin/true");
-		bool exited = false;
-		while ((d = next_line(30))) {
-			exited |= is_event(d, "target_exited");
-			json_decref(d);
-		}
+		bool exited = drain_stream();
 		cr_assert(exited, "round %d: no target_exited", i);
-		int sig;
-		cr_assert_eq(tin_wait(&sig), 0, "round %d", i);
-		fx_kill(&fx);
-		fx_kill(&tin);
-		validate_stream();
+		finish_round();
 	}
 }
 
@@ -568,13 +564,10 @@ Test(watch, exec_into_a_program_that_exits)
  * program's symbols would name a wrong one), and target_exec follows. */
 Test(watch, follow_after_exec_resolves_nothing_with_the_old_program)
 {
-	fx_start(&fx, "fx_lifecycle", NULL, 30);
 	const char *opts[] = { "--watch", "1.5", "--json", "--summary",
 			       "--follow-threads", NULL };
-	start_watch(opts, fx.pid);
-	json_t *d = next_line(30);
-	cr_assert(d && !strcmp(jstr(d, "kind"), "summary"));
-	json_decref(d);
+	watch_lifecycle(opts);
+	json_t *d;
 	fx_send(&fx, "exec 3");
 	char *l = fx_read_line(&fx, 30);
 	cr_assert(l && !strncmp(l, "ready", 5), "the fixture did not come back");
@@ -602,8 +595,7 @@ Test(watch, follow_after_exec_resolves_nothing_with_the_old_program)
 	cr_assert_eq(created, 3, "creations told before target_exec");
 	cr_assert(wait_not_stopped(fx.pid, 2000));
 	fx_send(&fx, "exit");
-	while ((d = next_line(30)))
-		json_decref(d);
+	drain_stream();
 	int sig;
 	cr_assert_eq(tin_wait(&sig), 0);
 	validate_stream();
