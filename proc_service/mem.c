@@ -336,6 +336,16 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* Cache the whole blocks of len bytes read into data for blocks from
+ * first on (a partial last block is left out: it was not all read). */
+static void cache_insert_run(struct psvc_target *t, uint64_t first,
+			     void *data, size_t len)
+{
+	for (size_t b = 0; b < len / BLK_SIZE; b++)
+		cache_insert(&t->cache, first + b,
+			     (unsigned char *)data + b * BLK_SIZE);
+}
+
 void psvc_prefetch(struct psvc_target *t, const struct psvc_range *r,
 		   size_t n)
 {
@@ -423,20 +433,15 @@ void psvc_prefetch(struct psvc_target *t, const struct psvc_range *r,
 			size_t left = got > 0 ? (size_t)got : 0;
 			while (k < niov && left >= liov[k].iov_len) {
 				left -= liov[k].iov_len;
-				size_t nblk = liov[k].iov_len / BLK_SIZE;
-				for (size_t b = 0; b < nblk; b++)
-					cache_insert(&t->cache, first_blk[k] + b,
-						     (unsigned char *)liov[k].iov_base +
-						     b * BLK_SIZE);
+				cache_insert_run(t, first_blk[k], liov[k].iov_base,
+						 liov[k].iov_len);
 				k++;
 			}
 			/* run k stopped at an unreadable block: keep the whole
 			 * blocks before it (a stack copy is still good up to
 			 * there) */
-			for (size_t b = 0; k < niov && b < left / BLK_SIZE; b++)
-				cache_insert(&t->cache, first_blk[k] + b,
-					     (unsigned char *)liov[k].iov_base +
-					     b * BLK_SIZE);
+			if (k < niov)
+				cache_insert_run(t, first_blk[k], liov[k].iov_base, left);
 			done = k + 1;	/* run k failed (or all done) */
 		}
 		/* /proc/PID/mem: one pread per run; what follows an
@@ -448,15 +453,11 @@ void psvc_prefetch(struct psvc_target *t, const struct psvc_range *r,
 			ssize_t got = pread(t->mem_fd, liov[done].iov_base,
 					    liov[done].iov_len,
 					    (off_t)(uintptr_t)riov[done].iov_base);
-			if (got <= 0)
-				continue;
 			/* a short read stops at an unreadable block: the
 			 * whole blocks before it are good */
-			size_t nblk = (size_t)got / BLK_SIZE;
-			for (size_t b = 0; b < nblk; b++)
-				cache_insert(&t->cache, first_blk[done] + b,
-					     (unsigned char *)liov[done].iov_base +
-					     b * BLK_SIZE);
+			if (got > 0)
+				cache_insert_run(t, first_blk[done],
+						 liov[done].iov_base, (size_t)got);
 		}
 	}
 	free(blks);
