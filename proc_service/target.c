@@ -223,24 +223,27 @@ static int read_exe_ident(struct psvc_target *t)
 	return 0;
 }
 
-static int first_live(struct psvc_target *t, pid_t tid, void *arg)
+/* The task exists and has not exited (a zombie is dead). */
+static bool task_live(struct psvc_target *t, pid_t tid)
 {
 	struct psvc_taskinfo ti;
-	if (taskinfo_read_at(t->task_dirfd, tid, &ti) == 0 && ti.valid &&
-	    ti.state != 'Z' && ti.state != 'X') {
-		*(pid_t *)arg = tid;
-		return 1;	/* found: stop listing */
-	}
-	return 0;
+	return taskinfo_read_at(t->task_dirfd, tid, &ti) == 0 && ti.valid &&
+	       ti.state != 'Z' && ti.state != 'X';
+}
+
+static int first_live(struct psvc_target *t, pid_t tid, void *arg)
+{
+	if (!task_live(t, tid))
+		return 0;
+	*(pid_t *)arg = tid;
+	return 1;	/* found: stop listing */
 }
 
 /* Keep t->mm_tid a live task: the leader while it lives (the common
  * case costs one stat read), else the first live thread. */
 static void choose_mm_task(struct psvc_target *t)
 {
-	struct psvc_taskinfo ti;
-	if (taskinfo_read_at(t->task_dirfd, t->mm_tid, &ti) == 0 && ti.valid &&
-	    ti.state != 'Z' && ti.state != 'X')
+	if (task_live(t, t->mm_tid))
 		return;
 	pid_t live = 0;
 	list_tids(t, first_live, &live);
@@ -351,9 +354,7 @@ size_t psvc_cmdline(const struct psvc_target *t, const char *const **ret_argv)
 
 static int count_live(struct psvc_target *t, pid_t tid, void *arg)
 {
-	struct psvc_taskinfo ti;
-	if (taskinfo_read_at(t->task_dirfd, tid, &ti) == 0 && ti.valid &&
-	    ti.state != 'Z' && ti.state != 'X')
+	if (task_live(t, tid))
 		++*(int *)arg;
 	return 0;
 }
