@@ -376,12 +376,10 @@ static void thread_extras_json(struct jw *w, const struct dbs_snapshot *snap,
 		for (size_t i = 0; i < th->nkeys; i++) {
 			jw_obj(w);
 			k_int(w, "key", th->keys[i].key);
-			if (th->keys[i].unknown) {
-				jw_key(w, "value");
-				jw_null(w);
-			} else {
+			if (th->keys[i].unknown)
+				k_null(w, "value");
+			else
 				k_hex(w, "value", th->keys[i].value);
-			}
 			jw_obj_end(w);
 		}
 		jw_arr_end(w);
@@ -695,6 +693,23 @@ static void lock_json(struct jw *w, const struct dbs_lock *l)
 	jw_obj_end(w);
 }
 
+/* "threads" and "locks" of a cycle or a stall, in their order. */
+static void chain_json(struct jw *w, const struct dbs_locks *L,
+		       const pid_t *threads, size_t nthreads,
+		       const size_t *locks, size_t nlocks)
+{
+	jw_key(w, "threads");
+	jw_arr(w);
+	for (size_t j = 0; j < nthreads; j++)
+		jw_int(w, threads[j]);
+	jw_arr_end(w);
+	jw_key(w, "locks");
+	jw_arr(w);
+	for (size_t j = 0; j < nlocks; j++)
+		lockref_json(w, L, locks[j]);
+	jw_arr_end(w);
+}
+
 static void locks_json(struct jw *w, const struct dbs_snapshot *snap)
 {
 	const struct dbs_locks *L = snap->locks;
@@ -709,16 +724,7 @@ static void locks_json(struct jw *w, const struct dbs_snapshot *snap)
 	for (size_t i = 0; L && i < L->ndeadlocks; i++) {
 		const struct dbs_deadlock *d = &L->deadlocks[i];
 		jw_obj(w);
-		jw_key(w, "threads");
-		jw_arr(w);
-		for (size_t j = 0; j < d->n; j++)
-			jw_int(w, d->threads[j]);
-		jw_arr_end(w);
-		jw_key(w, "locks");
-		jw_arr(w);
-		for (size_t j = 0; j < d->n; j++)
-			lockref_json(w, L, d->locks[j]);
-		jw_arr_end(w);
+		chain_json(w, L, d->threads, d->n, d->locks, d->n);
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);
@@ -728,16 +734,7 @@ static void locks_json(struct jw *w, const struct dbs_snapshot *snap)
 	for (size_t i = 0; L && i < L->nstalls; i++) {
 		const struct dbs_stall *st = &L->stalls[i];
 		jw_obj(w);
-		jw_key(w, "threads");
-		jw_arr(w);
-		for (size_t j = 0; j < st->n; j++)
-			jw_int(w, st->threads[j]);
-		jw_arr_end(w);
-		jw_key(w, "locks");
-		jw_arr(w);
-		for (size_t j = 0; j + 1 < st->n; j++)
-			lockref_json(w, L, st->locks[j]);
-		jw_arr_end(w);
+		chain_json(w, L, st->threads, st->n, st->locks, st->n ? st->n - 1 : 0);
 		jw_key(w, "end");
 		jw_obj(w);
 		k_int(w, "tid", st->threads[st->n - 1]);
@@ -767,12 +764,7 @@ static void thread_json(struct jw *w, const struct dbs_snapshot *snap,
 {
 	jw_obj(w);
 	k_int(w, "tid", th->tid);
-	if (th->ns_tid) {
-		k_int(w, "ns_tid", th->ns_tid);
-	} else {
-		jw_key(w, "ns_tid");
-		jw_null(w);
-	}
+	k_tid(w, "ns_tid", th->ns_tid);	/* 0: unknown */
 	jw_key(w, "name");
 	jw_strn(w, th->name, th->name_len);
 	if (th->name && !agent_utf8_lossless(th->name, th->name_len)) {
