@@ -144,6 +144,8 @@ static void put_stack(FILE *out, const struct dbs_stack *st)
 			put_escaped(out, f->symbol);
 			if (f->offset && !f->inlined)
 				fprintf(out, "+0x%" PRIx64, f->offset);
+		} else if (!f->module) {
+			fputs("?? (outside any module: JIT or generated code)", out);
 		} else {
 			fputs("??", out);
 		}
@@ -167,6 +169,11 @@ static void put_stack(FILE *out, const struct dbs_stack *st)
 		break;
 	case DBS_STACK_MAX_FRAMES:
 		fputs("  (more frames: --max-frames reached)\n", out);
+		break;
+	case DBS_STACK_UNKNOWN_CODE:
+		fputs("  (unwinding stopped in code outside any module: no unwind "
+		      "information and no frame pointer chain lead to its caller)\n",
+		      out);
 		break;
 	case DBS_STACK_BAD_SP:
 	case DBS_STACK_ERROR:

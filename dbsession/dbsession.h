@@ -121,6 +121,9 @@ struct dbs_frame {
 	uint64_t offset;	/* pc - symbol start; 0 for inlined frames */
 	const char *file;	/* source file, NULL without debug info */
 	int line;		/* 0 if unknown */
+	uint64_t module_offset;	/* pc - the module's bias (the address
+				 * addr2line and objdump use); 0 without a
+				 * module */
 };
 
 /* Why a stack ends where it ends. */
@@ -131,14 +134,22 @@ enum dbs_stack_end {
 	DBS_STACK_MAX_FRAMES,	/* --max-frames reached */
 	DBS_STACK_BAD_SP,	/* sp did not move up: garbage or a loop */
 	DBS_STACK_ERROR,	/* the unwinder gave up (see error) */
+	DBS_STACK_UNKNOWN_CODE,	/* stopped at (or right after) code outside
+				 * any module, JIT or generated code, whose
+				 * caller neither CFI nor a frame pointer
+				 * chain leads to: expected, not an error */
 };
 const char *dbs_stack_end_name(enum dbs_stack_end e);
+
+/* An end that is a failure to read the thread: the thread's errors say
+ * so and the exit status is "partial" (BAD_SP in native code, ERROR). */
+bool dbs_stack_end_is_error(enum dbs_stack_end e);
 
 struct dbs_stack {
 	struct dbs_frame *frames;	/* innermost first */
 	size_t nframes;
 	enum dbs_stack_end end;
-	const char *error;	/* why it ended, for BAD_SP and ERROR */
+	const char *error;	/* why it ended, for the error ends only */
 	uint64_t copied_from, copied_to; /* the stack bytes captured */
 };
 

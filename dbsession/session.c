@@ -590,9 +590,12 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 				t, lo, res[i].stack_hi - lo);
 			snap->stack_bytes_copied += th->stack.copied_to - lo;
 			unwinder_unwind(s->unwinder, th, s->opts.max_frames);
-			if (th->stack.end == DBS_STACK_ERROR)
+			/* what counts as a thread error: an unwind that
+			 * failed in native code (README "Exit status") */
+			if (dbs_stack_end_is_error(th->stack.end))
 				snap_add_error(&th->errors, &th->nerrors,
-					       "stack: %s", th->stack.error);
+					       "stack: %s", th->stack.error
+						       ? th->stack.error : "unwinding failed");
 		}
 		tls_fill(s, snap, th, i);
 		keys_fill(s, snap, th, i);

@@ -26,6 +26,7 @@
 struct sym_entry {
 	uint64_t pc;		/* the pc looked up (adjusted), 0 = empty */
 	const char *module, *build_id;
+	uint64_t bias;		/* of the module, if any */
 	struct dbs_frame *frames;	/* inline chain then the real frame */
 	unsigned nframes;
 };
@@ -68,8 +69,14 @@ const char *dbs_stack_end_name(enum dbs_stack_end e)
 	case DBS_STACK_MAX_FRAMES: return "max_frames";
 	case DBS_STACK_BAD_SP: return "bad_sp";
 	case DBS_STACK_ERROR: return "error";
+	case DBS_STACK_UNKNOWN_CODE: return "unknown_code";
 	}
 	return "error";
+}
+
+bool dbs_stack_end_is_error(enum dbs_stack_end e)
+{
+	return e == DBS_STACK_BAD_SP || e == DBS_STACK_ERROR;
 }
 
 /* ---- libdwfl thread callbacks ------------------------------------------------------ */
@@ -329,6 +336,7 @@ static void symbolize_pc(struct dbs_unwinder *u, uint64_t pc, struct sym_entry *
 	e->pc = pc;
 	struct psvc_module *pm = psvc_module_for_addr(u->t, pc);
 	if (pm) {
+		e->bias = pm->bias;
 		e->module = strpool_intern(u->pool, pm->path);
 		if (!pm->elf)
 			psvc_module_load_elf(u->t, pm);
@@ -435,6 +443,11 @@ static const struct sym_entry *lookup_pc(struct dbs_unwinder *u, uint64_t pc)
 
 /* ---- unwinding ------------------------------------------------------------------- */
 
+/* Frames in a row outside any module before the walk gives up: JIT
+ * code nests (interpreter and compiled frames alternate), garbage that
+ * happens to follow a plausible frame pointer chain does not for long. */
+#define MAX_UNKNOWN_RUN 64
+
 struct walk {
 	struct dbs_unwinder *u;
 	uint64_t pcs[1025];
@@ -442,6 +455,7 @@ struct walk {
 	unsigned n, max;
 	uint64_t prev_sp;
 	unsigned same_sp;
+	unsigned unknown_run;	/* frames in a row outside any module */
 	enum dbs_stack_end end;
 	const char *why;
 };
@@ -469,12 +483,19 @@ static int frame_cb(Dwfl_Frame *frame, void *arg)
 		}
 		w->prev_sp = sp;
 	}
+	/* A return address outside any module is JIT or generated code (or
+	 * garbage).  It has no CFI, but libdwfl goes on through the frame
+	 * pointer chain (elfutils backends/x86_64_unwind.c, as eu-stack
+	 * does), and CFI again from the next native frame: JVM threads reach
+	 * start_thread through their interpreted and compiled frames.  The
+	 * sp checks above stop a chain that is garbage. */
 	if (w->n > 0 && !psvc_module_for_addr(w->u->t, pc)) {
-		/* a return address in no module is garbage (or JIT code,
-		 * which has no CFI to go on with either) */
-		w->end = DBS_STACK_BAD_SP;
-		w->why = "a return address outside any module";
-		return DWARF_CB_ABORT;
+		if (++w->unknown_run > MAX_UNKNOWN_RUN) {
+			w->end = DBS_STACK_UNKNOWN_CODE;
+			return DWARF_CB_ABORT;
+		}
+	} else {
+		w->unknown_run = 0;
 	}
 	if (w->n == w->max) {
 		w->end = DBS_STACK_MAX_FRAMES;
@@ -484,6 +505,17 @@ static int frame_cb(Dwfl_Frame *frame, void *arg)
 	w->activation[w->n] = act;
 	w->n++;
 	return DWARF_CB_OK;
+}
+
+/* Is addr on the stack mapping that holds th's sp?  A read that missed
+ * the copy there is a stack deeper than --stack-bytes; elsewhere it is a
+ * frame pointer that was no frame pointer. */
+static bool on_sp_mapping(struct dbs_unwinder *u, const struct dbs_thread *th,
+			  uint64_t addr)
+{
+	struct psvc_map m;
+	return psvc_map_lookup(u->t, th->sp, &m, NULL) == 0 && addr >= m.start &&
+	       addr < m.end;
 }
 
 void unwinder_unwind(struct dbs_unwinder *u, struct dbs_thread *th,
@@ -512,8 +544,18 @@ void unwinder_unwind(struct dbs_unwinder *u, struct dbs_thread *th,
 		w->end = DBS_STACK_ERROR;
 		w->why = strpool_intern(u->pool, dwfl_errmsg(-1));
 	}
+	/* Where the walk failed from code outside any module (no CFI, and
+	 * no usable frame pointer chain: compiled JIT code may use rbp as a
+	 * general register), the caller is unknowable: that is what such
+	 * code is, not a failure to read the thread.  The stack says where
+	 * it stopped and why, without an error. */
+	if (w->n > 0 && w->end != DBS_STACK_MAX_FRAMES &&
+	    !psvc_module_for_addr(u->t, w->pcs[w->n - 1]) &&
+	    (w->end != DBS_STACK_TRUNCATED || !on_sp_mapping(u, th, u->miss_addr)))
+		w->end = DBS_STACK_UNKNOWN_CODE;
 	th->stack.end = w->end;
-	th->stack.error = w->why ? strpool_intern(u->pool, w->why) : NULL;
+	th->stack.error = w->why && dbs_stack_end_is_error(w->end)
+				  ? strpool_intern(u->pool, w->why) : NULL;
 
 	/* expand each pc through the cache into frames */
 	size_t cap = w->n * 2 + 1, nf = 0;
@@ -538,6 +580,7 @@ void unwinder_unwind(struct dbs_unwinder *u, struct dbs_thread *th,
 		for (unsigned j = 0; j < k; j++) {
 			f[nf] = e->frames[j];
 			f[nf].pc = w->pcs[i];
+			f[nf].module_offset = f[nf].module ? w->pcs[i] - e->bias : 0;
 			/* the offset of a return address is to the pc itself */
 			if (!f[nf].inlined && f[nf].symbol && !w->activation[i])
 				f[nf].offset += 1;

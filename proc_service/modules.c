@@ -175,7 +175,7 @@ static const struct mapping *mapping_at(const struct mapping *m, size_t n,
 
 /* Fill a module's extent from the mappings of its file: the offset-0
  * mapping of the same inode at or below `hint`, and every mapping of that
- * inode after it (plus the anonymous .bss right behind). */
+ * inode after it (the anonymous .bss behind: extend_to_memsz()). */
 static bool module_extent(struct psvc_module *mod, const struct mapping *m,
 			  size_t n, const struct mapping *any)
 {
@@ -229,6 +229,47 @@ static uint64_t mem_first_load(struct psvc_target *t, uint64_t base)
 		if (ph[i].p_type == PT_LOAD && ph[i].p_vaddr < lo)
 			lo = ph[i].p_vaddr;
 	return lo == UINT64_MAX ? lo : lo & ~(uint64_t)4095;
+}
+
+/*
+ * A module's globals reach to the end of its last PT_LOAD in memory
+ * (p_vaddr + p_memsz): the part of .bss beyond the file's last page is an
+ * anonymous mapping of its own (the kernel's ELF loader, or ld.so's
+ * _dl_map_segments, zero-fill it right behind the file mapping), and a
+ * lock there is as much the module's as one in .data (gdb names it
+ * `g + 1048616 in section .bss`).  The extent grows over that tail only
+ * where the maps really hold contiguous anonymous mappings, so neither a
+ * crafted p_memsz nor an unrelated mapping further up can stretch it.
+ */
+static void extend_to_memsz(struct psvc_target *t, struct psvc_module *m,
+			    const struct mapping *maps, size_t nmaps)
+{
+	Elf64_Ehdr eh;
+	if (psvc_read(t, m->map_start, &eh, sizeof eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+	    eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 ||
+	    eh.e_phnum > 256)
+		return;
+	Elf64_Phdr ph[256];
+	if (psvc_read(t, m->map_start + eh.e_phoff, ph, eh.e_phnum * sizeof *ph))
+		return;
+	uint64_t top = 0;
+	for (unsigned i = 0; i < eh.e_phnum; i++)
+		if (ph[i].p_type == PT_LOAD && ph[i].p_memsz < (1ull << 40) &&
+		    ph[i].p_vaddr < (1ull << 47) &&
+		    ph[i].p_vaddr + ph[i].p_memsz > top)
+			top = ph[i].p_vaddr + ph[i].p_memsz;
+	uint64_t end = (m->bias + top + 4095) & ~(uint64_t)4095;
+	if (!top || end <= m->end || end < m->bias)
+		return;
+	const struct mapping *mp = mapping_at(maps, nmaps, m->end);
+	uint64_t reach = m->end;
+	for (; mp && mp < maps + nmaps && mp->start == reach && reach < end; mp++) {
+		if (mp->ino != 0 || mp->path)
+			break;
+		reach = mp->end;
+	}
+	m->end = reach < end ? reach : end;
 }
 
 /* The r_debug address: DT_DEBUG of the executable's dynamic section. */
@@ -406,6 +447,8 @@ int psvc_modules_load(struct psvc_target *t)
 		uint64_t fl = mem_first_load(t, m->map_start);
 		if (fl == UINT64_MAX || m->map_start - fl != m->bias)
 			m->flags |= PSVC_MOD_MISMATCH;
+		else
+			extend_to_memsz(t, m, maps, nmaps);
 	}
 	/* Drop link_map entries the maps do not back (the vDSO is re-added
 	 * from the maps, with its range). */
@@ -456,6 +499,8 @@ int psvc_modules_load(struct psvc_target *t)
 		}
 		uint64_t fl = mem_first_load(t, m->map_start);
 		m->bias = fl == UINT64_MAX ? m->map_start : m->map_start - fl;
+		if (fl != UINT64_MAX && !vdso)
+			extend_to_memsz(t, m, maps, nmaps);
 	}
 	if (err) {
 		for (size_t i = 0; i < n; i++)
