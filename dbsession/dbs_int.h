@@ -80,6 +80,10 @@ struct dbs_session {
 	uint32_t tid_off;
 	uint64_t tid_off_gen;
 	bool tid_off_valid;
+	/* offsetof(struct pthread, cleanup) (condwait.c), 0: unknown */
+	uint32_t cleanup_off;
+	uint64_t cleanup_off_gen;
+	bool cleanup_off_valid;
 };
 
 /* What libthread_db said about one task during the stop, by task index;
@@ -169,13 +173,17 @@ struct dbs_lock_input {
 	 * Frame evidence, the hook for the unwinder: the function names of
 	 * snap->threads[i]'s frames, innermost first, into names[0..max)
 	 * (a NULL name for a frame without symbol); returns how many.  The
-	 * names must stay valid until dbs_locks_analyse() returns.  NULL, or
-	 * 0 frames: the analysis claims only what registers and memory prove.
+	 * names must stay valid until dbs_locks_analyse() returns.  sps[k] is
+	 * the stack pointer in frame k (0: unknown), what tells which frame a
+	 * word on the stack belongs to.  NULL, or 0 frames: the analysis
+	 * claims only what registers and memory prove.
 	 */
 	size_t (*frames)(void *ctx, const struct dbs_snapshot *snap, size_t i,
-			 const char **names, size_t max);
+			 const char **names, uint64_t *sps, size_t max);
 	void *ctx;
 	void *frames_ctx;		/* passed to frames() instead of ctx */
+	/* offsetof(struct pthread, cleanup); 0: unknown (condwait.c) */
+	uint32_t cleanup_offset;
 };
 
 /* While the target is stopped: read (batched) the words of every lock a
@@ -191,6 +199,26 @@ void dbs_locks_free(struct dbs_snapshot *snap);
 /* Decode l->words (l->nwords bytes at l->addr) as l->kind into l->u:
  * pure, no target access.  Returns false if too few words. */
 bool dbs_lock_decode(const struct arch_desc *a, struct dbs_lock *l);
+/* runtimes.c: snap->runtimes (and a warning each) from the module map and
+ * symbols; runtimes_free() is idempotent. */
+void runtimes_detect(struct dbs_session *s, struct dbs_snapshot *snap);
+void runtimes_free(struct dbs_snapshot *snap);
+
+/* stalls.c: snap->locks->stalls from the wait-for graph (succ: thread
+ * index -> the thread it waits for; lockof: thread index -> lock index;
+ * oncycle: the thread is on a deadlock).  0 or -ENOMEM. */
+int dbs_stalls_find(struct dbs_snapshot *snap, const size_t *succ,
+		    const size_t *lockof, const bool *oncycle);
+
+/* condwait.c: the cond (and its mutex) a waiter asleep on futex sleeps on,
+ * from the cleanup record in its struct pthread at pd; false if that
+ * record does not prove it. */
+bool condwait_object(const struct dbs_lock_input *in, uint64_t pd,
+		     uint64_t futex, uint64_t *ret_cond, uint64_t *ret_mutex);
+/* offsetof(struct pthread, cleanup) in the target's libc, 0 if unknown;
+ * cached per module generation. */
+uint32_t condwait_cleanup_offset(struct dbs_session *s);
+
 /* C++ demangling of a symbol name: a malloc'ed copy (demangled if it
  * is a mangled name that demangles), NULL on ENOMEM. */
 char *dbs_demangle(const char *name);

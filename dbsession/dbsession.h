@@ -124,6 +124,8 @@ struct dbs_frame {
 	uint64_t module_offset;	/* pc - the module's bias (the address
 				 * addr2line and objdump use); 0 without a
 				 * module */
+	uint64_t sp;		/* the stack pointer in this frame (its
+				 * callee's CFA); 0 if unknown */
 };
 
 /* Why a stack ends where it ends. */
@@ -299,6 +301,14 @@ struct dbs_thread {
 	struct dbs_blocked_on *blocked_on;
 };
 
+/* A language runtime whose locks are not pthread objects (runtimes.c):
+ * what tinspect cannot see in it, and which tool can. */
+struct dbs_runtime {
+	const char *name;	/* "jvm", "cpython", "go" */
+	char *module;		/* the module that shows it, or NULL */
+	char *note;		/* what stays invisible, and what to run */
+};
+
 /* Where the time of one update went.  stop+regs+memory+thread_db+resume
  * is the freeze. */
 struct dbs_timings {
@@ -352,6 +362,8 @@ struct dbs_snapshot {
 	struct dbs_key *keys;		/* in use, by key */
 	size_t nkeys;
 	size_t keys_max;		/* PTHREAD_KEYS_MAX of the target */
+	struct dbs_runtime *runtimes;	/* detected, each also a warning */
+	size_t nruntimes;
 	/* locks waited on, wait-for graph, deadlocks; NULL if not analysed */
 	struct dbs_locks *locks;
 };
@@ -451,6 +463,10 @@ enum dbs_evidence {
 	DBS_EV_REGISTERS = 1u << 8,	/* object found through the callee-saved
 					 * registers of a parked thread */
 	DBS_EV_SHARED = 1u << 9,	/* identified by another waiter's evidence */
+	DBS_EV_CLEANUP = 1u << 10,	/* the waiter's own cancellation cleanup
+					 * record names the object (cond) */
+	DBS_EV_PAIR = 1u << 11,		/* cond: waiters on both of its futex
+					 * words, 4 bytes apart */
 };
 /* Name of one evidence bit ("syscall", "words", ...), NULL if unknown. */
 const char *dbs_evidence_name(unsigned bit);
@@ -501,8 +517,9 @@ struct dbs_cond_info {
 	uint32_t g_refs[2], g_size[2], g1_orig_size, wrefs, g_signals[2];
 	unsigned nwaiters;	/* __wrefs >> 3 */
 	bool pshared, monotonic;
-	uint64_t mutex;		/* the mutex of its waiters, 0: unknown (glibc
-				 * 2.36 does not record it) */
+	uint64_t mutex;		/* the mutex of its waiters, from a waiter's
+				 * cleanup record; 0: unknown (the condvar
+				 * itself does not record it) */
 };
 
 struct dbs_sem_info {

@@ -158,6 +158,8 @@ const char *dbs_evidence_name(unsigned bit)
 	case DBS_EV_KERNEL: return "kernel_pi";
 	case DBS_EV_REGISTERS: return "registers";
 	case DBS_EV_SHARED: return "shared";
+	case DBS_EV_CLEANUP: return "cleanup";
+	case DBS_EV_PAIR: return "pair";
 	}
 	return NULL;
 }
@@ -449,9 +451,12 @@ static void thread_wait(const struct arch_desc *a, const struct dbs_thread *th,
 	}
 }
 
-/* Is the futex word on the thread's own stack, where glibc parks a PI
- * mutex waiter for ever after EDEADLK/ESRCH (pthread_mutex_lock.c)? */
-static bool wait_is_park(const struct dbs_thread *th, const struct wait *wt)
+/* Could this be glibc's park of a PI mutex waiter after EDEADLK/ESRCH
+ * (pthread_mutex_lock.c: a zero-valued wait on a compound literal of its
+ * own stack)?  Only what to prefetch during the stop, and a precondition:
+ * a zero word near sp is no evidence (a futex in static TLS is one too),
+ * the frames decide (park_frame). */
+static bool maybe_park(const struct dbs_thread *th, const struct wait *wt)
 {
 	return th->have_regs && wt->val == 0 &&
 	       (wt->cmd == FUTEX_WAIT || wt->cmd == FUTEX_WAIT_BITSET) &&
@@ -538,7 +543,7 @@ void dbs_locks_prefetch(struct dbs_session *s)
 		uint64_t lo = wt.uaddr > WORDS_BELOW ? wt.uaddr - WORDS_BELOW : 0;
 		if (add_range(&r, &nr, &cap, lo, wt.uaddr - lo + WORDS_ABOVE))
 			goto out;
-		if (wait_is_park(&th, &wt)) {
+		if (maybe_park(&th, &wt)) {
 			size_t *np = realloc(parked, (npark + 1) * sizeof *np);
 			if (!np)
 				goto out;
@@ -605,6 +610,7 @@ struct ctx {
 	const struct layout *L;
 	struct wait *waits;		/* per thread */
 	const char **fnames;		/* scratch for frame names */
+	uint64_t *fsps;			/* and their stack pointers */
 	struct tidx *by_nstid;		/* TID in the target's namespace */
 	struct tidx *by_tid;		/* TID as tinspect sees it */
 	struct tidx *by_tidword;	/* address of the thread's tid word */
@@ -881,6 +887,7 @@ enum fkind {
 	FK_RWLOCK_READ,
 	FK_RWLOCK_WRITE,
 	FK_COND,
+	FK_COND_SIGNAL,	/* pthread_cond_signal/broadcast waiting inside */
 	FK_SEM,
 	FK_JOIN,
 	FK_BARRIER,
@@ -923,6 +930,12 @@ static const struct {
 	{ "pthread_cond_wait_common", FK_COND },
 	{ "pthread_cond_timedwait64", FK_COND },
 	{ "pthread_cond_clockwait64", FK_COND },
+	/* a signaller waits for the old group's waiters to leave, on
+	 * __g_refs (+16/+20), or for the condvar's internal lock (+32) */
+	{ "pthread_cond_signal", FK_COND_SIGNAL },
+	{ "pthread_cond_broadcast", FK_COND_SIGNAL },
+	{ "condvar_quiesce_and_switch_g1", FK_COND_SIGNAL },
+	{ "condvar_acquire_lock", FK_COND_SIGNAL },
 	{ "sem_wait", FK_SEM },
 	{ "sem_timedwait", FK_SEM },
 	{ "sem_clockwait", FK_SEM },
@@ -956,15 +969,53 @@ static void normalize(const char *in, char *out, size_t cap)
 
 #define MAX_FRAMES 16
 
+/* Thread ti's innermost frames into c->fnames / c->fsps. */
+static size_t load_frames(const struct ctx *c, size_t ti)
+{
+	if (!c->in->frames)
+		return 0;
+	for (size_t k = 0; k < MAX_FRAMES; k++)
+		c->fsps[k] = 0;
+	size_t n = c->in->frames(c->in->frames_ctx ? c->in->frames_ctx : c->in->ctx,
+				 c->snap, ti, c->fnames, c->fsps, MAX_FRAMES);
+	return n > MAX_FRAMES ? MAX_FRAMES : n;
+}
+
+/*
+ * glibc's park of a PI mutex waiter, proven: the zero word lies in the
+ * stack frame of __pthread_mutex_lock_full (or of the timed lock's
+ * __pthread_mutex_clocklock_common, which parks until its timeout), the
+ * only code that waits on a compound literal of its own frame
+ * (nptl/pthread_mutex_lock.c, PI branch: "Delay the thread
+ * indefinitely").  The frame's extent runs from its sp up to its caller's.
+ * Those names need libc's symbol table (libc6-dbg): without it the park is
+ * not claimed.
+ */
+static const char *park_frame(const struct ctx *c, size_t ti, uint64_t addr)
+{
+	size_t n = load_frames(c, ti);
+	for (size_t k = 0; k < n; k++) {
+		char norm[64];
+		if (!c->fnames[k] || !c->fsps[k])
+			continue;
+		normalize(c->fnames[k], norm, sizeof norm);
+		if (strcmp(norm, "pthread_mutex_lock_full") &&
+		    strcmp(norm, "pthread_mutex_clocklock_common"))
+			continue;
+		uint64_t lo = c->fsps[k], hi = 0;
+		for (size_t j = k + 1; j < n && !hi; j++)
+			if (c->fsps[j] > lo)
+				hi = c->fsps[j];
+		if (hi && addr >= lo && addr < hi)
+			return c->fnames[k];
+	}
+	return NULL;
+}
+
 static enum fkind frame_kind(const struct ctx *c, size_t ti, const char **ret_name)
 {
 	*ret_name = NULL;
-	if (!c->in->frames)
-		return FK_NONE;
-	size_t n = c->in->frames(c->in->frames_ctx ? c->in->frames_ctx : c->in->ctx,
-				 c->snap, ti, c->fnames, MAX_FRAMES);
-	if (n > MAX_FRAMES)
-		n = MAX_FRAMES;
+	size_t n = load_frames(c, ti);
 	/* innermost first: a cond waiter re-locking its mutex sits in
 	 * pthread_mutex_cond_lock above pthread_cond_wait, and waits on the
 	 * mutex */
@@ -989,7 +1040,8 @@ static enum dbs_lock_kind fkind_lock(enum fkind f, enum dbs_wait_mode *mode)
 	case FK_MUTEX: return DBS_LOCK_MUTEX;
 	case FK_RWLOCK_READ: *mode = DBS_MODE_READ; return DBS_LOCK_RWLOCK;
 	case FK_RWLOCK_WRITE: *mode = DBS_MODE_WRITE; return DBS_LOCK_RWLOCK;
-	case FK_COND: return DBS_LOCK_COND;
+	case FK_COND:
+	case FK_COND_SIGNAL: return DBS_LOCK_COND;
 	case FK_SEM: return DBS_LOCK_SEM;
 	case FK_JOIN: return DBS_LOCK_JOIN;
 	case FK_BARRIER: return DBS_LOCK_BARRIER;
@@ -1036,13 +1088,14 @@ struct verdict {
 	const char *frame;
 	const char *note;
 	pid_t join_tid;
+	uint64_t cond_mutex;	/* cond: the mutex its cleanup record names */
 };
 
 static const char NOTE_INTERNAL[] =
 	"a glibc-internal lock (lll_lock_wait_private: malloc, stdio, ...)";
 static const char NOTE_PARK[] =
-	"sleeps on a zero word of its own stack, the way glibc parks a PI mutex "
-	"waiter for ever after EDEADLK or ESRCH; no such mutex was identified";
+	"parked by glibc in its PI mutex lock after the kernel refused the mutex "
+	"(EDEADLK or ESRCH): it will not get it; which mutex was not identified";
 static const char NOTE_PARK_FOUND[] =
 	"parked for ever by glibc after the kernel refused this PI mutex "
 	"(EDEADLK or ESRCH)";
@@ -1086,11 +1139,23 @@ static void decide(const struct ctx *c, size_t ti, const struct wait *wt,
 		return;
 	}
 	uint32_t word = 1;
-	if (wait_is_park(th, wt) && (fk == FK_NONE || fk == FK_MUTEX) &&
-	    read_words(c, wt->uaddr, (unsigned char *)&word, 4) && word == 0) {
+	const char *pname = maybe_park(th, wt) ? park_frame(c, ti, wt->uaddr) : NULL;
+	if (pname && read_words(c, wt->uaddr, (unsigned char *)&word, 4) && word == 0) {
 		v->parked = true;
 		v->note = NOTE_PARK;
-		if (fk == FK_MUTEX) {
+		v->evidence |= DBS_EV_FRAMES;
+		v->frame = pname;
+		return;
+	}
+	/* a cond waiter's own cleanup record names its cond (condwait.c) */
+	uint64_t cond, cmutex;
+	if (!is_pi_cmd(wt->cmd) && (fk == FK_NONE || fk == FK_COND) &&
+	    condwait_object(c->in, thread_descriptor(c, th), wt->uaddr, &cond, &cmutex)) {
+		v->kind = DBS_LOCK_COND;
+		v->object = cond;
+		v->cond_mutex = cmutex;
+		v->evidence |= DBS_EV_CLEANUP;
+		if (fk == FK_COND) {
 			v->evidence |= DBS_EV_FRAMES;
 			v->frame = fname;
 		}
@@ -1514,15 +1579,6 @@ static int cmp_deadlock(const void *a, const void *b)
 	return (x->threads[0] > y->threads[0]) - (x->threads[0] < y->threads[0]);
 }
 
-static int cmp_stall(const void *a, const void *b)
-{
-	const struct dbs_stall *x = a, *y = b;
-	pid_t xe = x->threads[x->n - 1], ye = y->threads[y->n - 1];
-	if (xe != ye)
-		return (xe > ye) - (xe < ye);
-	return (x->threads[0] > y->threads[0]) - (x->threads[0] < y->threads[0]);
-}
-
 /* Record the cycle through thread index start, rotated to begin at its
  * smallest tid. */
 static int add_cycle(struct ctx *c, struct graph *g, size_t start)
@@ -1557,45 +1613,6 @@ static int add_cycle(struct ctx *c, struct graph *g, size_t start)
 	return 0;
 }
 
-/* Why thread e, which holds a lock someone waits for, does not move on;
- * false if it may (running, or in a wait that is about to end). */
-static bool stall_end(const struct ctx *c, const struct graph *g, size_t e,
-		      struct dbs_stall *st)
-{
-	const struct dbs_thread *th = &c->snap->threads[e];
-	st->end_syscall = -1;
-	st->end_lock = SIZE_MAX;
-	if (th->jobctl_stopped || th->straggler) {
-		st->end = DBS_STALL_STOPPED;
-		return true;
-	}
-	if (th->blocked_on && th->blocked_on->in_graph && g->lockof[e] != SIZE_MAX) {
-		const struct dbs_lock *l = &c->snap->locks->v[g->lockof[e]];
-		st->end_lock = g->lockof[e];
-		if (l->owner_state == DBS_OWNER_DEAD) {
-			st->end = DBS_STALL_ORPHAN;
-			return true;
-		}
-		/* nobody is obliged to wake it: cond, sem, barrier, an
-		 * unidentified futex, readers, an owner outside */
-		if (!lock_has_owner_concept(l) || l->owner_state == DBS_OWNER_OUTSIDE ||
-		    (l->kind == DBS_LOCK_RWLOCK && l->owner_state == DBS_OWNER_UNKNOWN) ||
-		    th->blocked_on->parked) {
-			st->end = DBS_STALL_WAIT;
-			return true;
-		}
-		return false;	/* free, or being acquired: about to move */
-	}
-	if (th->blocked_on)
-		return false;
-	if (th->have_regs && th->stopped && th->syscall.nr >= 0 && th->syscall.restarting) {
-		st->end = DBS_STALL_SYSCALL;
-		st->end_syscall = th->syscall.nr;
-		return true;
-	}
-	return false;
-}
-
 static int build_graph(struct ctx *c, struct graph *g)
 {
 	struct dbs_snapshot *snap = c->snap;
@@ -1604,9 +1621,8 @@ static int build_graph(struct ctx *c, struct graph *g)
 	int err = -ENOMEM;
 	unsigned char *color = calloc(n ? n : 1, 1);	/* 0 new, 1 on path, 2 done */
 	size_t *path = calloc(n ? n : 1, sizeof *path);
-	size_t *indeg = calloc(n ? n : 1, sizeof *indeg);
 	bool *oncycle = calloc(n ? n : 1, sizeof *oncycle);
-	if (!color || !path || !indeg || !oncycle)
+	if (!color || !path || !oncycle)
 		goto out;
 
 	for (size_t s = 0; s < n; s++) {
@@ -1633,53 +1649,11 @@ static int build_graph(struct ctx *c, struct graph *g)
 	}
 	sort(L->deadlocks, L->ndeadlocks, sizeof *L->deadlocks, cmp_deadlock);
 
-	/* stalls: from every thread nobody waits for, along the edges, to a
-	 * thread that is blocked on something that is not an owned lock */
-	for (size_t i = 0; i < n; i++)
-		if (g->succ[i] != SIZE_MAX)
-			indeg[g->succ[i]]++;
-	for (size_t s = 0; s < n; s++) {
-		if (indeg[s] || g->succ[s] == SIZE_MAX || oncycle[s])
-			continue;
-		size_t len = 1, e = s;
-		while (g->succ[e] != SIZE_MAX && !oncycle[g->succ[e]] && len <= n) {
-			e = g->succ[e];
-			len++;
-		}
-		if (g->succ[e] != SIZE_MAX || len > n)
-			continue;	/* leads into a deadlock */
-		struct dbs_stall st = { 0 };
-		if (!stall_end(c, g, e, &st))
-			continue;
-		st.n = len;
-		st.threads = calloc(len, sizeof *st.threads);
-		st.locks = calloc(len, sizeof *st.locks);
-		if (!st.threads || !st.locks) {
-			free(st.threads);
-			free(st.locks);
-			goto out;
-		}
-		size_t i = s;
-		for (size_t k = 0; k < len; k++, i = g->succ[i]) {
-			st.threads[k] = snap->threads[i].tid;
-			if (k + 1 < len)
-				st.locks[k] = g->lockof[i];
-		}
-		struct dbs_stall *ns = realloc(L->stalls, (L->nstalls + 1) * sizeof *ns);
-		if (!ns) {
-			free(st.threads);
-			free(st.locks);
-			goto out;
-		}
-		ns[L->nstalls++] = st;
-		L->stalls = ns;
-	}
-	sort(L->stalls, L->nstalls, sizeof *L->stalls, cmp_stall);
-	err = 0;
+	/* stalls.c: chains behind a holder that cannot move on by itself */
+	err = dbs_stalls_find(snap, g->succ, g->lockof, oncycle);
 out:
 	free(color);
 	free(path);
-	free(indeg);
 	free(oncycle);
 	return err;
 }
@@ -1697,8 +1671,10 @@ static void adopt(struct verdict *v, enum dbs_lock_kind k, uint64_t start,
 	v->evidence |= DBS_EV_SHARED;
 }
 
-/* Futex offsets of the objects of kind k. */
-static bool futex_offset_of(enum dbs_lock_kind k, uint64_t off)
+/* Futex offsets of the objects of kind k; a thread whose frames say it
+ * is inside a cond operation may also wait on the signaller's words
+ * (__g_refs +16/+20, the internal lock in __g1_orig_size +32). */
+static bool futex_offset_of(enum dbs_lock_kind k, uint64_t off, bool in_cond)
 {
 	switch (k) {
 	case DBS_LOCK_MUTEX:
@@ -1707,7 +1683,8 @@ static bool futex_offset_of(enum dbs_lock_kind k, uint64_t off)
 	case DBS_LOCK_RWLOCK:
 		return off == 0 || off == 8 || off == 12;
 	case DBS_LOCK_COND:
-		return off == 40 || off == 44;
+		return off == 40 || off == 44 ||
+		       (in_cond && (off == 16 || off == 20 || off == 32));
 	case DBS_LOCK_BARRIER:
 		return off == 4 || off == 0;
 	case DBS_LOCK_JOIN:
@@ -1732,21 +1709,46 @@ static int analyse(struct ctx *c, struct verdict *vd)
 		if (c->waits[i].valid)
 			decide(c, i, &c->waits[i], &vd[i]);
 	}
-	/* 2. an unidentified waiter on a word of an object that another
-	 * waiter identified (cond +40/+44, rwlock +8/+12) waits on it too */
+	/* 2. cond waiters whose frames say cond but whose object is open
+	 * (+40 or +44?): waiters on two words 4 bytes apart are the two
+	 * groups of one condvar, the lower one its __g_signals[0] */
 	struct tidx *ident = calloc(n ? n : 1, sizeof *ident);
 	size_t nident = 0;
 	if (!ident)
 		return -ENOMEM;
+	for (size_t j = 0; j < n; j++)
+		if (c->waits[j].valid && !vd[j].object && !vd[j].parked &&
+		    (vd[j].kind == DBS_LOCK_COND || vd[j].kind == DBS_LOCK_FUTEX) &&
+		    c->waits[j].cmd == FUTEX_WAIT_BITSET && c->waits[j].val == 0)
+			ident[nident++] = (struct tidx){ c->waits[j].uaddr, j };
+	sort(ident, nident, sizeof *ident, cmp_tidx);
+	for (size_t i = 0; nident && i < n; i++) {
+		if (!c->waits[i].valid || vd[i].object || vd[i].kind != DBS_LOCK_COND ||
+		    c->waits[i].cmd != FUTEX_WAIT_BITSET || c->waits[i].val != 0)
+			continue;
+		uint64_t f = c->waits[i].uaddr;
+		bool up = tidx_find(ident, nident, f + 4) != SIZE_MAX;
+		bool down = f >= 4 && tidx_find(ident, nident, f - 4) != SIZE_MAX;
+		if (up == down || f < 44)
+			continue;
+		vd[i].object = up ? f - 40 : f - 44;
+		vd[i].evidence |= DBS_EV_PAIR;
+	}
+	nident = 0;
+
+	/* 3. an unidentified waiter on a word of an object that another
+	 * waiter identified (cond +40/+44, rwlock +8/+12) waits on it too */
 	for (size_t j = 0; j < n; j++)
 		if (c->waits[j].valid && vd[j].kind != DBS_LOCK_FUTEX &&
 		    vd[j].kind != DBS_LOCK_JOIN && vd[j].object)
 			ident[nident++] = (struct tidx){ vd[j].object, j };
 	sort(ident, nident, sizeof *ident, cmp_tidx);
 	for (size_t i = 0; nident && i < n; i++) {
-		if (!c->waits[i].valid || vd[i].kind != DBS_LOCK_FUTEX || vd[i].parked ||
-		    vd[i].note == NOTE_INTERNAL)
+		if (!c->waits[i].valid || vd[i].object || vd[i].parked ||
+		    vd[i].note == NOTE_INTERNAL ||
+		    (vd[i].kind != DBS_LOCK_FUTEX && vd[i].kind != DBS_LOCK_COND))
 			continue;
+		bool in_cond = vd[i].kind == DBS_LOCK_COND;
 		uint64_t f = c->waits[i].uaddr;
 		/* the first object starting at f - 44 or above */
 		uint64_t lo = f > 44 ? f - 44 : 0;
@@ -1760,7 +1762,8 @@ static int analyse(struct ctx *c, struct verdict *vd)
 		}
 		for (; a < nident && ident[a].key <= f; a++) {
 			size_t j = ident[a].i;
-			if (!futex_offset_of(vd[j].kind, f - vd[j].object))
+			if ((in_cond && vd[j].kind != DBS_LOCK_COND) ||
+			    !futex_offset_of(vd[j].kind, f - vd[j].object, in_cond))
 				continue;
 			enum dbs_wait_mode md = DBS_MODE_NONE;
 			if (vd[j].kind == DBS_LOCK_RWLOCK) {
@@ -1776,7 +1779,7 @@ static int analyse(struct ctx *c, struct verdict *vd)
 	}
 	free(ident);
 
-	/* 3. the objects: one per (key, kind), waiters by tid */
+	/* 4. the objects: one per (key, kind), waiters by tid */
 	struct entry *e = calloc(n ? n : 1, sizeof *e);
 	size_t ne = 0, cap = 0;
 	if (!e)
@@ -1819,6 +1822,8 @@ static int analyse(struct ctx *c, struct verdict *vd)
 			lk->waiters[lk->nwaiters++] = (struct dbs_lock_waiter){
 				snap->threads[ti].tid, vd[ti].mode };
 			lockof[ti] = L->n - 1;
+			if (lk->kind == DBS_LOCK_COND && lk->decoded && !lk->u.cond.mutex)
+				lk->u.cond.mutex = vd[ti].cond_mutex;
 		}
 		sort(lk->waiters, lk->nwaiters, sizeof *lk->waiters, cmp_waiter);
 		pid_t rec;
@@ -1846,7 +1851,7 @@ static int analyse(struct ctx *c, struct verdict *vd)
 	free(e);
 	/* locks were added by address already (entries were sorted) */
 
-	/* 4. blocked_on, and the graph edges */
+	/* 5. blocked_on, and the graph edges */
 	struct graph g = { calloc(n ? n : 1, sizeof(size_t)), lockof };
 	if (!g.succ) {
 		free(lockof);
@@ -1882,10 +1887,10 @@ static int analyse(struct ctx *c, struct verdict *vd)
 			g.succ[i] = thread_by_tid(c, lk->owner);
 	}
 
-	/* 5. parked PI waiters: the mutex from their registers, accepted
-	 * when the frames say mutex, or when the kernel's refusal it implies
-	 * is visible: the owner chain comes back to the parked thread
-	 * (EDEADLK) or the owner is dead (ESRCH). */
+	/* 6. parked PI waiters: the mutex from their registers, accepted
+	 * when the kernel's refusal it implies is visible: the owner chain
+	 * comes back to the parked thread (EDEADLK) or the owner is dead
+	 * (ESRCH). */
 	for (size_t i = 0; i < n; i++) {
 		struct dbs_blocked_on *b = snap->threads[i].blocked_on;
 		if (!b || !b->parked)
@@ -1900,7 +1905,9 @@ static int analyse(struct ctx *c, struct verdict *vd)
 		decode_mutex(w, c->L->mutex_size, &mi);
 		pid_t rec = (pid_t)(mi.lock & FUTEX_TID_MASK);
 		size_t oi = thread_by_nstid(c, rec);
-		bool corroborated = b->evidence & DBS_EV_FRAMES;
+		/* the frames prove the park, not which mutex: the
+		 * register candidate needs the refusal it implies */
+		bool corroborated = false;
 		if (oi == SIZE_MAX && !mi.pshared && !c->nstid_unknown) {
 			corroborated = true;		/* ESRCH: owner gone */
 		} else if (oi != SIZE_MAX) {
@@ -2049,13 +2056,15 @@ int dbs_locks_analyse(struct dbs_snapshot *snap, const struct dbs_lock_input *in
 		.L = layout_of(in->arch),
 		.waits = calloc(n ? n : 1, sizeof *c.waits),
 		.fnames = calloc(MAX_FRAMES, sizeof *c.fnames),
+		.fsps = calloc(MAX_FRAMES, sizeof *c.fsps),
 	};
 	struct verdict *vd = calloc(n ? n : 1, sizeof *vd);
 	c.by_nstid = calloc(n ? n : 1, sizeof *c.by_nstid);
 	c.by_tid = calloc(n ? n : 1, sizeof *c.by_tid);
 	c.by_tidword = calloc(n ? n : 1, sizeof *c.by_tidword);
 	int err = -ENOMEM;
-	if (c.waits && c.fnames && vd && c.by_nstid && c.by_tid && c.by_tidword) {
+	if (c.waits && c.fnames && c.fsps && vd && c.by_nstid && c.by_tid &&
+	    c.by_tidword) {
 		for (size_t i = 0; i < n; i++) {
 			const struct dbs_thread *t = &snap->threads[i];
 			c.by_nstid[i] = (struct tidx){ (uint64_t)t->ns_tid, i };
@@ -2073,6 +2082,7 @@ int dbs_locks_analyse(struct dbs_snapshot *snap, const struct dbs_lock_input *in
 	}
 	free(c.waits);
 	free(c.fnames);
+	free(c.fsps);
 	free(vd);
 	free(c.by_nstid);
 	free(c.by_tid);
@@ -2128,13 +2138,15 @@ static void load_tid_offset(struct dbs_session *s)
 /* The unwound frames of a thread as the analysis' frame evidence: every
  * function name, inlined ones too, innermost first. */
 static size_t thread_frames(void *ctx, const struct dbs_snapshot *snap,
-			    size_t i, const char **names, size_t max)
+			    size_t i, const char **names, uint64_t *sps, size_t max)
 {
 	(void)ctx;
 	const struct dbs_stack *st = &snap->threads[i].stack;
 	size_t n = 0;
-	for (size_t k = 0; k < st->nframes && n < max; k++)
+	for (size_t k = 0; k < st->nframes && n < max; k++) {
+		sps[n] = st->frames[k].sp;
 		names[n++] = st->frames[k].symbol;
+	}
 	return n;
 }
 
@@ -2149,6 +2161,7 @@ int dbs_locks_run(struct dbs_session *s, struct dbs_snapshot *snap)
 		.symbol = session_symbol,
 		.frames = snap->stacks ? thread_frames : NULL,
 		.ctx = s->t,
+		.cleanup_offset = condwait_cleanup_offset(s),
 	};
 	return dbs_locks_analyse(snap, &in);
 }

@@ -405,7 +405,9 @@ void symbolize(struct psvc_target *t, uint64_t addr, struct dbs_symbol *ret)
 	if (psvc_addr_to_symbol(t, addr, &sym) != 0)
 		return;
 	ret->module = dbs_strdup(sym.module->path);
-	ret->name = dbs_strdup(sym.name);
+	/* C++ start routines read as code does: thread_native_entry(Thread*),
+	 * not _ZL19thread_native_entryP6Thread */
+	ret->name = sym.name ? dbs_demangle(sym.name) : NULL;
 	ret->offset = sym.offset;
 }
 
@@ -495,6 +497,8 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 	if (s->tdb_warning)
 		snap_add_error(&snap->warnings, &snap->nwarnings, "%s",
 			       s->tdb_warning);
+	/* runtimes.c: JVM, CPython, Go: locks tinspect cannot see */
+	runtimes_detect(s, snap);
 
 	for (size_t i = 0; i < n; i++) {
 		struct psvc_task *k = psvc_task_at(t, i);
@@ -795,6 +799,7 @@ void dbs_snapshot_free(struct dbs_snapshot *snap)
 	free(snap->keys);
 	free(snap->thread_db_path);
 	free_strings(snap->warnings, snap->nwarnings);
+	runtimes_free(snap);
 	free(snap->threads);
 	free(snap->exe);
 	free_strings(snap->argv, snap->argc);

@@ -451,6 +451,7 @@ static const struct sym_entry *lookup_pc(struct dbs_unwinder *u, uint64_t pc)
 struct walk {
 	struct dbs_unwinder *u;
 	uint64_t pcs[1025];
+	uint64_t sps[1025];	/* 0: unknown */
 	bool activation[1025];
 	unsigned n, max;
 	uint64_t prev_sp;
@@ -469,7 +470,8 @@ static int frame_cb(Dwfl_Frame *frame, void *arg)
 		return DWARF_CB_ABORT;
 	Dwarf_Word sp;
 	unsigned spreg = w->u->arch->id == ARCH_X86_64 ? 7 : 31;
-	if (dwfl_frame_reg(frame, spreg, &sp) == 0) {
+	bool have_sp = dwfl_frame_reg(frame, spreg, &sp) == 0;
+	if (have_sp) {
 		if (w->n > 0 && sp < w->prev_sp) {
 			w->end = DBS_STACK_BAD_SP;
 			w->why = "the stack pointer moved down: garbage or a loop";
@@ -502,6 +504,7 @@ static int frame_cb(Dwfl_Frame *frame, void *arg)
 		return DWARF_CB_ABORT;
 	}
 	w->pcs[w->n] = pc;
+	w->sps[w->n] = have_sp ? sp : 0;
 	w->activation[w->n] = act;
 	w->n++;
 	return DWARF_CB_OK;
@@ -574,12 +577,13 @@ void unwinder_unwind(struct dbs_unwinder *u, struct dbs_thread *th,
 			f = nfr;
 		}
 		if (!k) {
-			f[nf++] = (struct dbs_frame){ .pc = w->pcs[i] };
+			f[nf++] = (struct dbs_frame){ .pc = w->pcs[i], .sp = w->sps[i] };
 			continue;
 		}
 		for (unsigned j = 0; j < k; j++) {
 			f[nf] = e->frames[j];
 			f[nf].pc = w->pcs[i];
+			f[nf].sp = w->sps[i];
 			f[nf].module_offset = f[nf].module ? w->pcs[i] - e->bias : 0;
 			/* the offset of a return address is to the pc itself */
 			if (!f[nf].inlined && f[nf].symbol && !w->activation[i])

@@ -1,0 +1,75 @@
+/*
+ * condwait.c: which condition variable a waiter sleeps on, from the
+ * waiter's own cancellation cleanup record (issue 9).
+ *
+ * A glibc 2.36 cond waiter sleeps on __g_signals[g], cond+40 or cond+44,
+ * and the two readings of the futex word differ by 4 bytes: the words
+ * around it fit both as soon as the condvar is busy (its counters are
+ * then all non-zero), so a hundred waiters of one condvar came out as an
+ * unknown object at its futex word, or under two addresses.  The counters
+ * cannot settle it; the waiter itself can.  Before it blocks,
+ * __pthread_cond_wait_common (nptl/pthread_cond_wait.c) pushes a cleanup
+ * record on its stack for cancellation:
+ *
+ *   self->cleanup -> struct _pthread_cleanup_buffer { routine, arg, ... }
+ *   arg           -> struct _condvar_cleanup_buffer { wseq, cond, mutex,
+ *                                                     private }
+ *
+ * and it sleeps on cond->__g_signals[wseq & 1].  Where that record names
+ * a cond whose futex word is exactly the one the thread sleeps on, the
+ * object is proven, its counters whatever they are; the record also names
+ * the mutex the waiter will re-lock, which glibc keeps nowhere else.
+ *
+ * offsetof(struct pthread, cleanup) has no libthread_db descriptor: it is
+ * the two pointers (cleanup, cleanup_jmp_buf) right before cancelhandling
+ * (nptl/descr.h, unchanged since glibc 2.3), whose offset libc publishes
+ * as _thread_db_pthread_cancelhandling.  Everything read here was copied
+ * during the stop (the struct pthread and the stack top); a record that
+ * does not match exactly is no evidence, never a guess.
+ */
+#include "dbs_int.h"
+
+#include <string.h>
+
+/* cancelhandling's descriptor: { bits, count, offset } (GLIBC-NOTES.md §2) */
+uint32_t condwait_cleanup_offset(struct dbs_session *s)
+{
+	uint64_t gen = psvc_modules_generation(s->t);
+	if (s->cleanup_off_valid && s->cleanup_off_gen == gen)
+		return s->cleanup_off;
+	s->cleanup_off = 0;
+	s->cleanup_off_gen = gen;
+	s->cleanup_off_valid = true;
+	uint64_t a;
+	uint32_t d[3];
+	if (psvc_lookup_symbol(s->t, "_thread_db_pthread_cancelhandling", &a) == 0 &&
+	    psvc_read(s->t, a, d, sizeof d) == 0 && d[0] == 32 && d[1] == 1 &&
+	    d[2] >= 16 && d[2] + 4 <= s->sizeof_pthread)
+		s->cleanup_off = d[2] - 16;
+	return s->cleanup_off;
+}
+
+static bool user_pointer(uint64_t v)
+{
+	return v >= 4096 && v < (1ull << 47) && !(v & 7);
+}
+
+bool condwait_object(const struct dbs_lock_input *in, uint64_t pd,
+		     uint64_t futex, uint64_t *ret_cond, uint64_t *ret_mutex)
+{
+	if (!in->read || !in->cleanup_offset || !pd)
+		return false;
+	uint64_t buf, rec[2], cb[3];
+	if (in->read(in->ctx, pd + in->cleanup_offset, &buf, sizeof buf) ||
+	    !user_pointer(buf) ||
+	    in->read(in->ctx, buf, rec, sizeof rec) ||	/* routine, arg */
+	    !rec[0] || !user_pointer(rec[1]) ||
+	    in->read(in->ctx, rec[1], cb, sizeof cb))	/* wseq, cond, mutex */
+		return false;
+	uint64_t cond = cb[1];
+	if (!user_pointer(cond) || cond + 40 + 4 * (cb[0] & 1) != futex)
+		return false;
+	*ret_cond = cond;
+	*ret_mutex = user_pointer(cb[2]) ? cb[2] : 0;
+	return true;
+}
