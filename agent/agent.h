@@ -31,6 +31,9 @@ struct agent_opts {
 	bool json;
 	bool pretty;
 	bool check;		/* --check: exit EXIT_DEADLOCK on a deadlock */
+	bool brief;		/* --brief: the summary and one line a thread */
+	bool verbose;		/* --verbose: CPU, signals, registers, stack
+				 * bounds, every stack in full, every tid */
 	unsigned long update;	/* watch mode: the update's number (JSON
 				 * "update"); 0 outside watch mode */
 };
@@ -66,7 +69,7 @@ int agent_watch(struct dbs_session **sp, pid_t pid, const struct dbs_options *do
 
 /* JSON document format; bump the minor for additions, the major for
  * changes that break readers. */
-#define TINSPECT_FORMAT_VERSION "2.0"
+#define TINSPECT_FORMAT_VERSION "2.1"
 
 int render_text(FILE *out, const struct dbs_snapshot *snap,
 		const struct agent_opts *o);
@@ -77,6 +80,56 @@ int render_json(FILE *out, const struct dbs_snapshot *snap,
 const char *agent_state_name(char state);
 const char *agent_policy_name(unsigned policy);
 const char *agent_td_state_name(int td_state);
+/* Bytes from the target, printable ASCII as is, the rest as \xNN. */
+void agent_put_escaped(FILE *out, const char *s);
+/* name+0xoff in module, or 0xaddr (module+0xoff) */
+void agent_put_symbol(FILE *out, const struct dbs_symbol *s);
+/* A stack as gdb's "bt" prints it, two spaces in; in_group: frames
+ * outside any module without their pc (it differs between the threads
+ * of a group). */
+void agent_put_stack(FILE *out, const struct dbs_stack *st, bool in_group);
+
+/* ---- the report for a person in an incident (issue 9) --------------------
+ * report.c: the first screen.  The verdict (deadlocks, orphaned locks,
+ * stalls, or why none can be proven), threads by state and by what they
+ * wait on, the most contended locks; then the details of what the verdict
+ * names. */
+void report_summary(FILE *out, const struct dbs_snapshot *snap,
+		    const struct agent_opts *o);
+/* The deadlocks' stacks, the stall chains, the orphaned locks. */
+void report_lock_details(FILE *out, const struct dbs_snapshot *snap,
+			 const struct agent_opts *o);
+/* Every lock waited on, by address: the reference list, last. */
+void report_all_locks(FILE *out, const struct dbs_snapshot *snap);
+/* "  waiting for ..." of one thread (detail view), and its one-line form
+ * for --brief ("futex 0x... (called from f)", "mutex m held by 12"). */
+void report_put_waiting(FILE *out, const struct dbs_snapshot *snap,
+			const struct dbs_thread *th);
+void report_put_wait_short(FILE *out, const struct dbs_snapshot *snap,
+			   const struct dbs_thread *th);
+/* thread "name" (tid) */
+void report_put_thread_ref(FILE *out, const struct dbs_snapshot *snap, pid_t tid);
+
+/* stackgroups.c: threads grouped by identical stack, as pt-pmp and
+ * eu-stack | sort | uniq -c users do by hand. */
+struct stack_groups;
+struct stack_groups *stack_groups_build(const struct dbs_snapshot *snap);
+void stack_groups_free(struct stack_groups *g);
+/* Print the groups, largest first (threads listed in full with verbose). */
+void stack_groups_print(FILE *out, const struct dbs_snapshot *snap,
+			const struct stack_groups *g, bool verbose);
+/* The group of thread index i (1-based number as printed) and its size;
+ * 0 if the thread has no stack. */
+size_t stack_groups_of(const struct stack_groups *g, size_t i, size_t *ret_size);
+/* The first frame of a blocked thread outside libc and the dynamic
+ * linker: the function that called into the wait; NULL if none. */
+const struct dbs_frame *agent_wait_caller(const struct dbs_thread *th);
+/* A frame's function for one line: symbol, else module+0xoffset, else
+ * "??"; into buf (always terminated), escaped. */
+const char *agent_frame_name(const struct dbs_frame *f, char *buf, size_t len);
+
+/* brief.c: --brief, one line per thread like gdb's "info threads". */
+void brief_threads(FILE *out, const struct dbs_snapshot *snap);
 /*
  * jwriter.c: a streaming JSON writer (RFC 8259), in document order, to a
  * FILE.  Every string is written as valid UTF-8 whatever its bytes: an

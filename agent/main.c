@@ -88,6 +88,10 @@ static const char usage_text[] =
 "  --json               print one JSON document (schema in "
 "share/tinspect/schema)\n"
 "  --pretty             indent the JSON\n"
+"  --brief              text: the summary, then one line per thread (tid,\n"
+"                       name, state, top frame, what it waits on)\n"
+"  --verbose            text: also CPU, signals, registers and stack bounds\n"
+"                       of every thread, every stack in full, every lock\n"
 "  --check              exit with status 10 if a deadlock was found (after\n"
 "                       printing the report as usual)\n"
 "  --max-freeze MS      abandon the capture and resume the target if it would\n"
@@ -124,7 +128,9 @@ static const char usage_text[] =
 "\n"
 "Exit status:\n"
 "  0   complete snapshot\n"
-"  1   snapshot taken, but some threads could not be fully read\n"
+"  1   snapshot taken, but some threads could not be fully read (their\n"
+"      errors say why: registers, libthread_db, a stack whose unwinding\n"
+"      failed in native code); a stack that stops in JIT code is no error\n"
 "  2   usage error\n"
 "  3   no such process\n"
 "  4   permission denied (the message says why)\n"
@@ -312,7 +318,7 @@ int main(int argc, char **argv)
 	       OPT_THREAD_DB, OPT_PROC_MEM, OPT_NO_STACKS, OPT_MAX_FRAMES,
 	       OPT_STACK_BYTES, OPT_DEBUGINFOD, OPT_TLS, OPT_ERRNO, OPT_KEYS,
 	       OPT_NO_TARGET_TDB, OPT_CHECK, OPT_WATCH, OPT_COUNT, OPT_SUMMARY,
-	       OPT_FOLLOW };
+	       OPT_FOLLOW, OPT_BRIEF, OPT_VERBOSE };
 	struct watch_opts wo = { 0 };
 	bool watch = false;
 	bool debuginfod = false;
@@ -322,6 +328,8 @@ int main(int argc, char **argv)
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "pretty", no_argument, NULL, OPT_PRETTY },
 		{ "check", no_argument, NULL, OPT_CHECK },
+		{ "brief", no_argument, NULL, OPT_BRIEF },
+		{ "verbose", no_argument, NULL, OPT_VERBOSE },
 		{ "watch", required_argument, NULL, OPT_WATCH },
 		{ "count", required_argument, NULL, OPT_COUNT },
 		{ "summary", no_argument, NULL, OPT_SUMMARY },
@@ -354,6 +362,12 @@ int main(int argc, char **argv)
 			break;
 		case OPT_CHECK:
 			ao.check = true;
+			break;
+		case OPT_BRIEF:
+			ao.brief = true;
+			break;
+		case OPT_VERBOSE:
+			ao.verbose = true;
 			break;
 		case OPT_MAX_FREEZE:
 			if (!parse_ms(optarg, &dopts.max_freeze_ns) ||
@@ -469,6 +483,15 @@ int main(int argc, char **argv)
 	if (!watch && (wo.count || wo.summary || wo.follow)) {
 		fprintf(stderr, "tinspect: --count, --summary and --follow-threads "
 			"go with --watch\n");
+		return EXIT_USAGE;
+	}
+	if (ao.brief && ao.verbose) {
+		fprintf(stderr, "tinspect: --brief and --verbose do not go together\n");
+		return EXIT_USAGE;
+	}
+	if (ao.json && (ao.brief || ao.verbose)) {
+		fprintf(stderr, "tinspect: --brief and --verbose shape the text "
+			"report; the JSON document is always complete\n");
 		return EXIT_USAGE;
 	}
 	if (watch && (ao.pretty || ao.check)) {

@@ -1,8 +1,12 @@
 /*
  * text.c: the human-readable report.  A header about the process and the
- * capture (including how long the target was frozen), then one block per
- * thread.  Bytes from the target are printed escaped, never raw: a thread
- * name must not be able to move the cursor of the engineer's terminal.
+ * capture (including how long the target was frozen), then what an
+ * engineer in an incident needs first (report.c: the verdict, counts, the
+ * most contended locks), the threads grouped by identical stack
+ * (stackgroups.c), and last one block per thread; --brief replaces the
+ * groups and blocks with one line per thread (brief.c).  Bytes from the
+ * target are printed escaped, never raw: a thread name must not be able
+ * to move the cursor of the engineer's terminal.
  */
 #include "agent.h"
 
@@ -73,7 +77,7 @@ void agent_fput_quoted(FILE *out, const char *s, size_t len)
 	fputc('"', out);
 }
 
-static void put_escaped(FILE *out, const char *s)
+void agent_put_escaped(FILE *out, const char *s)
 {
 	for (; s && *s; s++) {
 		unsigned char c = (unsigned char)*s;
@@ -84,18 +88,25 @@ static void put_escaped(FILE *out, const char *s)
 	}
 }
 
-static void put_symbol(FILE *out, const struct dbs_symbol *s)
+void agent_put_symbol(FILE *out, const struct dbs_symbol *s)
 {
+	const char *base = s->module ? strrchr(s->module, '/') : NULL;
+	base = base ? base + 1 : s->module;
 	if (s->name) {
-		put_escaped(out, s->name);
+		agent_put_escaped(out, s->name);
 		if (s->offset)
 			fprintf(out, "+0x%" PRIx64, s->offset);
+	} else if (s->module) {
+		/* no symbol: where it is in its file, for addr2line/objdump */
+		fprintf(out, "0x%" PRIx64 " (", s->addr);
+		agent_put_escaped(out, base);
+		fprintf(out, "+0x%" PRIx64 ", no symbol)", s->offset);
 	} else {
 		fprintf(out, "0x%" PRIx64, s->addr);
 	}
 	if (s->module) {
 		fputs(" in ", out);
-		put_escaped(out, s->module);
+		agent_put_escaped(out, s->module);
 	}
 }
 
@@ -129,7 +140,7 @@ static void put_syscall(FILE *out, const struct dbs_snapshot *snap,
 }
 
 /* A stack as gdb's "bt" prints it: #N  pc in symbol+off at file:line. */
-static void put_stack(FILE *out, const struct dbs_stack *st)
+void agent_put_stack(FILE *out, const struct dbs_stack *st, bool in_group)
 {
 	unsigned level = 0;
 	for (size_t i = 0; i < st->nframes; i++) {
@@ -137,11 +148,13 @@ static void put_stack(FILE *out, const struct dbs_stack *st)
 		fprintf(out, "  #%-2u ", level++);
 		if (f->inlined)
 			fputs("[inlined]          ", out);
+		else if (in_group && !f->module)
+			fputs("                   ", out);
 		else
 			fprintf(out, "0x%016" PRIx64 " ", f->pc);
 		fputs("in ", out);
 		if (f->symbol) {
-			put_escaped(out, f->symbol);
+			agent_put_escaped(out, f->symbol);
 			if (f->offset && !f->inlined)
 				fprintf(out, "+0x%" PRIx64, f->offset);
 		} else if (!f->module) {
@@ -151,14 +164,16 @@ static void put_stack(FILE *out, const struct dbs_stack *st)
 		}
 		if (f->file) {
 			fputs(" at ", out);
-			put_escaped(out, f->file);
+			agent_put_escaped(out, f->file);
 			if (f->line)
 				fprintf(out, ":%d", f->line);
 		}
 		if (f->module && !f->inlined) {
 			const char *base = strrchr(f->module, '/');
 			fputs(" from ", out);
-			put_escaped(out, base ? base + 1 : f->module);
+			agent_put_escaped(out, base ? base + 1 : f->module);
+			if (!f->symbol)
+				fprintf(out, "+0x%" PRIx64, f->module_offset);
 		}
 		fputc('\n', out);
 	}
@@ -178,7 +193,7 @@ static void put_stack(FILE *out, const struct dbs_stack *st)
 	case DBS_STACK_BAD_SP:
 	case DBS_STACK_ERROR:
 		fputs("  (unwinding stopped: ", out);
-		put_escaped(out, st->error ? st->error : "unknown error");
+		agent_put_escaped(out, st->error ? st->error : "unknown error");
 		fputs(")\n", out);
 		break;
 	default:
@@ -239,7 +254,7 @@ static void put_tls_value(FILE *out, const struct dbs_tls_var *var,
 	case DBS_TLS_UNAVAILABLE:
 	case DBS_TLS_ERROR:
 		fputs(v->status == DBS_TLS_ERROR ? "error: " : "unavailable: ", out);
-		put_escaped(out, v->error ? v->error : "?");
+		agent_put_escaped(out, v->error ? v->error : "?");
 		return;
 	case DBS_TLS_OK:
 		break;
@@ -263,7 +278,7 @@ static void put_tls_value(FILE *out, const struct dbs_tls_var *var,
 		fprintf(out, "0x%" PRIx64, u);
 		if (v->ptr_sym.module) {
 			fputs(" (", out);
-			put_symbol(out, &v->ptr_sym);
+			agent_put_symbol(out, &v->ptr_sym);
 			fputc(')', out);
 		}
 		break;
@@ -291,9 +306,12 @@ static void put_tls_value(FILE *out, const struct dbs_tls_var *var,
 }
 
 static void put_thread_extras(FILE *out, const struct dbs_snapshot *snap,
-			      const struct dbs_thread *th)
+			      const struct dbs_thread *th, bool verbose)
 {
-	put_stack_bounds(out, &th->bounds);
+	/* a stack about to overflow is news; its bounds otherwise are not */
+	if (verbose || th->bounds.status == DBS_BOUNDS_LOW ||
+	    th->bounds.status == DBS_BOUNDS_OVERFLOW)
+		put_stack_bounds(out, &th->bounds);
 	for (size_t i = 0; i < th->ntls && i < snap->ntls_vars; i++) {
 		const struct dbs_tls_var *var = &snap->tls_vars[i];
 		const struct dbs_tls_value *v = &th->tls[i];
@@ -314,7 +332,7 @@ static void put_thread_extras(FILE *out, const struct dbs_snapshot *snap,
 			continue;
 		}
 		fputs("  tls: ", out);
-		put_escaped(out, var->name);
+		agent_put_escaped(out, var->name);
 		fputs(" = ", out);
 		put_tls_value(out, var, v);
 		fputc('\n', out);
@@ -346,7 +364,7 @@ static void put_process_extras(FILE *out, const struct dbs_snapshot *snap)
 {
 	for (size_t i = 0; i < snap->nwarnings; i++) {
 		fputs("warning: ", out);
-		put_escaped(out, snap->warnings[i]);
+		agent_put_escaped(out, snap->warnings[i]);
 		fputc('\n', out);
 	}
 	for (size_t i = 0; i < snap->ntls_vars; i++) {
@@ -355,17 +373,17 @@ static void put_process_extras(FILE *out, const struct dbs_snapshot *snap)
 			continue;
 		fputs(v->is_errno ? "errno: " : "tls ", out);
 		if (!v->is_errno) {
-			put_escaped(out, v->name);
+			agent_put_escaped(out, v->name);
 			fputs(": ", out);
 		}
 		fprintf(out, "%s", v->type_name);
 		if (v->c_type) {
 			fputs(" (", out);
-			put_escaped(out, v->c_type);
+			agent_put_escaped(out, v->c_type);
 			fputc(')', out);
 		}
 		fprintf(out, " at offset 0x%" PRIx64 " of the TLS block of ", v->offset);
-		put_escaped(out, v->module ? v->module : "?");
+		agent_put_escaped(out, v->module ? v->module : "?");
 		fprintf(out, " [%s]\n", v->source ? v->source : "?");
 	}
 	if (snap->keys_read) {
@@ -375,7 +393,7 @@ static void put_process_extras(FILE *out, const struct dbs_snapshot *snap)
 			const struct dbs_key *k = &snap->keys[i];
 			fprintf(out, "  key %u: destructor ", k->key);
 			if (k->destructor)
-				put_symbol(out, &k->destructor_sym);
+				agent_put_symbol(out, &k->destructor_sym);
 			else
 				fputs("none", out);
 			fputc('\n', out);
@@ -383,291 +401,12 @@ static void put_process_extras(FILE *out, const struct dbs_snapshot *snap)
 	}
 }
 
-/* ---- locks (issue 4) ------------------------------------------------------ */
-
-static const struct dbs_thread *thread_of(const struct dbs_snapshot *snap, pid_t tid)
+/* One thread's block of the detail view.  A stack shared with other
+ * threads is printed once, in its group (stackgroups.c), unless verbose. */
+static void put_thread(FILE *out, const struct dbs_snapshot *snap, size_t ti,
+		       const struct stack_groups *groups, const struct agent_opts *o)
 {
-	for (size_t i = 0; i < snap->nthreads; i++)
-		if (snap->threads[i].tid == tid)
-			return &snap->threads[i];
-	return NULL;
-}
-
-/* thread "name" (tid) */
-static void put_thread_ref(FILE *out, const struct dbs_snapshot *snap, pid_t tid)
-{
-	const struct dbs_thread *t = thread_of(snap, tid);
-	fputs("thread ", out);
-	if (t && t->name) {
-		agent_fput_quoted(out, t->name, t->name_len);
-		fputc(' ', out);
-	}
-	fprintf(out, "(%d)", (int)tid);
-}
-
-static void put_lock_name(FILE *out, const struct dbs_lock *l)
-{
-	if (l->sym.name) {
-		put_escaped(out, l->sym.name);
-		if (l->sym.offset)
-			fprintf(out, "+0x%" PRIx64, l->sym.offset);
-	} else {
-		fputs(l->object_known ? "(no symbol)" : "(object unknown)", out);
-	}
-}
-
-/* lock 0x... (name, kind) */
-static void put_lock_ref(FILE *out, const struct dbs_lock *l)
-{
-	fprintf(out, "lock 0x%" PRIx64 " (", l->addr);
-	if (l->sym.name) {
-		put_lock_name(out, l);
-		fputs(", ", out);
-	}
-	fputs(dbs_lock_kind_name(l->kind), out);
-	if (l->kind == DBS_LOCK_MUTEX && l->decoded) {
-		const struct dbs_mutex_info *m = &l->u.mutex;
-		fprintf(out, " %s%s%s%s", dbs_mutex_type_name(m->type),
-			m->robust ? " robust" : "", m->pi ? " PI" : "",
-			m->pp ? " PP" : "");
-	}
-	fputc(')', out);
-}
-
-/* ", held by thread ..." or what is known instead */
-static void put_holder(FILE *out, const struct dbs_snapshot *snap,
-		       const struct dbs_lock *l)
-{
-	switch (l->owner_state) {
-	case DBS_OWNER_LIVE:
-		fputs(l->kind == DBS_LOCK_JOIN ? " (the end of " : " held by ", out);
-		put_thread_ref(out, snap, l->owner);
-		if (l->kind == DBS_LOCK_JOIN)
-			fputc(')', out);
-		break;
-	case DBS_OWNER_DEAD:
-		fprintf(out, " held by thread %d, which no longer exists (orphaned)",
-			(int)l->owner);
-		break;
-	case DBS_OWNER_OUTSIDE:
-		fprintf(out, " held by TID %d, not a thread of this process", (int)l->owner);
-		break;
-	case DBS_OWNER_UNKNOWN:
-		if (l->kind == DBS_LOCK_FUTEX)
-			fputs(" (not identified; owner unknown)", out);
-		else if (l->nholders)
-			fprintf(out, " held by %u reader%s (not recorded)", l->nholders,
-				l->nholders == 1 ? "" : "s");
-		else
-			fputs(" held, owner unknown", out);	/* the note says why */
-		break;
-	case DBS_OWNER_NONE:
-		if (l->kind == DBS_LOCK_MUTEX || l->kind == DBS_LOCK_RWLOCK)
-			fputs(" not held at the moment", out);
-		else if (l->kind != DBS_LOCK_JOIN)
-			fputs(" (nobody owns it)", out);
-		break;
-	}
-}
-
-static void put_evidence(FILE *out, unsigned ev)
-{
-	const char *sep = " [";
-	for (unsigned bit = 1; bit; bit <<= 1)
-		if ((ev & bit) && dbs_evidence_name(bit)) {
-			fprintf(out, "%s%s", sep, dbs_evidence_name(bit));
-			sep = ", ";
-		}
-	if (sep[0] == ',')
-		fputc(']', out);
-}
-
-static void put_waiting(FILE *out, const struct dbs_snapshot *snap,
-			const struct dbs_thread *th)
-{
-	const struct dbs_blocked_on *b = th->blocked_on;
-	const struct dbs_locks *L = snap->locks;
-	if (!b || !L || b->lock >= L->n)
-		return;
-	const struct dbs_lock *l = &L->v[b->lock];
-	fputs("  waiting for ", out);
-	if (b->mode)
-		fputs(b->mode == DBS_MODE_READ ? "read access to " : "write access to ", out);
-	if (l->kind == DBS_LOCK_JOIN) {
-		fputs("the end of ", out);
-		put_thread_ref(out, snap, l->owner);
-		fprintf(out, " (pthread_join, descriptor 0x%" PRIx64 ")", l->addr);
-	} else {
-		put_lock_ref(out, l);
-		put_holder(out, snap, l);
-	}
-	if (b->futex != l->addr)
-		fprintf(out, "; futex 0x%" PRIx64, b->futex);
-	put_evidence(out, b->evidence);
-	fputc('\n', out);
-	if (b->note) {
-		fputs("    (", out);
-		put_escaped(out, b->note);
-		fputs(")\n", out);
-	}
-}
-
-static void put_lock_line(FILE *out, const struct dbs_snapshot *snap,
-			  const struct dbs_lock *l)
-{
-	fputs("  ", out);
-	put_lock_ref(out, l);
-	put_holder(out, snap, l);
-	if (l->kind == DBS_LOCK_MUTEX && l->decoded && l->u.mutex.type == 1)
-		fprintf(out, ", depth %u", l->u.mutex.count);
-	if (l->kind == DBS_LOCK_SEM && l->decoded)
-		fprintf(out, ", value %u", l->u.sem.value);
-	if (l->kind == DBS_LOCK_BARRIER && l->decoded)
-		fprintf(out, ", %u of %u arrived", l->u.barrier.in - l->u.barrier.current_round,
-			l->u.barrier.count);
-	fputs("; waiters:", out);
-	for (size_t i = 0; i < l->nwaiters; i++) {
-		fprintf(out, " %d", (int)l->waiters[i].tid);
-		if (l->waiters[i].mode)
-			fputs(l->waiters[i].mode == DBS_MODE_READ ? "(r)" : "(w)", out);
-	}
-	fputc('\n', out);
-	if (l->note) {
-		fputs("    (", out);
-		put_escaped(out, l->note);
-		fputs(")\n", out);
-	}
-}
-
-static void put_rule(FILE *out, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		fputc('=', out);
-	fputc('\n', out);
-}
-
-/* The stacks of the threads of one deadlock, after the cycle, as jstack
- * prints "Java stack information for the threads listed above". */
-static void put_deadlock_stacks(FILE *out, const struct dbs_snapshot *snap,
-				const struct dbs_deadlock *d)
-{
-	if (!snap->stacks)
-		return;
-	fputs("Stacks of the threads above:\n", out);
-	for (size_t i = 0; i < d->n; i++) {
-		const struct dbs_thread *th = thread_of(snap, d->threads[i]);
-		if (!th)
-			continue;
-		fprintf(out, "Thread %d ", (int)th->tid);
-		if (th->name)
-			agent_fput_quoted(out, th->name, th->name_len);
-		fputc('\n', out);
-		put_stack(out, &th->stack);
-	}
-}
-
-static void put_locks_section(FILE *out, const struct dbs_snapshot *snap)
-{
-	const struct dbs_locks *L = snap->locks;
-	if (!L)
-		return;
-	if (L->n) {
-		fprintf(out, "Locks waited on: %zu\n", L->n);
-		for (size_t i = 0; i < L->n; i++)
-			put_lock_line(out, snap, &L->v[i]);
-		fputc('\n', out);
-	}
-	if (L->norphaned) {
-		fputs("Orphaned locks (their owner no longer exists):\n", out);
-		for (size_t i = 0; i < L->n; i++)
-			if (L->v[i].orphaned)
-				put_lock_line(out, snap, &L->v[i]);
-		fputc('\n', out);
-	}
-	for (size_t i = 0; i < L->nstalls; i++) {
-		const struct dbs_stall *st = &L->stalls[i];
-		if (i == 0)
-			fputs("Stalled (blocked behind a thread that waits for something "
-			      "else; not a deadlock):\n", out);
-		for (size_t k = 0; k + 1 < st->n; k++) {
-			fputs(k ? "    which " : "  ", out);
-			if (!k)
-				put_thread_ref(out, snap, st->threads[k]);
-			fputs(k ? "waits for " : " waits for ", out);
-			if (L->v[st->locks[k]].kind == DBS_LOCK_JOIN) {
-				fputs("the end of ", out);
-			} else {
-				put_lock_ref(out, &L->v[st->locks[k]]);
-				fputs(" held by ", out);
-			}
-			put_thread_ref(out, snap, st->threads[k + 1]);
-			fputc('\n', out);
-		}
-		fputs("    which ", out);
-		switch (st->end) {
-		case DBS_STALL_SYSCALL: {
-			const char *n = arch_syscall_name(snap->arch, st->end_syscall);
-			if (n)
-				fprintf(out, "sleeps in %s()\n", n);
-			else
-				fprintf(out, "sleeps in syscall %ld\n", st->end_syscall);
-			break;
-		}
-		case DBS_STALL_WAIT:
-		case DBS_STALL_ORPHAN:
-			fputs("waits for ", out);
-			if (st->end_lock < L->n) {
-				put_lock_ref(out, &L->v[st->end_lock]);
-				put_holder(out, snap, &L->v[st->end_lock]);
-			}
-			fputc('\n', out);
-			break;
-		case DBS_STALL_STOPPED:
-			fputs("is stopped (job control, or uninterruptible sleep)\n", out);
-			break;
-		}
-		if (i + 1 == L->nstalls)
-			fputc('\n', out);
-	}
-	if (!L->ndeadlocks) {
-		fputs("No deadlock found.\n", out);
-		return;
-	}
-	char head[64];
-	int hl;
-	if (L->ndeadlocks == 1)
-		hl = snprintf(head, sizeof head, "Found one deadlock:");
-	else
-		hl = snprintf(head, sizeof head, "Found %zu deadlocks:", L->ndeadlocks);
-	fprintf(out, "%s\n", head);
-	put_rule(out, (size_t)hl);
-	for (size_t i = 0; i < L->ndeadlocks; i++) {
-		const struct dbs_deadlock *d = &L->deadlocks[i];
-		if (L->ndeadlocks > 1)
-			fprintf(out, "Deadlock %zu:\n", i + 1);
-		for (size_t k = 0; k < d->n; k++) {
-			put_thread_ref(out, snap, d->threads[k]);
-			fputs(" waits for ", out);
-			if (d->locks[k] < L->n) {
-				const struct dbs_lock *l = &L->v[d->locks[k]];
-				if (l->kind == DBS_LOCK_JOIN) {
-					fputs("the end of ", out);
-				} else {
-					put_lock_ref(out, l);
-					fputs(" held by ", out);
-				}
-			}
-			put_thread_ref(out, snap, d->threads[(k + 1) % d->n]);
-			fputc('\n', out);
-		}
-		fputc('\n', out);
-		put_deadlock_stacks(out, snap, d);
-	}
-}
-
-static void put_thread(FILE *out, const struct dbs_snapshot *snap,
-		       const struct dbs_thread *th)
-{
+	const struct dbs_thread *th = &snap->threads[ti];
 	fprintf(out, "Thread %d ", (int)th->tid);
 	if (th->name)
 		agent_fput_quoted(out, th->name, th->name_len);
@@ -686,7 +425,7 @@ static void put_thread(FILE *out, const struct dbs_snapshot *snap,
 			agent_state_name(th->state));
 		if (th->wchan[0]) {
 			fputs(", wchan ", out);
-			put_escaped(out, th->wchan);
+			agent_put_escaped(out, th->wchan);
 		}
 		if (!th->proc_before_stop)
 			fputs("  [read after resume: thread appeared during the stop]", out);
@@ -703,15 +442,15 @@ static void put_thread(FILE *out, const struct dbs_snapshot *snap,
 			fputs("  start: (initial thread)\n", out);
 		} else {
 			fputs("  start: ", out);
-			put_symbol(out, &th->start);
+			agent_put_symbol(out, &th->start);
 			fputc('\n', out);
 		}
 	}
 	put_syscall(out, snap, th);
-	put_waiting(out, snap, th);
-	if (th->have_regs)
+	report_put_waiting(out, snap, th);
+	if (o->verbose && th->have_regs)
 		fprintf(out, "  pc 0x%" PRIx64 "  sp 0x%" PRIx64 "\n", th->pc, th->sp);
-	if (th->proc_valid) {
+	if (o->verbose && th->proc_valid) {
 		fprintf(out, "  cpu: user %.2fs system %.2fs; %s prio %ld nice %ld",
 			th->utime_s, th->stime_s, agent_policy_name(th->policy),
 			th->priority, th->nice);
@@ -722,12 +461,18 @@ static void put_thread(FILE *out, const struct dbs_snapshot *snap,
 		fprintf(out, "  signals: blocked 0x%016" PRIx64 " pending 0x%016" PRIx64 "\n",
 			th->sigblk, th->sigpnd);
 	}
-	put_thread_extras(out, snap, th);
-	if (th->stack.end != DBS_STACK_NONE)
-		put_stack(out, &th->stack);
+	put_thread_extras(out, snap, th, o->verbose);
+	size_t gsize = 0, group = groups ? stack_groups_of(groups, ti, &gsize) : 0;
+	if (th->stack.end != DBS_STACK_NONE) {
+		if (group && gsize > 1 && !o->verbose)
+			fprintf(out, "  stack: as in group %zu above (%zu threads)\n", group,
+				gsize);
+		else
+			agent_put_stack(out, &th->stack, false);
+	}
 	for (size_t i = 0; i < th->nerrors; i++) {
 		fputs("  error: ", out);
-		put_escaped(out, th->errors[i]);
+		agent_put_escaped(out, th->errors[i]);
 		fputc('\n', out);
 	}
 	fputc('\n', out);
@@ -736,11 +481,10 @@ static void put_thread(FILE *out, const struct dbs_snapshot *snap,
 int render_text(FILE *out, const struct dbs_snapshot *snap,
 		const struct agent_opts *o)
 {
-	(void)o;
 	fprintf(out, "tinspect %s: pid %d", TINSPECT_VERSION, (int)snap->pid);
 	if (snap->exe) {
 		fputs(" (", out);
-		put_escaped(out, snap->exe);
+		agent_put_escaped(out, snap->exe);
 		fputc(')', out);
 	}
 	fprintf(out, ", %s", snap->arch->name);
@@ -749,7 +493,7 @@ int render_text(FILE *out, const struct dbs_snapshot *snap,
 	fprintf(out, ", libthread_db %s", dbs_tdb_status_name(snap->tdb_status));
 	if (snap->tdb_detail) {
 		fputs(" (", out);
-		put_escaped(out, snap->tdb_detail);
+		agent_put_escaped(out, snap->tdb_detail);
 		fputc(')', out);
 	}
 	fputc('\n', out);
@@ -757,7 +501,7 @@ int render_text(FILE *out, const struct dbs_snapshot *snap,
 		fputs("command:", out);
 		for (size_t i = 0; i < snap->argc; i++) {
 			fputc(' ', out);
-			put_escaped(out, snap->argv[i]);
+			agent_put_escaped(out, snap->argv[i]);
 		}
 		fputc('\n', out);
 	}
@@ -768,12 +512,14 @@ int render_text(FILE *out, const struct dbs_snapshot *snap,
 	fprintf(out, "captured %s.%03ld UTC; target frozen %.3f ms (capture %.3f ms)\n",
 		ts, snap->captured_at.tv_nsec / 1000000,
 		(double)snap->freeze_ns / 1e6, (double)snap->duration_ns / 1e6);
-	const struct dbs_timings *ti = &snap->timings;
-	fprintf(out, "freeze breakdown: stop %.3f, registers %.3f, memory %.3f, "
-		"libthread_db %.3f, resume %.3f ms; before %.3f, after %.3f ms\n",
-		ti->stop_ns / 1e6, ti->regs_ns / 1e6, ti->memory_ns / 1e6,
-		ti->thread_db_ns / 1e6, ti->resume_ns / 1e6, ti->scan_ns / 1e6,
-		ti->analyse_ns / 1e6);
+	if (o->verbose) {
+		const struct dbs_timings *ti = &snap->timings;
+		fprintf(out, "freeze breakdown: stop %.3f, registers %.3f, memory %.3f, "
+			"libthread_db %.3f, resume %.3f ms; before %.3f, after %.3f ms\n",
+			ti->stop_ns / 1e6, ti->regs_ns / 1e6, ti->memory_ns / 1e6,
+			ti->thread_db_ns / 1e6, ti->resume_ns / 1e6, ti->scan_ns / 1e6,
+			ti->analyse_ns / 1e6);
+	}
 	fprintf(out, "threads: %zu (%zu stopped together", snap->nthreads,
 		snap->threads_stopped);
 	if (snap->threads_vanished)
@@ -785,13 +531,28 @@ int render_text(FILE *out, const struct dbs_snapshot *snap,
 	fputs(")\n", out);
 	for (size_t i = 0; i < snap->nerrors; i++) {
 		fputs("error: ", out);
-		put_escaped(out, snap->errors[i]);
+		agent_put_escaped(out, snap->errors[i]);
 		fputc('\n', out);
 	}
 	put_process_extras(out, snap);
 	fputc('\n', out);
+
+	/* first screen: the verdict, counts, the most contended locks */
+	report_summary(out, snap, o);
+	if (o->brief) {
+		brief_threads(out, snap);
+		return ferror(out) ? -1 : 0;
+	}
+	/* what the verdict names, in full: the deadlocked threads' stacks,
+	 * stall chains, orphaned locks */
+	report_lock_details(out, snap, o);
+	struct stack_groups *groups = stack_groups_build(snap);
+	if (groups)
+		stack_groups_print(out, snap, groups, o->verbose);
+	fputs("Threads in detail:\n\n", out);
 	for (size_t i = 0; i < snap->nthreads; i++)
-		put_thread(out, snap, &snap->threads[i]);
-	put_locks_section(out, snap);
+		put_thread(out, snap, i, groups, o);
+	stack_groups_free(groups);
+	report_all_locks(out, snap);
 	return ferror(out) ? -1 : 0;
 }
