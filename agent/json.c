@@ -122,6 +122,10 @@ static void frame_json(struct jw *w, const struct dbs_frame *f)
 		k_int(w, "line", f->line);
 	else
 		k_null(w, "line");
+	if (f->module)
+		k_hex(w, "module_offset", f->module_offset);
+	else
+		k_null(w, "module_offset");
 	jw_obj_end(w);
 }
 
@@ -423,6 +427,16 @@ static void thread_extras_json(struct jw *w, const struct dbs_snapshot *snap,
 
 static void process_extras_json(struct jw *w, const struct dbs_snapshot *snap)
 {
+	jw_key(w, "runtimes");
+	jw_arr(w);
+	for (size_t i = 0; i < snap->nruntimes; i++) {
+		jw_obj(w);
+		k_str(w, "name", snap->runtimes[i].name);
+		k_str(w, "module", snap->runtimes[i].module);
+		k_str(w, "note", snap->runtimes[i].note);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
 	jw_key(w, "tls");
 	if (snap->ntls_vars) {
 		jw_arr(w);
@@ -566,6 +580,10 @@ static void blocked_on_json(struct jw *w, const struct dbs_snapshot *snap,
 	k_bool(w, "in_graph", b->in_graph);
 	k_bool(w, "parked", b->parked);
 	k_str(w, "frame", b->frame);
+	/* the function that waits: what an unidentified futex is about */
+	const struct dbs_frame *cf = agent_wait_caller(th);
+	char cname[512];
+	k_str(w, "caller", cf ? agent_frame_name(cf, cname, sizeof cname) : NULL);
 	k_str(w, "note", b->note);
 	jw_obj_end(w);
 }

@@ -151,8 +151,22 @@ static void summary_json(const struct dbs_snapshot *snap, unsigned long update)
 		char st[2] = { th->state ? th->state : '?', 0 };
 		json_t *c = json_object_get(by_state, st);
 		json_object_set_new(by_state, st, json_integer(c ? json_integer_value(c) + 1 : 1));
+		/* by symbol, else where it is in its module (MariaDB's workers
+		 * start at a local function of a stripped binary): never
+		 * "(unknown)" for an address a module holds */
+		char where[512];
 		const char *sr = !th->have_pthread ? "(unknown)" : th->is_main ? "(main)" :
 				 th->start.name ? th->start.name : "(unknown)";
+		if (th->have_pthread && !th->is_main && !th->start.name && th->start.module) {
+			const char *b = strrchr(th->start.module, '/');
+			snprintf(where, sizeof where, "%s+0x%" PRIx64,
+				 b ? b + 1 : th->start.module, th->start.offset);
+			sr = where;
+		} else if (th->have_pthread && !th->is_main && !th->start.name &&
+			   th->start.addr) {
+			snprintf(where, sizeof where, "0x%" PRIx64, th->start.addr);
+			sr = where;
+		}
 		json_t *k = jsafe(sr);
 		const char *key = json_string_value(k);
 		c = key ? json_object_get(by_start, key) : NULL;
