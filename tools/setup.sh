@@ -9,6 +9,12 @@
 #                          any failure
 #   tools/setup.sh deps    only install the packages
 #   tools/setup.sh build   install and build (build/)
+#   tools/setup.sh services-deps
+#                          install what bench/services.sh runs tinspect on
+#                          (MariaDB, mysqlslap, OpenJDK, eu-stack): large,
+#                          so not part of deps
+#   tools/setup.sh services
+#                          install all that, build, and run bench/services.sh
 #
 # Run it as root (ptrace of other processes and apt-get need it), or as a
 # user with sudo.  It never reads standard input.
@@ -27,6 +33,13 @@ PACKAGES=(
 	libc6-dbg
 )
 
+# The real services bench/services.sh inspects (issue 9).  MariaDB and a
+# JDK are hundreds of megabytes: installed only when asked for.
+SERVICE_PACKAGES=(
+	mariadb-server mariadb-client openjdk-17-jdk-headless
+	elfutils python3 python3-jsonschema procps
+)
+
 as_root() {
 	if [[ $(id -u) -eq 0 ]]; then
 		"$@"
@@ -35,9 +48,10 @@ as_root() {
 	fi
 }
 
-deps() {
+# Install the packages given that are missing.
+install_missing() {	# package...
 	local missing=() p
-	for p in "${PACKAGES[@]}"; do
+	for p in "$@"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
 			missing+=("$p")
 	done
@@ -47,6 +61,10 @@ deps() {
 		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
 			--no-install-recommends "${missing[@]}" </dev/null
 	fi
+}
+
+deps() {
+	install_missing "${PACKAGES[@]}"
 	old_glibc
 }
 
@@ -189,6 +207,10 @@ run_tests() {
 		rc=1
 	fi
 	((failed == 0)) || rc=1
+	# MariaDB under load, a 500-thread JVM and CPython take minutes and
+	# hundreds of megabytes of packages: run by hand
+	echo "setup: bench/services.sh (real services) is not part of this run;" \
+		"run tools/setup.sh services"
 	echo "$passed passed, $failed failed"
 	return $rc
 }
@@ -198,8 +220,15 @@ demo) demo ;;
 test) run_tests ;;
 deps) deps ;;
 build) deps; build build ;;
+services-deps) install_missing "${SERVICE_PACKAGES[@]}" ;;
+services)
+	deps
+	build build
+	install_missing "${SERVICE_PACKAGES[@]}"
+	exec bash "$top/bench/services.sh"
+	;;
 *)
-	sed -n '2,14p' "$0"
+	sed -n '2,20p' "$0"
 	exit 2
 	;;
 esac

@@ -1,0 +1,256 @@
+#!/usr/bin/env bash
+# services.sh - tinspect on real Debian programs, the way a new user would
+# try it (issue 9), with a summary line of the counts:
+#
+#   mariadb  MariaDB in a temporary datadir under mysqlslap load (200
+#            clients): 20 snapshots with no deadlock, no stall, no park,
+#            no cond listed at its futex word, and every lock that lies in
+#            a global of mariadbd named as `nm -D` names it;
+#   jvm      a JVM with 500 threads (bench/services/Threads.java, compiled
+#            here with javac): no stall, the runtime warning, every stack
+#            reaching start_thread (compared with eu-stack); jcmd
+#            Thread.print shows the Java-level deadlock tinspect points to;
+#   cpython  /usr/bin/python3 with threading.Lock waiters and a pthread
+#            mutex ABBA through ctypes (bench/services/pyservice.py): the
+#            ABBA found, the Lock waits reported as not provable.
+#
+#   bench/services.sh [mariadb] [jvm] [cpython]     (default: all three)
+#
+# Its packages (mariadb-server, mariadb-client, openjdk-17-jdk-headless,
+# elfutils, python3-jsonschema) are installed by `tools/setup.sh
+# services-deps`, which this script calls; a service whose programs are
+# missing is skipped with the reason.  It takes a few minutes, so the
+# default test run (tools/setup.sh test) does not run it.  Every process
+# is started here and killed by its PID; the temporary datadir is removed.
+# Exit status: 0 if every service that ran passed its checks.
+set -u
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+TINSPECT=${TINSPECT:-$top/build/agent/tinspect}
+SCHEMA=${SCHEMA:-$top/schema/tinspect-snapshot.schema.json}
+PY=/usr/bin/python3
+CHECK=$top/bench/services/check.py
+SNAPSHOTS=${SNAPSHOTS:-20}
+
+services=("$@")
+((${#services[@]})) || services=(mariadb jvm cpython)
+
+if ! "$top/tools/setup.sh" services-deps; then
+	echo "services: could not install the service packages; what is missing is skipped"
+fi
+if [[ ! -x $TINSPECT ]]; then
+	(cd "$top" && { [[ -f build/build.ninja ]] || meson setup build >/dev/null; } &&
+		ninja -C build >/dev/null) || { echo "services: cannot build tinspect" >&2; exit 2; }
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/tinspect-services.XXXXXX")
+PIDS=()
+cleanup() {
+	local p
+	for p in "${PIDS[@]}"; do
+		kill -KILL "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	PIDS=()
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+declare -A RESULT
+failed=0
+
+# Wait for a line matching a regex in a file; fails after $3 seconds.
+wait_for() {	# file regex seconds
+	local end=$((SECONDS + $3))
+	until grep -qE "$2" "$1" 2>/dev/null; do
+		((SECONDS < end)) || return 1
+		sleep 0.2
+	done
+}
+
+# Where the text report puts things: "verdict at line V, details at line D
+# of N lines; --brief: B lines".
+text_shape() {	# text brief
+	local v d n b
+	v=$(grep -n -m1 '^Verdict:' "$1" | cut -d: -f1)
+	d=$(grep -n -m1 '^Threads in detail:' "$1" | cut -d: -f1)
+	n=$(wc -l <"$1")
+	b=$(wc -l <"$2")
+	echo "text: verdict at line ${v:-?}, per-thread details from line ${d:-?} of $n; --brief: $b lines"
+}
+
+stop_pid() {	# pid: TERM, then KILL after 20 s
+	local p=$1 i
+	kill -TERM "$p" 2>/dev/null
+	for i in $(seq 100); do
+		kill -0 "$p" 2>/dev/null || break
+		sleep 0.2
+	done
+	kill -KILL "$p" 2>/dev/null
+	wait "$p" 2>/dev/null
+	local k=() q
+	for q in "${PIDS[@]}"; do [[ $q == "$p" ]] || k+=("$q"); done
+	PIDS=("${k[@]}")
+}
+
+run_mariadb() {
+	local need
+	for need in mariadb-install-db mariadbd mysqlslap; do
+		if ! command -v "$need" >/dev/null; then
+			RESULT[mariadb]="skipped: $need not installed"
+			return
+		fi
+	done
+	local d=$work/mariadb
+	mkdir -p "$d"
+	if ! mariadb-install-db --no-defaults --datadir="$d/data" --user=root \
+		--auth-root-authentication-method=normal >"$d/install.log" 2>&1; then
+		RESULT[mariadb]="FAIL: mariadb-install-db (see $d/install.log)"
+		failed=$((failed + 1))
+		return
+	fi
+	mariadbd --no-defaults --datadir="$d/data" --socket="$d/sock" --skip-networking \
+		--user=root --pid-file="$d/pid" --log-error="$d/error.log" \
+		--max-connections=500 --thread-cache-size=300 --innodb-buffer-pool-size=256M \
+		</dev/null >/dev/null 2>&1 &
+	local mpid=$!
+	PIDS+=("$mpid")
+	local i
+	for i in $(seq 150); do
+		[[ -S $d/sock ]] && break
+		sleep 0.2
+	done
+	if [[ ! -S $d/sock ]]; then
+		RESULT[mariadb]="FAIL: mariadbd did not start (see $d/error.log)"
+		failed=$((failed + 1))
+		stop_pid "$mpid"
+		return
+	fi
+	mysqlslap --socket="$d/sock" -uroot --concurrency=200 --iterations=50 \
+		--number-of-queries=20000 --auto-generate-sql \
+		--auto-generate-sql-load-type=mixed --auto-generate-sql-add-autoincrement \
+		</dev/null >"$d/slap.log" 2>&1 &
+	local spid=$!
+	PIDS+=("$spid")
+	sleep 5
+	local rc codes=()
+	for i in $(seq "$SNAPSHOTS"); do
+		timeout 120 "$TINSPECT" --json --check "$mpid" >"$d/snap-$i.json" 2>"$d/snap-$i.err"
+		rc=$?
+		codes+=("$rc")
+		sleep 0.3
+	done
+	timeout 120 "$TINSPECT" "$mpid" >"$d/text.txt" 2>/dev/null
+	timeout 120 "$TINSPECT" --brief "$mpid" >"$d/brief.txt" 2>/dev/null
+	local nthreads
+	nthreads=$(grep -m1 '^threads: ' "$d/text.txt" | cut -d' ' -f2)
+	local bias exe
+	exe=$(readlink "/proc/$mpid/exe")
+	bias=0x$(awk -v e="$exe" '$6 == e && $3 == "00000000" { split($1, a, "-"); print a[1]; exit }' \
+		"/proc/$mpid/maps")
+	kill -0 "$spid" 2>/dev/null || echo "services: note: mysqlslap ended before the last snapshot"
+	stop_pid "$spid"
+	stop_pid "$mpid"
+	local out
+	out=$("$PY" "$CHECK" mariadb "$SCHEMA" "$exe" "$bias" "$d"/snap-*.json)
+	rc=$?
+	echo "$out"
+	echo "  exit statuses of tinspect --check: $(printf '%s\n' "${codes[@]}" | sort | uniq -c | tr -s ' ' | tr '\n' ',')"
+	echo "  $nthreads threads in the last snapshot; $(text_shape "$d/text.txt" "$d/brief.txt")"
+	RESULT[mariadb]=$(echo "$out" | sed -n 's/^RESULT mariadb: //p' | head -1)
+	local c
+	for c in "${codes[@]}"; do [[ $c == 0 ]] || rc=1; done
+	((rc == 0)) || failed=$((failed + 1))
+}
+
+run_jvm() {
+	if ! command -v javac >/dev/null || ! command -v java >/dev/null; then
+		RESULT[jvm]="skipped: javac/java not installed (openjdk-17-jdk-headless)"
+		return
+	fi
+	local d=$work/jvm
+	mkdir -p "$d"
+	if ! javac -d "$d" "$top/bench/services/Threads.java" 2>"$d/javac.log"; then
+		RESULT[jvm]="FAIL: javac (see $d/javac.log)"
+		failed=$((failed + 1))
+		return
+	fi
+	java -cp "$d" Threads 500 </dev/null >"$d/out" 2>&1 &
+	local jpid=$!
+	PIDS+=("$jpid")
+	if ! wait_for "$d/out" '^ready' 120; then
+		RESULT[jvm]="FAIL: the JVM never got ready"
+		failed=$((failed + 1))
+		stop_pid "$jpid"
+		return
+	fi
+	local rc
+	timeout 120 "$TINSPECT" --json "$jpid" >"$d/doc.json" 2>"$d/err"
+	rc=$?
+	timeout 120 "$TINSPECT" "$jpid" >"$d/text.txt" 2>/dev/null
+	timeout 120 "$TINSPECT" --brief "$jpid" >"$d/brief.txt" 2>/dev/null
+	if command -v eu-stack >/dev/null; then
+		timeout 300 eu-stack -p "$jpid" >"$d/eu.txt" 2>/dev/null
+	else
+		: >"$d/eu.txt"
+	fi
+	timeout 120 jcmd "$jpid" Thread.print >"$d/jcmd.txt" 2>&1
+	stop_pid "$jpid"
+	local out
+	out=$("$PY" "$CHECK" jvm "$SCHEMA" "$d/doc.json" "$d/eu.txt" "$d/jcmd.txt")
+	local crc=$?
+	echo "$out"
+	echo "  tinspect exit status $rc; $(text_shape "$d/text.txt" "$d/brief.txt")"
+	RESULT[jvm]=$(echo "$out" | sed -n 's/^RESULT jvm: //p' | head -1)
+	((crc == 0 && rc == 0)) || failed=$((failed + 1))
+}
+
+run_cpython() {
+	if [[ ! -x $PY ]]; then
+		RESULT[cpython]="skipped: $PY not installed"
+		return
+	fi
+	local d=$work/cpython
+	mkdir -p "$d"
+	"$PY" "$top/bench/services/pyservice.py" </dev/null >"$d/out" 2>&1 &
+	local ppid=$!
+	PIDS+=("$ppid")
+	if ! wait_for "$d/out" '^ready' 60; then
+		RESULT[cpython]="FAIL: the Python program never got ready"
+		failed=$((failed + 1))
+		stop_pid "$ppid"
+		return
+	fi
+	local ma mb nw rc
+	read -r _ _ _ ma mb _ nw <"$d/out"
+	timeout 120 "$TINSPECT" --json --check "$ppid" >"$d/doc.json" 2>"$d/err"
+	rc=$?
+	timeout 120 "$TINSPECT" "$ppid" >"$d/text.txt" 2>/dev/null
+	timeout 120 "$TINSPECT" --brief "$ppid" >"$d/brief.txt" 2>/dev/null
+	stop_pid "$ppid"
+	local out
+	out=$("$PY" "$CHECK" cpython "$SCHEMA" "$d/doc.json" "$d/text.txt" "$ma" "$mb" "$nw")
+	local crc=$?
+	echo "$out"
+	echo "  tinspect --check exit status $rc (10: deadlock); $(text_shape "$d/text.txt" "$d/brief.txt")"
+	RESULT[cpython]=$(echo "$out" | sed -n 's/^RESULT cpython: //p' | head -1)
+	((crc == 0 && rc == 10)) || failed=$((failed + 1))
+}
+
+for s in "${services[@]}"; do
+	case $s in
+	mariadb) run_mariadb ;;
+	jvm) run_jvm ;;
+	cpython) run_cpython ;;
+	*) echo "services: unknown service $s (mariadb jvm cpython)" >&2; exit 2 ;;
+	esac
+done
+
+echo
+ran=0
+for s in "${services[@]}"; do
+	echo "services: $s: ${RESULT[$s]:-no result}"
+	[[ ${RESULT[$s]:-} == skipped* ]] || ran=$((ran + 1))
+done
+echo "services: $ran run, $((${#services[@]} - ran)) skipped, $failed failed"
+((failed == 0))

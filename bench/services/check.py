@@ -1,0 +1,193 @@
+#!/usr/bin/python3
+"""check.py: what bench/services.sh asserts about tinspect's JSON on real
+services (issue 9).  Each subcommand reads the documents the script saved,
+validates every one against the snapshot schema, prints one result line
+starting with "RESULT <service>:" and exits non-zero if a check failed.
+
+  check.py mariadb SCHEMA EXE BIAS snap-*.json
+  check.py jvm SCHEMA DOC.json EU_STACK.txt JCMD.txt
+  check.py cpython SCHEMA DOC.json TEXT.txt MUTEX_A MUTEX_B NWAIT
+"""
+import bisect
+import json
+import re
+import subprocess
+import sys
+
+import jsonschema
+
+
+def load(schema, path):
+    with open(path) as f:
+        doc = json.load(f)
+    jsonschema.validate(doc, schema)
+    return doc
+
+
+def physical(thread):
+    st = thread.get("stack") or {}
+    return [f for f in st.get("frames", []) if not f["inlined"]]
+
+
+def reaches(thread, names=("start_thread", "__clone3", "clone3", "clone")):
+    return any(f["symbol"] in names for f in physical(thread))
+
+
+def nm_objects(exe):
+    """Sized data objects of exe's .dynsym (what gdb names without debug
+    info): sorted (start, end, name)."""
+    out = subprocess.run(["nm", "-D", "-S", "-C", "--defined-only", exe],
+                         capture_output=True, text=True, check=True).stdout
+    objs = []
+    for line in out.splitlines():
+        m = re.match(r"([0-9a-f]+) ([0-9a-f]+) ([BbDdRrVv]) (.*)$", line)
+        if m:
+            start, size = int(m.group(1), 16), int(m.group(2), 16)
+            if size:
+                objs.append((start, start + size, m.group(4)))
+    objs.sort()
+    return objs
+
+
+def covering(objs, starts, off):
+    """The object of objs that holds off (a few steps back for nested
+    ones), or None."""
+    i = bisect.bisect_right(starts, off) - 1
+    for _ in range(64):
+        if i < 0:
+            break
+        s, e, name = objs[i]
+        if s <= off < e:
+            return name
+        i -= 1
+    return None
+
+
+def mariadb(schema, exe, bias, paths):
+    objs = nm_objects(exe)
+    starts = [o[0] for o in objs]
+    bad = []
+    n = deadlocks = stalls = parks = errors = 0
+    named = expected = 0
+    cond_at_word = 0
+    waits = 0
+    for p in paths:
+        doc = load(schema, p)
+        n += 1
+        deadlocks += len(doc["deadlocks"])
+        stalls += len(doc["stalls"])
+        errors += doc["capture"]["threads_with_errors"]
+        for t in doc["threads"]:
+            b = t["blocked_on"]
+            if b:
+                waits += 1
+                if b["parked"]:
+                    parks += 1
+        for lk in doc["locks"]:
+            addr = int(lk["addr"], 16)
+            if lk["kind"] == "cond" and not lk["object_known"]:
+                cond_at_word += 1
+            name = covering(objs, starts, addr - bias)
+            if name is None:
+                continue
+            expected += 1
+            sym = lk["symbol"]
+            if sym and sym["symbol"] == name:
+                named += 1
+            else:
+                bad.append("%s: lock %s is %s in nm, tinspect says %s" %
+                           (p, lk["addr"], name, sym and sym["symbol"]))
+    ok = n and not deadlocks and not stalls and not parks and named == expected \
+        and not cond_at_word
+    print("RESULT mariadb: %d snapshots, %d waits; deadlocks %d, stalls %d, parks %d, "
+          "conds listed at their futex word %d, thread errors %d; locks in globals named "
+          "as nm names them %d/%d -> %s" %
+          (n, waits, deadlocks, stalls, parks, cond_at_word, errors, named, expected,
+           "ok" if ok else "FAIL"))
+    for b in bad[:10]:
+        print("  " + b)
+    return ok
+
+
+def jvm(schema, path, eu_path, jcmd_path):
+    doc = load(schema, path)
+    threads = doc["threads"]
+    main_tid = doc["process"]["pid"]
+    others = [t for t in threads if t["tid"] != main_tid]
+    reached = sum(1 for t in others if reaches(t))
+    ends = {}
+    for t in others:
+        e = (t["stack"] or {}).get("end")
+        ends[e] = ends.get(e, 0) + 1
+    warned = any("jcmd %d Thread.print" % main_tid in w
+                 for w in doc["capture"]["warnings"])
+    runtimes = [r["name"] for r in doc["process"]["runtimes"]]
+    # eu-stack on the same process (it stops one thread at a time)
+    eu_total = eu_reached = 0
+    cur = None
+    with open(eu_path) as f:
+        for line in f:
+            m = re.match(r"TID (\d+):", line)
+            if m:
+                cur = int(m.group(1))
+                if cur != main_tid:
+                    eu_total += 1
+                continue
+            if cur and cur != main_tid and re.search(r"\b(start_thread|__clone3)\b", line):
+                eu_reached += 1
+                cur = None
+    with open(jcmd_path) as f:
+        jcmd_deadlock = "Found one Java-level deadlock" in f.read()
+    ok = (not doc["stalls"] and warned and "jvm" in runtimes and
+          reached == len(others) and doc["capture"]["threads_with_errors"] == 0)
+    print("RESULT jvm: %d threads; stalls %d, deadlocks %d; warning %s; stacks reaching "
+          "start_thread %d/%d (eu-stack %d/%d); ends %s; thread errors %d; "
+          "jcmd sees the Java deadlock: %s -> %s" %
+          (len(threads), len(doc["stalls"]), len(doc["deadlocks"]),
+           "yes" if warned else "NO", reached, len(others), eu_reached, eu_total,
+           ",".join("%s %d" % kv for kv in sorted(ends.items(), key=str)),
+           doc["capture"]["threads_with_errors"], "yes" if jcmd_deadlock else "no",
+           "ok" if ok else "FAIL"))
+    return ok
+
+
+def cpython(schema, path, text_path, m_a, m_b, nwait):
+    doc = load(schema, path)
+    found = False
+    for d in doc["deadlocks"]:
+        addrs = {int(lk["addr"], 16) for lk in d["locks"]}
+        if addrs == {m_a, m_b}:
+            found = True
+    sems = sum(1 for t in doc["threads"]
+               if t["blocked_on"] and t["blocked_on"]["kind"] == "sem")
+    warned = "cpython" in [r["name"] for r in doc["process"]["runtimes"]]
+    with open(text_path) as f:
+        text = f.read()
+    said = "Not provable from one snapshot" in text and "owner not recorded (semaphore)" in text
+    ok = found and sems >= nwait and warned and said
+    print("RESULT cpython: %d threads; pthread-mutex ABBA through ctypes found: %s; "
+          "threading.Lock waiters seen as semaphore waits %d/%d, reported as not "
+          "provable: %s; warning %s -> %s" %
+          (len(doc["threads"]), "yes" if found else "NO", sems, nwait,
+           "yes" if said else "NO", "yes" if warned else "NO", "ok" if ok else "FAIL"))
+    return ok
+
+
+def main():
+    what, schema_path = sys.argv[1], sys.argv[2]
+    with open(schema_path) as f:
+        schema = json.load(f)
+    a = sys.argv[3:]
+    if what == "mariadb":
+        ok = mariadb(schema, a[0], int(a[1], 0), a[2:])
+    elif what == "jvm":
+        ok = jvm(schema, a[0], a[1], a[2])
+    elif what == "cpython":
+        ok = cpython(schema, a[0], a[1], int(a[2], 0), int(a[3], 0), int(a[4]))
+    else:
+        sys.exit(__doc__)
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
