@@ -396,6 +396,45 @@ Test(services, runtimes_whose_locks_are_invisible_are_named)
 	run_free(&r);
 }
 
+/* ---- defect 8: names --------------------------------------------------------------------- */
+
+Test(services, start_routines_without_symbols_are_placed_not_unknown)
+{
+	fx_start(&fx, "fx_svc_stripped", NULL, 60);
+	json_t *doc = run_json(NULL, NULL);
+	json_t *t = thread_by_tid(doc, role_tid("tls-waiter"));
+	json_t *sr = json_object_get(json_object_get(t, "pthread"), "start_routine");
+	cr_assert(json_is_null(json_object_get(sr, "symbol")), "a stripped local function");
+	const char *mod = jstr(sr, "module");
+	cr_assert(mod && strstr(mod, "fx_svc_stripped"));
+	uint64_t off = (uint64_t)json_integer_value(json_object_get(sr, "offset"));
+	cr_assert_gt(off, 0);
+	json_decref(doc);
+	/* watch --summary groups it by module+offset, never "(unknown)" */
+	char pid[16];
+	snprintf(pid, sizeof pid, "%d", (int)fx.pid);
+	const char *args[] = { "--watch", "0.1", "--count", "1", "--summary", "--json",
+			       pid, NULL };
+	struct run r;
+	run_tinspect(&r, args, 60);
+	cr_assert_eq(r.status, 0);
+	cr_assert(schema_valid(r.out, r.out_len), "the summary line does not validate");
+	json_t *line = json_loadb(r.out, r.out_len, JSON_DISABLE_EOF_CHECK, NULL);
+	cr_assert(line);
+	json_t *by = json_object_get(line, "by_start_routine");
+	char key[64];
+	snprintf(key, sizeof key, "fx_svc_stripped+0x%" PRIx64, off);
+	cr_assert(json_object_get(by, key), "no %s in by_start_routine", key);
+	cr_assert_null(json_object_get(by, "(unknown)"));
+	json_decref(line);
+	run_free(&r);
+	/* the text places it in its file too */
+	run_text(&r, NULL);
+	snprintf(key, sizeof key, "(fx_svc_stripped+0x%" PRIx64 ", no symbol)", off);
+	cr_assert(strstr(r.out, key), "%s", r.out);
+	run_free(&r);
+}
+
 /* ---- the report ------------------------------------------------------------------------ */
 
 Test(services, report_leads_with_the_verdict)
