@@ -547,14 +547,20 @@ void unwinder_unwind(struct dbs_unwinder *u, struct dbs_thread *th,
 		w->end = DBS_STACK_ERROR;
 		w->why = strpool_intern(u->pool, dwfl_errmsg(-1));
 	}
-	/* Where the walk failed from code outside any module (no CFI, and
-	 * no usable frame pointer chain: compiled JIT code may use rbp as a
-	 * general register), the caller is unknowable: that is what such
-	 * code is, not a failure to read the thread.  The stack says where
-	 * it stopped and why, without an error. */
-	if (w->n > 0 && w->end != DBS_STACK_MAX_FRAMES &&
-	    !psvc_module_for_addr(u->t, w->pcs[w->n - 1]) &&
-	    (w->end != DBS_STACK_TRUNCATED || !on_sp_mapping(u, th, u->miss_addr)))
+	/* Where the walk failed from code outside any module, or after it
+	 * (no CFI, and no usable frame pointer chain: compiled JIT code may
+	 * use rbp as a general register, and what its "frame pointer" leads
+	 * to is garbage), the caller is unknowable: that is what such code
+	 * is, not a failure to read the thread.  The stack says where it
+	 * stopped and why, without an error. */
+	bool last_unknown = w->n > 0 && !psvc_module_for_addr(u->t, w->pcs[w->n - 1]);
+	bool passed_unknown = last_unknown;
+	for (unsigned i = 0; i < w->n && !passed_unknown; i++)
+		passed_unknown = !psvc_module_for_addr(u->t, w->pcs[i]);
+	if (passed_unknown &&
+	    ((w->end == DBS_STACK_COMPLETE && last_unknown) ||
+	     dbs_stack_end_is_error(w->end) ||
+	     (w->end == DBS_STACK_TRUNCATED && !on_sp_mapping(u, th, u->miss_addr))))
 		w->end = DBS_STACK_UNKNOWN_CODE;
 	th->stack.end = w->end;
 	th->stack.error = w->why && dbs_stack_end_is_error(w->end)
