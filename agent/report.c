@@ -26,9 +26,24 @@
 /* How many locks the summary lists (all with --verbose). */
 #define TOP_LOCKS 5
 
+/* A snapshot lists the main thread first, then the others by tid
+ * (dbsession.h): a binary search, with a scan for any other order. */
 static const struct dbs_thread *thread_of(const struct dbs_snapshot *snap, pid_t tid)
 {
-	for (size_t i = 0; i < snap->nthreads; i++)
+	size_t n = snap->nthreads;
+	if (n && snap->threads[0].tid == tid)
+		return &snap->threads[0];
+	size_t lo = 1, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (snap->threads[mid].tid < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < n && snap->threads[lo].tid == tid)
+		return &snap->threads[lo];
+	for (size_t i = 0; i < n; i++)
 		if (snap->threads[i].tid == tid)
 			return &snap->threads[i];
 	return NULL;
