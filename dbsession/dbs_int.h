@@ -26,6 +26,11 @@ struct tdb_lib {
 				   psaddr_t *);
 };
 
+/* ps_pdread calls one libthread_db call may make (psvc_tdb_budget):
+ * td_thr_get_info makes a handful, td_thr_tls_get_addr about 15 and one
+ * per DTV slotinfo list entry, a list the target could make circular. */
+#define TDB_READ_BUDGET 4096
+
 /* threaddb.c */
 int tdb_load(const char *path, struct tdb_lib *ret, char **ret_detail);
 void tdb_unload(struct tdb_lib *lib);
@@ -80,6 +85,7 @@ struct dbs_session {
 	uint32_t tid_off;
 	uint64_t tid_off_gen;
 	bool tid_off_valid;
+	char *tid_off_why;		/* why it is unknown (NULL: known) */
 };
 
 /* What libthread_db said about one task during the stop, by task index;
@@ -112,6 +118,22 @@ void tls_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 void tls_finish(struct dbs_session *s, struct dbs_snapshot *snap);
 void tls_free(struct dbs_session *s);
 
+/* keys.c: the layout of pthread keys, from libc's descriptors, every
+ * field checked (psvc_field_*) */
+struct key_layout {
+	uint64_t keys_addr;		/* __pthread_keys */
+	uint32_t nkeys;			/* PTHREAD_KEYS_MAX */
+	uint32_t ks_size;		/* struct pthread_key_struct, <= 256 */
+	struct psvc_field ks_seq, ks_destr;
+	uint32_t kd_size;		/* struct pthread_key_data, <= 256 */
+	struct psvc_field kd_seq, kd_data;
+	struct psvc_field level2;	/* the entries of a second-level block */
+	struct psvc_field specific;	/* pd->specific[], one pointer each */
+};
+/* 0, or a negative errno and why (the descriptor and its value). */
+int keys_layout_load(const struct psvc_layout_src *src, uint32_t sizeof_pthread,
+		     struct key_layout *ret, char *why, size_t whylen);
+
 void keys_prepare(struct dbs_session *s);
 void keys_gather(struct dbs_session *s, const struct tdb_result *res);
 void keys_fill(struct dbs_session *s, struct dbs_snapshot *snap,
@@ -143,6 +165,21 @@ int dwarf_find_tls(struct psvc_target *t, struct psvc_module *m,
  * another glibc that could not be served (s->tdb_warning says why). */
 int tdb_pick_target_lib(struct dbs_session *s, td_err_e first_err);
 
+
+/* tdbcheck.c: before libthread_db is asked anything about a target,
+ * every _thread_db_* size it allocas and field it reads from its copies,
+ * within sane bounds.  0 and *ret_sizeof_pthread (0 if the target has
+ * none), each checked value handed to pin() so that libthread_db sees
+ * exactly it; -EPROTO and why (which descriptor, which value) if one is
+ * absurd: then libthread_db must not be used for the target. */
+struct tdb_check_io {
+	struct psvc_layout_src src;
+	enum arch_id arch_id;
+	void (*pin)(void *ctx, uint64_t addr, const void *bytes, size_t len);
+	void *pin_ctx;
+};
+int tdb_check_layouts(const struct tdb_check_io *io,
+		      uint32_t *ret_sizeof_pthread, char *why, size_t whylen);
 
 /* session.c: addr as module + symbol + offset (strings owned by ret) */
 void symbolize(struct psvc_target *t, uint64_t addr, struct dbs_symbol *ret);

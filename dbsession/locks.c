@@ -2117,12 +2117,22 @@ static void load_tid_offset(struct dbs_session *s)
 	s->tid_off = 0;
 	s->tid_off_gen = gen;
 	s->tid_off_valid = true;
-	uint64_t a;
-	uint32_t d[3];
-	if (psvc_lookup_symbol(s->t, "_thread_db_pthread_tid", &a) == 0 &&
-	    psvc_read(s->t, a, d, sizeof d) == 0 && d[0] == 32 && d[1] == 1 &&
-	    d[2] + 4 <= s->sizeof_pthread)
-		s->tid_off = d[2];
+	struct psvc_layout_src src = psvc_layout_src(s->t);
+	struct psvc_field_rule rule = { "struct pthread", s->sizeof_pthread,
+					32, 1, 1 };
+	struct psvc_field f;
+	free(s->tid_off_why);
+	s->tid_off_why = NULL;
+	char why[256] = "the size of struct pthread is not known";
+	if (s->sizeof_pthread &&
+	    psvc_field_read(&src, "_thread_db_pthread_tid", &rule, &f, why,
+			    sizeof why) == 0) {
+		s->tid_off = (uint32_t)f.offset;
+		if (!f.offset)	/* where struct pthread's list links are */
+			strcpy(why, "_thread_db_pthread_tid: offset 0");
+	}
+	if (!s->tid_off && s->ta)
+		s->tid_off_why = dbs_strdup(why);
 }
 
 /* The unwound frames of a thread as the analysis' frame evidence: every
@@ -2141,6 +2151,11 @@ static size_t thread_frames(void *ctx, const struct dbs_snapshot *snap,
 int dbs_locks_run(struct dbs_session *s, struct dbs_snapshot *snap)
 {
 	load_tid_offset(s);
+	if (s->tid_off_why)
+		snap_add_error(&snap->warnings, &snap->nwarnings,
+			       "locks: threads waiting in pthread_join cannot be "
+			       "matched to the thread they join: %s",
+			       s->tid_off_why);
 	struct dbs_lock_input in = {
 		.arch = psvc_arch(s->t),
 		.tid_offset = s->tid_off,

@@ -93,10 +93,16 @@ static void ta_release(struct dbs_session *s)
 	s->tdb_warning = NULL;
 }
 
+static void pin_checked(void *t, uint64_t addr, const void *bytes, size_t len)
+{
+	psvc_pin(t, addr, bytes, len);
+}
+
 /* (Re)create the thread agent for the current module map. */
 static void ta_setup(struct dbs_session *s)
 {
 	ta_release(s);
+	psvc_unpin_all(s->t);
 	s->ta_generation = psvc_modules_generation(s->t);
 	if (!s->lib_loaded) {
 		s->tdb_status = DBS_TDB_UNAVAILABLE;
@@ -119,13 +125,30 @@ static void ta_setup(struct dbs_session *s)
 			s->glibc_version[i] = '\0';
 		}
 	}
-	uint32_t sz = 0;
-	if (psvc_lookup_symbol(s->t, "_thread_db_sizeof_pthread", &a) == 0 &&
-	    psvc_read(s->t, a, &sz, sizeof sz) == 0 && sz >= 512 && sz <= 65536)
-		s->sizeof_pthread = sz;
-	else
-		s->sizeof_pthread = 4096;
+	/* libthread_db trusts the target's descriptors (an alloca of
+	 * _thread_db_sizeof_pthread bytes): check them first (tdbcheck.c) */
+	char why[256];
+	struct tdb_check_io io = {
+		.src = psvc_layout_src(s->t),
+		.arch_id = psvc_arch(s->t)->id,
+		.pin = pin_checked,
+		.pin_ctx = s->t,
+	};
+	if (tdb_check_layouts(&io, &s->sizeof_pthread, why, sizeof why)) {
+		psvc_unpin_all(s->t);
+		s->sizeof_pthread = 0;
+		s->tdb_status = DBS_TDB_ERROR;
+		if (asprintf(&s->tdb_detail, "descriptors refused: %s", why) < 0)
+			s->tdb_detail = NULL;
+		if (asprintf(&s->tdb_warning, "libthread_db is not used for this "
+			     "process: %s (corrupt or hostile thread "
+			     "descriptors); threads are listed from /proc only",
+			     why) < 0)
+			s->tdb_warning = NULL;
+		return;
+	}
 
+	psvc_tdb_budget(s->t, TDB_READ_BUDGET);
 	td_err_e e = s->lib.td_ta_new(psvc_prochandle(s->t), &s->ta);
 	if (e == TD_VERSION || e == TD_NOLIBTHREAD) {
 		int pick = tdb_pick_target_lib(s, e);
@@ -213,6 +236,7 @@ void dbs_session_destroy(struct dbs_session *s)
 	free(s->tdb_warning);
 	free(s->tdb_detail);
 	s->tdb_detail = NULL;
+	free(s->tid_off_why);
 	unwinder_free(s->unwinder);
 	s->unwinder = NULL;
 	psvc_close(s->t);
@@ -239,6 +263,7 @@ static uint64_t new_thread_start(void *arg, pid_t tid, uint64_t tp)
 	psvc_note_thread(s->t, tid, tp);
 	td_thrhandle_t th;
 	td_thrinfo_t ti;
+	psvc_tdb_budget(s->t, 2 * TDB_READ_BUDGET);
 	if (s->lib.td_ta_map_lwp2thr(s->ta, tid, &th) != TD_OK ||
 	    s->lib.td_thr_get_info(&th, &ti) != TD_OK || ti.ti_lid != tid)
 		return 0;
@@ -335,7 +360,7 @@ static void prefetch_capture(struct dbs_session *s, struct tdb_result *cap)
 		struct psvc_task *k = psvc_task_at(t, i);
 		if (!(k->flags & PSVC_TASK_HAVE_REGS))
 			continue;
-		if (s->ta && k->tp)
+		if (s->ta && k->tp && s->sizeof_pthread)
 			r[nr++] = (struct psvc_range){
 				arch_thread_area(a, k->tp, (int)s->sizeof_pthread),
 				s->sizeof_pthread };
@@ -384,6 +409,7 @@ static void gather_tdb(struct dbs_session *s, struct tdb_result *res)
 		}
 		td_thrhandle_t th;
 		lwpid_t lwp = k->info.ns_tid ? k->info.ns_tid : k->tid;
+		psvc_tdb_budget(t, TDB_READ_BUDGET);
 		td_err_e e = s->lib.td_ta_map_lwp2thr(s->ta, lwp, &th);
 		if (e != TD_OK) {
 			res[i].err = e;
@@ -392,6 +418,7 @@ static void gather_tdb(struct dbs_session *s, struct tdb_result *res)
 		}
 		res[i].th = th;
 		res[i].have_th = true;
+		psvc_tdb_budget(t, TDB_READ_BUDGET);
 		e = s->lib.td_thr_get_info(&th, &res[i].ti);
 		res[i].err = e;
 		res[i].step = "td_thr_get_info";

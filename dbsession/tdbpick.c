@@ -120,6 +120,7 @@ static int try_dir(struct dbs_session *s, const char *dir, char *why,
 	free(lib.path);
 	lib.path = strdup(path);	/* what the report names */
 	td_thragent_t *ta = NULL;
+	psvc_tdb_budget(s->t, TDB_READ_BUDGET);
 	td_err_e e = lib.td_ta_new(psvc_prochandle(s->t), &ta);
 	if (e == TD_NOLIBTHREAD) {
 		/* the target's own library says so: not threaded (yet),

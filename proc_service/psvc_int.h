@@ -139,6 +139,16 @@ struct psvc_target {
 	size_t argc;
 
 	struct ps_prochandle *ph;
+	/* shim.c: bytes libthread_db sees instead of target memory (the
+	 * descriptors tinspect checked), and its read budget */
+	struct pin {
+		uint64_t addr;
+		size_t len;
+		unsigned char bytes[16];
+	} *pins;
+	size_t npins;
+	uint64_t pins_lo, pins_hi;	/* the span of all pins */
+	uint64_t tdb_budget, tdb_reads;
 
 	/* namespaces (ns.c) */
 	struct tidmap by_nstid;	/* TID in the target's PID namespace ->

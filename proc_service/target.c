@@ -332,6 +332,7 @@ void psvc_close(struct psvc_target *t)
 	free(t->cmdline_buf);
 	free(t->argv);
 	free(t->ph);
+	free(t->pins);
 	if (t->mem_fd >= 0)
 		close(t->mem_fd);
 	if (t->task_dirfd >= 0)
