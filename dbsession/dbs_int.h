@@ -6,6 +6,7 @@
 
 #include "dbsession.h"
 
+#include <elfutils/libdwfl.h>
 #include <proc_service.h>
 #include <thread_db.h>
 
@@ -43,12 +44,32 @@ struct dbs_strpool *strpool_ref(struct dbs_strpool *p);
 void strpool_unref(struct dbs_strpool *p);
 const char *strpool_intern(struct dbs_strpool *p, const char *s);
 
+/* debuginfo.c: the files libdwfl reads, opened by tinspect (regular files
+ * only, never blocking; checked by build-id or CRC).  The callbacks want
+ * each module's userdata to be the dbg_files. */
+struct dbg_files;
+struct dbg_files *dbg_files_new(struct psvc_target *t);
+void dbg_files_free(struct dbg_files *f);
+int dbg_find_elf(Dwfl_Module *mod, void **userdata, const char *modname,
+		 Dwarf_Addr base, char **file_name, Elf **elfp);
+int dbg_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+		       GElf_Addr base, const char *file_name,
+		       const char *debuglink, GElf_Word crc, char **ret_name);
+/* The notes gathered since the last call (files refused, and why), moved
+ * to *ret (malloc'ed array of malloc'ed strings); ret NULL: dropped. */
+void dbg_files_take_notes(struct dbg_files *f, char ***ret, size_t *ret_n);
+/* EMFILE or ENFILE if a file could not be opened for lack of descriptors
+ * (*ret_what names it), else 0. */
+int dbg_files_fd_errno(const struct dbg_files *f, const char **ret_what);
+
 /* unwind.c: libdwfl over the frozen capture */
 struct dbs_unwinder;
 int unwinder_new(struct psvc_target *t, struct dbs_unwinder **ret);
 void unwinder_free(struct dbs_unwinder *u);
 /* Bring libdwfl's module list in line with the target's current one. */
 int unwinder_sync(struct dbs_unwinder *u);
+/* The files it read: notes and descriptor trouble (debuginfo.c). */
+struct dbg_files *unwinder_files(struct dbs_unwinder *u);
 /* The pool holding the strings of the frames it produces. */
 struct dbs_strpool *unwinder_pool(struct dbs_unwinder *u);
 /* Unwind th from its registers and the captured stack into th->stack. */

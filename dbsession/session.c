@@ -192,7 +192,8 @@ int dbs_session_init(pid_t pid, const struct dbs_options *opts,
 	s->clk_tck = sysconf(_SC_CLK_TCK);
 	if (s->clk_tck <= 0)
 		s->clk_tck = 100;
-	struct psvc_open_opts oo = { .force_proc_mem = s->opts.force_proc_mem };
+	struct psvc_open_opts oo = { .force_proc_mem = s->opts.force_proc_mem,
+				     .holding = s->opts.holding };
 	int err = psvc_open(pid, &oo, &s->t);
 	if (err) {
 		free(s);
@@ -522,6 +523,9 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 	if (s->tdb_warning)
 		snap_add_error(&snap->warnings, &snap->nwarnings, "%s",
 			       s->tdb_warning);
+	if (psvc_modmap_note(t))
+		snap_add_error(&snap->warnings, &snap->nwarnings, "module map: %s",
+			       psvc_modmap_note(t));
 
 	for (size_t i = 0; i < n; i++) {
 		struct psvc_task *k = psvc_task_at(t, i);
@@ -631,6 +635,19 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 		 * whole analysis */
 		if ((i & 63) == 63)
 			psvc_follow_service(t);
+	}
+	if (s->unwinder) {
+		/* debug files refused (not regular files), descriptors
+		 * lacking: said once per capture */
+		char **notes;
+		size_t nn;
+		dbg_files_take_notes(unwinder_files(s->unwinder), &notes, &nn);
+		for (size_t i = 0; i < nn; i++) {
+			snap_add_error(&snap->warnings, &snap->nwarnings,
+				       "stacks: %s", notes[i]);
+			free(notes[i]);
+		}
+		free(notes);
 	}
 	qsort_r(snap->threads, snap->nthreads, sizeof *snap->threads,
 		cmp_threads, &snap->pid);

@@ -106,6 +106,12 @@ struct psvc_open_opts {
 	 * without CAP_SYS_ADMIN / CAP_CHECKPOINT_RESTORE gets); for tests of
 	 * the /proc/PID/root path. */
 	bool no_map_files;
+	/* May be NULL.  Raised (1) while tinspect holds any task of the
+	 * target: from the start of psvc_stop() to the end of psvc_resume(),
+	 * and while following.  Lowered (0) otherwise: then nothing is
+	 * stopped by tinspect, and a signal handler may end the program at
+	 * once (the kernel detaches whatever is still seized). */
+	volatile sig_atomic_t *holding;
 };
 
 /*
@@ -365,6 +371,10 @@ enum psvc_modmap_source {
  */
 int psvc_modules_load(struct psvc_target *t);
 enum psvc_modmap_source psvc_modmap_source(const struct psvc_target *t);
+/* What was wrong with the dynamic linker's module list when the map was
+ * built (a loop, garbage, duplicates, more entries than the maps can
+ * account for), or NULL. */
+const char *psvc_modmap_note(const struct psvc_target *t);
 uint64_t psvc_modules_generation(const struct psvc_target *t);
 size_t psvc_nmodules(const struct psvc_target *t);
 struct psvc_module *psvc_module_at(struct psvc_target *t, size_t i);
@@ -395,6 +405,11 @@ int psvc_addr_to_symbol(struct psvc_target *t, uint64_t addr,
 int psvc_module_open(struct psvc_target *t, struct psvc_module *m);
 /* Load the module's symbol tables now (done lazily otherwise). */
 int psvc_module_load_elf(struct psvc_target *t, struct psvc_module *m);
+/* The addresses the module's PT_LOAD segments span in the target, as
+ * libdwfl's dwfl_report_elf would compute them (its symbol tables are
+ * loaded for it); -ENOEXEC if it has none. */
+int psvc_module_span(struct psvc_target *t, struct psvc_module *m,
+		     uint64_t *ret_low, uint64_t *ret_high);
 
 /* ---- /proc facts of the process ----------------------------------------- */
 
@@ -506,6 +521,20 @@ int psvc_module_open_fd(struct psvc_target *t, struct psvc_module *m);
  * memory); -ENOENT if none. */
 int psvc_module_mem_build_id(struct psvc_target *t, struct psvc_module *m,
 			     char out[41]);
+
+/* ---- files named by untrusted input (regfile.c) ----------------------- */
+
+struct stat;
+/*
+ * Open path for reading only if it is a regular file (a FIFO, a device, a
+ * socket are refused without being opened: nothing blocks, nothing acts),
+ * O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY.  Returns the descriptor
+ * (and its stat in *ret_st, may be NULL), or a negative errno: -ENXIO for
+ * "not a regular file", -EMFILE / -ENFILE when out of descriptors.
+ */
+int psvc_open_regular(const char *path, struct stat *ret_st);
+/* The message for an error of psvc_open_regular() (names EMFILE). */
+const char *psvc_open_strerror(int err);
 
 /* ---- layouts the target describes (layout.c) ------------------------- */
 
