@@ -189,10 +189,11 @@ int tdb_pick_target_lib(struct dbs_session *s, td_err_e first_err);
 
 /* tdbcheck.c: before libthread_db is asked anything about a target,
  * every _thread_db_* size it allocas and field it reads from its copies,
- * within sane bounds.  0 and *ret_sizeof_pthread (0 if the target has
- * none), each checked value handed to pin() so that libthread_db sees
- * exactly it; -EPROTO and why (which descriptor, which value) if one is
- * absurd: then libthread_db must not be used for the target. */
+ * within sane bounds.  0, each checked value handed to pin() so that
+ * libthread_db sees exactly it; -EPROTO and why (which descriptor, which
+ * value) if one is absurd: then libthread_db must not be used for the
+ * target.  Either way *ret_sizeof_pthread is the size of struct pthread
+ * if that is sound, else 0. */
 struct tdb_check_io {
 	struct psvc_layout_src src;
 	enum arch_id arch_id;

@@ -224,11 +224,25 @@ struct want {
 	uint32_t crc;
 };
 
-static bool id_matches(int fd, const struct want *w)
+/* A debug file is a few hundred MB at most; a CRC over a sparse file of
+ * a terabyte planted under the debuglink's name would never end. */
+#define MAX_CRC_BYTES (2ull << 30)
+
+static bool id_matches(struct dbg_files *f, int fd, const char *path,
+		       const struct want *w)
 {
 	if (!w->idlen) {
 		uint32_t crc;
-		return w->use_crc && file_crc32(fd, &crc) && crc == w->crc;
+		struct stat st;
+		if (!w->use_crc || fstat(fd, &st) != 0)
+			return false;
+		if ((uint64_t)st.st_size > MAX_CRC_BYTES) {
+			add_note(f, "%s: %lld bytes is too big to check against "
+				 "the debuglink's CRC: not read", path,
+				 (long long)st.st_size);
+			return false;
+		}
+		return file_crc32(fd, &crc) && crc == w->crc;
 	}
 	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	const void *id;
@@ -256,7 +270,7 @@ static int try_path(struct dbg_files *f, const char *path, const struct want *w,
 		int fd = open_file(f, p);
 		if (fd < 0)
 			continue;
-		if (id_matches(fd, w)) {
+		if (id_matches(f, fd, p, w)) {
 			*ret_name = strdup(p);
 			if (*ret_name)
 				return fd;
@@ -347,7 +361,8 @@ static int try_debuginfod(struct dbg_files *f, const struct want *w, char **ret_
 	/* its cache is a file the client wrote; still: regular, and the
 	 * file wanted */
 	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || !id_matches(fd, w)) {
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    !id_matches(f, fd, path, w)) {
 		close(fd);
 		free(path);
 		return -1;

@@ -1250,6 +1250,9 @@ static const char NOTE_NOTRECOVERABLE[] =
 	"robust: not recoverable (unlocked while inconsistent)";
 static const char NOTE_OWNER_DIED[] =
 	"robust: the owner died (FUTEX_OWNER_DIED); the next locker gets EOWNERDEAD";
+static const char NOTE_GARBAGE[] =
+	"its words are no glibc mutex (__kind has bits no mutex has, or both "
+	"PI and PP): corrupt; its owner is unknown";
 
 /* Owner (as recorded in the target's PID namespace) of a decoded lock. */
 static void lock_owner(struct dbs_lock *l, pid_t *ret_owner,
@@ -1267,6 +1270,15 @@ static void lock_owner(struct dbs_lock *l, pid_t *ret_owner,
 	switch (l->kind) {
 	case DBS_LOCK_MUTEX: {
 		struct dbs_mutex_info *m = &l->u.mutex;
+		unsigned k = (unsigned)m->kind_word;
+		if ((k & ~(unsigned)MUTEX_KNOWN_BITS) || (m->pi && m->pp) ||
+		    (m->robust && m->pp)) {
+			/* named a mutex by its frames, but the words were
+			 * overwritten: no owner is read out of garbage */
+			l->note = NOTE_GARBAGE;
+			*ret_state = DBS_OWNER_UNKNOWN;
+			return;
+		}
 		if (m->robust || m->pi) {
 			*ret_owner = (pid_t)(m->lock & FUTEX_TID_MASK);
 			if (m->notrecoverable)

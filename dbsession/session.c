@@ -136,7 +136,6 @@ static void ta_setup(struct dbs_session *s)
 	};
 	if (tdb_check_layouts(&io, &s->sizeof_pthread, why, sizeof why)) {
 		psvc_unpin_all(s->t);
-		s->sizeof_pthread = 0;
 		s->tdb_status = DBS_TDB_ERROR;
 		if (asprintf(&s->tdb_detail, "descriptors refused: %s", why) < 0)
 			s->tdb_detail = NULL;
@@ -621,6 +620,15 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 				t, lo, res[i].stack_hi - lo);
 			snap->stack_bytes_copied += th->stack.copied_to - lo;
 			unwinder_unwind(s->unwinder, th, s->opts.max_frames);
+			struct psvc_map mp;
+			if (th->stack.end == DBS_STACK_TRUNCATED &&
+			    th->stack.copied_to == lo &&
+			    psvc_map_lookup(t, th->sp, &mp, NULL) != 0) {
+				/* not a short copy: there was nothing to copy */
+				th->stack.end = DBS_STACK_BAD_SP;
+				th->stack.error = "the stack pointer is in no "
+						  "mapping: no stack to copy";
+			}
 			if (th->stack.end == DBS_STACK_ERROR)
 				snap_add_error(&th->errors, &th->nerrors,
 					       "stack: %s", th->stack.error);

@@ -156,6 +156,9 @@ int tdb_check_layouts(const struct tdb_check_io *io, uint32_t *ret_sizeof_pthrea
 	}
 	for (int i = NSIZES; i < NSTRUCTS; i++)
 		size[i] = loose[i - NSIZES].size;
+	/* sound on its own, whatever a field says: the key and lock readers
+	 * use it even when libthread_db is refused */
+	*ret_sizeof_pthread = (uint32_t)size[S_PTHREAD];
 
 	for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
 		int in = fields[i].in;
@@ -218,6 +221,5 @@ int tdb_check_layouts(const struct tdb_check_io *io, uint32_t *ret_sizeof_pthrea
 		}
 		pin(io, "_thread_db_const_thread_area", &cta, sizeof cta);
 	}
-	*ret_sizeof_pthread = (uint32_t)size[S_PTHREAD];
 	return 0;
 }
