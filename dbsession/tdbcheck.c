@@ -153,12 +153,13 @@ int tdb_check_layouts(const struct tdb_check_io *io, uint32_t *ret_sizeof_pthrea
 			return -EPROTO;
 		size[i] = v;
 		pin(io, sizes[i].sym, &v, sizeof v);
+		/* sound on its own, whatever else fails: the key and lock
+		 * readers use it even when libthread_db is refused */
+		if (i == S_PTHREAD)
+			*ret_sizeof_pthread = v;
 	}
 	for (int i = NSIZES; i < NSTRUCTS; i++)
 		size[i] = loose[i - NSIZES].size;
-	/* sound on its own, whatever a field says: the key and lock readers
-	 * use it even when libthread_db is refused */
-	*ret_sizeof_pthread = (uint32_t)size[S_PTHREAD];
 
 	for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
 		int in = fields[i].in;

@@ -51,7 +51,10 @@ static char *read_name(const struct psvc_layout_src *src, uint64_t addr)
 			n = room;
 		if (n > 256)
 			n = 256;
-		if (src->read(src->ctx, a, buf + got, n))
+		/* the last bytes before unreadable memory: smaller pieces */
+		while (n && src->read(src->ctx, a, buf + got, n))
+			n /= 2;
+		if (!n)
 			break;
 		char *nul = memchr(buf + got, '\0', n);
 		if (nul) {
