@@ -72,9 +72,9 @@ static void reraise(void)
 	reraise_signal(got_signal);
 }
 
-/* Every loaded module keeps a descriptor on its ELF file (two while its
- * stack frames are unwound): a process with hundreds of libraries needs
- * more than the usual soft limit of 1024. */
+/* Modules keep no descriptor, but libdwfl keeps one on the separate debug
+ * file of each module a stack passes through: a process with many
+ * libraries in its stacks may need more than the usual soft limit. */
 static void raise_fd_limit(void)
 {
 	struct rlimit rl;

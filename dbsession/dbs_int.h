@@ -55,8 +55,9 @@ int dbg_find_elf(Dwfl_Module *mod, void **userdata, const char *modname,
 int dbg_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
 		       GElf_Addr base, const char *file_name,
 		       const char *debuglink, GElf_Word crc, char **ret_name);
-/* The notes gathered since the last call (files refused, and why), moved
- * to *ret (malloc'ed array of malloc'ed strings); ret NULL: dropped. */
+/* The notes gathered since the last call (files refused, and why; a lack
+ * of descriptors), moved to *ret (malloc'ed array of malloc'ed strings);
+ * ret NULL: dropped.  Forgets the lack of descriptors too. */
 void dbg_files_take_notes(struct dbg_files *f, char ***ret, size_t *ret_n);
 /* EMFILE or ENFILE if a file could not be opened for lack of descriptors
  * (*ret_what names it), else 0. */

@@ -77,6 +77,14 @@ static void add_note(struct dbg_files *f, const char *fmt, ...)
 	f->notes[f->nnotes++] = msg;
 }
 
+static void out_of_fds(struct dbg_files *f, int err, const char *path)
+{
+	f->fd_errno = err;
+	snprintf(f->fd_what, sizeof f->fd_what, "%s", path);
+	add_note(f, "out of file descriptors (%s) opening %s",
+		 err == EMFILE ? "EMFILE" : "ENFILE", path);
+}
+
 /* Open a candidate; a refusal worth telling the user is noted. */
 static int open_file(struct dbg_files *f, const char *path)
 {
@@ -84,10 +92,8 @@ static int open_file(struct dbg_files *f, const char *path)
 	if (fd == -ENXIO)
 		add_note(f, "%s is not a regular file (a FIFO, a device?): "
 			 "not read", path);
-	if (fd == -EMFILE || fd == -ENFILE) {
-		f->fd_errno = -fd;
-		snprintf(f->fd_what, sizeof f->fd_what, "%s", path);
-	}
+	if (fd == -EMFILE || fd == -ENFILE)
+		out_of_fds(f, -fd, path);
 	return fd;
 }
 
@@ -137,6 +143,7 @@ void dbg_files_take_notes(struct dbg_files *f, char ***ret, size_t *ret_n)
 	for (size_t i = 0; i < f->nnotes; i++)
 		free(f->notes[i]);
 	f->nnotes = 0;
+	f->fd_errno = 0;	/* a capture's trouble is told with it */
 }
 
 int dbg_files_fd_errno(const struct dbg_files *f, const char **ret_what)
@@ -160,10 +167,8 @@ int dbg_find_elf(Dwfl_Module *mod, void **userdata, const char *modname,
 	}
 	/* the mapped file itself, checked (modules.c) */
 	int fd = psvc_module_open(f->t, m);
-	if (fd == -EMFILE || fd == -ENFILE) {
-		f->fd_errno = -fd;
-		snprintf(f->fd_what, sizeof f->fd_what, "%s", modname);
-	}
+	if (fd == -EMFILE || fd == -ENFILE)
+		out_of_fds(f, -fd, modname);
 	if (fd < 0) {
 		errno = -fd;
 		return -1;

@@ -25,8 +25,13 @@
 
 int psvc_open_regular(const char *path, struct stat *ret_st)
 {
+	return psvc_openat_regular(AT_FDCWD, path, ret_st);
+}
+
+int psvc_openat_regular(int dirfd, const char *path, struct stat *ret_st)
+{
 	struct stat st, st2;
-	int pfd = open(path, O_PATH | O_CLOEXEC);
+	int pfd = openat(dirfd, path, O_PATH | O_CLOEXEC);
 	if (pfd < 0)
 		return -errno;
 	if (fstat(pfd, &st) != 0) {
@@ -42,7 +47,7 @@ int psvc_open_regular(const char *path, struct stat *ret_st)
 	snprintf(self, sizeof self, "/proc/self/fd/%d", pfd);
 	int fd = open(self, READ_FLAGS);
 	if (fd < 0 && errno == ENOENT)
-		fd = open(path, READ_FLAGS);	/* no /proc/self */
+		fd = openat(dirfd, path, READ_FLAGS);	/* no /proc/self */
 	int err = fd < 0 ? -errno : 0;
 	close(pfd);
 	if (err)
