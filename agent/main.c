@@ -22,12 +22,17 @@
 /* Set by the handlers; the session polls it while the target is stopped. */
 static volatile sig_atomic_t got_signal;
 static volatile sig_atomic_t capturing;
+/* Raised by the session while it holds the target (stopped, or followed
+ * between updates): only then must a signal wait for the resume. */
+static volatile sig_atomic_t holding;
 
 static void on_signal(int sig)
 {
 	got_signal = sig;
-	if (!capturing) {
-		/* nothing is stopped: leave the way the signal says */
+	if (!capturing || !holding) {
+		/* nothing is stopped: leave the way the signal says, now,
+		 * even in the middle of an analysis or a file that will not
+		 * open (the kernel detaches a straggler still seized) */
 		signal(sig, SIG_DFL);
 		raise(sig);
 	}
@@ -67,9 +72,9 @@ static void reraise(void)
 	reraise_signal(got_signal);
 }
 
-/* Every loaded module keeps a descriptor on its ELF file (two while its
- * stack frames are unwound): a process with hundreds of libraries needs
- * more than the usual soft limit of 1024. */
+/* Modules keep no descriptor, but libdwfl keeps one on the separate debug
+ * file of each module a stack passes through: a process with many
+ * libraries in its stacks may need more than the usual soft limit. */
 static void raise_fd_limit(void)
 {
 	struct rlimit rl;
@@ -313,6 +318,7 @@ int main(int argc, char **argv)
 		.stop_timeout_ns = 1000ull * 1000000,
 		.cancel = &got_signal,
 		.wake_signal = WAKE_SIGNAL,
+		.holding = &holding,
 	};
 	enum { OPT_JSON = 256, OPT_PRETTY, OPT_MAX_FREEZE, OPT_STOP_TIMEOUT,
 	       OPT_THREAD_DB, OPT_PROC_MEM, OPT_NO_STACKS, OPT_MAX_FRAMES,

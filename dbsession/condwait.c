@@ -31,7 +31,8 @@
 
 #include <string.h>
 
-/* cancelhandling's descriptor: { bits, count, offset } (GLIBC-NOTES.md §2) */
+/* cancelhandling's descriptor, through the one checked reader of what
+ * the target describes (proc_service/layout.c). */
 uint32_t condwait_cleanup_offset(struct dbs_session *s)
 {
 	uint64_t gen = psvc_modules_generation(s->t);
@@ -40,12 +41,15 @@ uint32_t condwait_cleanup_offset(struct dbs_session *s)
 	s->cleanup_off = 0;
 	s->cleanup_off_gen = gen;
 	s->cleanup_off_valid = true;
-	uint64_t a;
-	uint32_t d[3];
-	if (psvc_lookup_symbol(s->t, "_thread_db_pthread_cancelhandling", &a) == 0 &&
-	    psvc_read(s->t, a, d, sizeof d) == 0 && d[0] == 32 && d[1] == 1 &&
-	    d[2] >= 16 && d[2] + 4 <= s->sizeof_pthread)
-		s->cleanup_off = d[2] - 16;
+	struct psvc_layout_src src = psvc_layout_src(s->t);
+	struct psvc_field_rule rule = { "struct pthread", s->sizeof_pthread,
+					32, 1, 1 };
+	struct psvc_field f;
+	/* the two pointers before it must lie inside struct pthread too */
+	if (s->sizeof_pthread &&
+	    psvc_field_read(&src, "_thread_db_pthread_cancelhandling", &rule,
+			    &f, NULL, 0) == 0 && f.offset >= 16)
+		s->cleanup_off = (uint32_t)(f.offset - 16);
 	return s->cleanup_off;
 }
 

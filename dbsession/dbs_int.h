@@ -6,6 +6,7 @@
 
 #include "dbsession.h"
 
+#include <elfutils/libdwfl.h>
 #include <proc_service.h>
 #include <thread_db.h>
 
@@ -26,6 +27,11 @@ struct tdb_lib {
 				   psaddr_t *);
 };
 
+/* ps_pdread calls one libthread_db call may make (psvc_tdb_budget):
+ * td_thr_get_info makes a handful, td_thr_tls_get_addr about 15 and one
+ * per DTV slotinfo list entry, a list the target could make circular. */
+#define TDB_READ_BUDGET 4096
+
 /* threaddb.c */
 int tdb_load(const char *path, struct tdb_lib *ret, char **ret_detail);
 void tdb_unload(struct tdb_lib *lib);
@@ -38,12 +44,33 @@ struct dbs_strpool *strpool_ref(struct dbs_strpool *p);
 void strpool_unref(struct dbs_strpool *p);
 const char *strpool_intern(struct dbs_strpool *p, const char *s);
 
+/* debuginfo.c: the files libdwfl reads, opened by tinspect (regular files
+ * only, never blocking; checked by build-id or CRC).  The callbacks want
+ * each module's userdata to be the dbg_files. */
+struct dbg_files;
+struct dbg_files *dbg_files_new(struct psvc_target *t);
+void dbg_files_free(struct dbg_files *f);
+int dbg_find_elf(Dwfl_Module *mod, void **userdata, const char *modname,
+		 Dwarf_Addr base, char **file_name, Elf **elfp);
+int dbg_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+		       GElf_Addr base, const char *file_name,
+		       const char *debuglink, GElf_Word crc, char **ret_name);
+/* The notes gathered since the last call (files refused, and why; a lack
+ * of descriptors), moved to *ret (malloc'ed array of malloc'ed strings);
+ * ret NULL: dropped.  Forgets the lack of descriptors too. */
+void dbg_files_take_notes(struct dbg_files *f, char ***ret, size_t *ret_n);
+/* EMFILE or ENFILE if a file could not be opened for lack of descriptors
+ * (*ret_what names it), else 0. */
+int dbg_files_fd_errno(const struct dbg_files *f, const char **ret_what);
+
 /* unwind.c: libdwfl over the frozen capture */
 struct dbs_unwinder;
 int unwinder_new(struct psvc_target *t, struct dbs_unwinder **ret);
 void unwinder_free(struct dbs_unwinder *u);
 /* Bring libdwfl's module list in line with the target's current one. */
 int unwinder_sync(struct dbs_unwinder *u);
+/* The files it read: notes and descriptor trouble (debuginfo.c). */
+struct dbg_files *unwinder_files(struct dbs_unwinder *u);
 /* The pool holding the strings of the frames it produces. */
 struct dbs_strpool *unwinder_pool(struct dbs_unwinder *u);
 /* Unwind th from its registers and the captured stack into th->stack. */
@@ -84,6 +111,7 @@ struct dbs_session {
 	uint32_t cleanup_off;
 	uint64_t cleanup_off_gen;
 	bool cleanup_off_valid;
+	char *tid_off_why;		/* why it is unknown (NULL: known) */
 };
 
 /* What libthread_db said about one task during the stop, by task index;
@@ -116,6 +144,22 @@ void tls_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 void tls_finish(struct dbs_session *s, struct dbs_snapshot *snap);
 void tls_free(struct dbs_session *s);
 
+/* keys.c: the layout of pthread keys, from libc's descriptors, every
+ * field checked (psvc_field_*) */
+struct key_layout {
+	uint64_t keys_addr;		/* __pthread_keys */
+	uint32_t nkeys;			/* PTHREAD_KEYS_MAX */
+	uint32_t ks_size;		/* struct pthread_key_struct, <= 256 */
+	struct psvc_field ks_seq, ks_destr;
+	uint32_t kd_size;		/* struct pthread_key_data, <= 256 */
+	struct psvc_field kd_seq, kd_data;
+	struct psvc_field level2;	/* the entries of a second-level block */
+	struct psvc_field specific;	/* pd->specific[], one pointer each */
+};
+/* 0, or a negative errno and why (the descriptor and its value). */
+int keys_layout_load(const struct psvc_layout_src *src, uint32_t sizeof_pthread,
+		     struct key_layout *ret, char *why, size_t whylen);
+
 void keys_prepare(struct dbs_session *s);
 void keys_gather(struct dbs_session *s, const struct tdb_result *res);
 void keys_fill(struct dbs_session *s, struct dbs_snapshot *snap,
@@ -147,6 +191,22 @@ int dwarf_find_tls(struct psvc_target *t, struct psvc_module *m,
  * another glibc that could not be served (s->tdb_warning says why). */
 int tdb_pick_target_lib(struct dbs_session *s, td_err_e first_err);
 
+
+/* tdbcheck.c: before libthread_db is asked anything about a target,
+ * every _thread_db_* size it allocas and field it reads from its copies,
+ * within sane bounds.  0, each checked value handed to pin() so that
+ * libthread_db sees exactly it; -EPROTO and why (which descriptor, which
+ * value) if one is absurd: then libthread_db must not be used for the
+ * target.  Either way *ret_sizeof_pthread is the size of struct pthread
+ * if that is sound, else 0. */
+struct tdb_check_io {
+	struct psvc_layout_src src;
+	enum arch_id arch_id;
+	void (*pin)(void *ctx, uint64_t addr, const void *bytes, size_t len);
+	void *pin_ctx;
+};
+int tdb_check_layouts(const struct tdb_check_io *io,
+		      uint32_t *ret_sizeof_pthread, char *why, size_t whylen);
 
 /* session.c: addr as module + symbol + offset (strings owned by ret) */
 void symbolize(struct psvc_target *t, uint64_t addr, struct dbs_symbol *ret);

@@ -71,6 +71,10 @@ struct dbs_options {
 	uint64_t stop_timeout_ns;	/* per task; 0: wait for ever */
 	const volatile sig_atomic_t *cancel;
 	int wake_signal;		/* see struct psvc_stop_opts */
+	/* raised while the session holds the target (stopped or followed),
+	 * lowered when a signal may end the program at once; see struct
+	 * psvc_open_opts.  May be NULL. */
+	volatile sig_atomic_t *holding;
 	bool force_proc_mem;		/* read memory via /proc/PID/mem */
 	/* libthread_db.so to load; NULL: the system's libthread_db.so.1 */
 	const char *thread_db_path;

@@ -236,7 +236,8 @@ static int open_debug_file(pid_t pid, const char *build_id)
 			snprintf(path, sizeof path,
 				 "/proc/%d/root/usr/lib/debug/.build-id/%.2s/%s.debug",
 				 (int)pid, build_id, build_id + 2);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		/* a regular file, or nothing: never a FIFO to block on */
+		int fd = psvc_open_regular(path, NULL);
 		if (fd < 0)
 			continue;
 		bool ok = false;

@@ -21,20 +21,13 @@
 #include "dbs_int.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define MAX_KEYS 65536u
 #define PTR_SIZE 8u	/* LP64 only: tinspect reads 64-bit processes */
-
-struct key_layout {
-	uint64_t keys_addr;	/* __pthread_keys */
-	uint32_t nkeys;		/* PTHREAD_KEYS_MAX */
-	uint32_t ks_size, ks_seq, ks_destr;	/* struct pthread_key_struct */
-	uint32_t specific_off, l1;	/* pd->specific[l1] */
-	uint32_t kd_size, kd_seq, kd_data;	/* struct pthread_key_data */
-	uint32_t l2;		/* entries per second-level block */
-};
 
 struct kv {
 	uint64_t seq, data;
@@ -84,70 +77,95 @@ void keys_free(struct dbs_session *s)
 
 /* ---- before the stop: the layout ------------------------------------------------ */
 
-static bool desc(struct psvc_target *t, const char *name, uint32_t d[3])
+/* A key's pthread_key_struct in the table copied at the stop: its seq. */
+static uint64_t key_seq(const struct key_layout *L, const unsigned char *table,
+			uint32_t key)
 {
-	uint64_t a;
-	return psvc_lookup_symbol(t, name, &a) == 0 &&
-	       psvc_read(t, a, d, 3 * sizeof *d) == 0;
+	uint64_t seq = 0;
+	psvc_field_get(table + (size_t)key * L->ks_size, L->ks_size, &L->ks_seq,
+		       0, &seq, sizeof seq);
+	return seq;
 }
 
-static bool desc1(struct psvc_target *t, const char *name, uint32_t *ret)
+int keys_layout_load(const struct psvc_layout_src *src, uint32_t sizeof_pthread,
+		     struct key_layout *L, char *why, size_t whylen)
 {
-	uint64_t a;
-	return psvc_lookup_symbol(t, name, &a) == 0 &&
-	       psvc_read(t, a, ret, sizeof *ret) == 0;
-}
-
-/* A 64-bit scalar field inside a struct of size sz. */
-static bool field64(const uint32_t d[3], uint32_t sz, uint32_t *ret_off)
-{
-	if (d[0] != 64 || d[1] != 1 || d[2] % 8 || d[2] + 8 > sz)
-		return false;
-	*ret_off = d[2];
-	return true;
-}
-
-static const char *load_layout(struct psvc_target *t, struct key_layout *L)
-{
-	uint32_t d[3], sz;
-	if (psvc_lookup_symbol(t, "__pthread_keys", &L->keys_addr))
-		return "no __pthread_keys symbol in the target (no glibc threads?)";
-	if (!desc(t, "_thread_db___pthread_keys", d))
-		return "no _thread_db___pthread_keys descriptor";
-	if (d[1] == 0 || d[1] > MAX_KEYS)
-		return "implausible PTHREAD_KEYS_MAX";
-	L->nkeys = d[1];
-	if (!desc1(t, "_thread_db_sizeof_pthread_key_struct", &sz) ||
-	    sz != d[0] / 8 || sz < 16 || sz > 256)
-		return "implausible struct pthread_key_struct";
+	memset(L, 0, sizeof *L);
+	if (!src->lookup || src->lookup(src->ctx, "__pthread_keys", &L->keys_addr)) {
+		snprintf(why, whylen, "no __pthread_keys symbol in the target "
+			 "(no glibc threads?)");
+		return -ENOENT;
+	}
+	uint32_t sz;
+	int err = psvc_sizeof_read(src, "_thread_db_sizeof_pthread_key_struct",
+				   16, 256, &sz, why, whylen);
+	if (err)
+		return err;
 	L->ks_size = sz;
-	if (!desc(t, "_thread_db_pthread_key_struct_seq", d) ||
-	    !field64(d, sz, &L->ks_seq) ||
-	    !desc(t, "_thread_db_pthread_key_struct_destr", d) ||
-	    !field64(d, sz, &L->ks_destr))
-		return "implausible pthread_key_struct fields";
-	if (!desc1(t, "_thread_db_sizeof_pthread_key_data", &sz) || sz < 16 ||
-	    sz > 256)
-		return "implausible struct pthread_key_data";
+	struct psvc_field keys;
+	struct psvc_field_rule table = {
+		"__pthread_keys", (uint64_t)MAX_KEYS * 256, sz * 8, 1, MAX_KEYS,
+	};
+	if ((err = psvc_field_read(src, "_thread_db___pthread_keys", &table,
+				   &keys, why, whylen)))
+		return err;
+	L->nkeys = (uint32_t)keys.count;
+	struct psvc_field_rule ks = { "struct pthread_key_struct", sz, 64, 1, 1 };
+	if ((err = psvc_field_read(src, "_thread_db_pthread_key_struct_seq", &ks,
+				   &L->ks_seq, why, whylen)) ||
+	    (err = psvc_field_read(src, "_thread_db_pthread_key_struct_destr", &ks,
+				   &L->ks_destr, why, whylen)))
+		return err;
+
+	if ((err = psvc_sizeof_read(src, "_thread_db_sizeof_pthread_key_data",
+				    16, 256, &sz, why, whylen)))
+		return err;
 	L->kd_size = sz;
-	if (!desc(t, "_thread_db_pthread_key_data_seq", d) ||
-	    !field64(d, sz, &L->kd_seq) ||
-	    !desc(t, "_thread_db_pthread_key_data_data", d) ||
-	    !field64(d, sz, &L->kd_data))
-		return "implausible pthread_key_data fields";
-	if (!desc(t, "_thread_db_pthread_key_data_level2_data", d) ||
-	    d[0] != L->kd_size * 8 || d[1] == 0 || d[1] > MAX_KEYS)
-		return "implausible pthread_key_data_level2";
-	L->l2 = d[1];
-	/* specific is declared as one field: an array of pointers */
-	if (!desc(t, "_thread_db_pthread_specific", d) || d[0] % (PTR_SIZE * 8) ||
-	    d[0] == 0 || d[2] % PTR_SIZE || d[2] > 65536)
-		return "implausible struct pthread.specific";
-	L->l1 = d[0] / (PTR_SIZE * 8) * (d[1] ? d[1] : 1);
-	L->specific_off = d[2];
-	if ((uint64_t)L->l1 * L->l2 < L->nkeys)
-		return "specific[] cannot hold PTHREAD_KEYS_MAX keys";
-	return NULL;
+	struct psvc_field_rule kd = { "struct pthread_key_data", sz, 64, 1, 1 };
+	if ((err = psvc_field_read(src, "_thread_db_pthread_key_data_seq", &kd,
+				   &L->kd_seq, why, whylen)) ||
+	    (err = psvc_field_read(src, "_thread_db_pthread_key_data_data", &kd,
+				   &L->kd_data, why, whylen)))
+		return err;
+
+	/* a second-level block: an array of struct pthread_key_data */
+	uint32_t l2size;
+	struct psvc_field_rule l2 = { "a second-level block", 16u << 20,
+				      L->kd_size * 8, 1, MAX_KEYS };
+	if (psvc_sizeof_read(src, "_thread_db_sizeof_pthread_key_data_level2",
+			     L->kd_size, 16u << 20, &l2size, NULL, 0) == 0)
+		l2.struct_size = l2size;
+	if ((err = psvc_field_read(src, "_thread_db_pthread_key_data_level2_data",
+				   &l2, &L->level2, why, whylen)))
+		return err;
+
+	/* pd->specific: declared as one field, an array of pointers to the
+	 * second-level blocks, inside struct pthread */
+	if (!sizeof_pthread) {
+		snprintf(why, whylen, "the size of struct pthread is not known "
+			 "(no valid _thread_db_sizeof_pthread)");
+		return -ENOENT;
+	}
+	struct psvc_field_rule sp = { "struct pthread", sizeof_pthread, 0, 1, 1024 };
+	struct psvc_field spec;
+	if ((err = psvc_field_read(src, "_thread_db_pthread_specific", &sp, &spec,
+				   why, whylen)))
+		return err;
+	if (spec.elem_size % PTR_SIZE) {
+		snprintf(why, whylen, "_thread_db_pthread_specific: %" PRIu32
+			 " bytes is not an array of pointers", spec.elem_size);
+		return -ERANGE;
+	}
+	/* the same bytes, one pointer per element */
+	L->specific = (struct psvc_field){ spec.offset, PTR_SIZE,
+					   spec.count * (spec.elem_size / PTR_SIZE) };
+	if (L->specific.count * L->level2.count < L->nkeys) {
+		snprintf(why, whylen, "specific[] (%" PRIu64 " x %" PRIu64
+			 ") cannot hold PTHREAD_KEYS_MAX (%" PRIu32 ") keys",
+			 L->specific.count, L->level2.count, L->nkeys);
+		return -ERANGE;
+	}
+	return 0;
 }
 
 void keys_prepare(struct dbs_session *s)
@@ -164,10 +182,11 @@ void keys_prepare(struct dbs_session *s)
 		return;
 	free(k->why);
 	k->why = NULL;
-	memset(&k->L, 0, sizeof k->L);
-	const char *why = load_layout(s->t, &k->L);
-	k->usable = !why;
-	k->why = why ? dbs_strdup(why) : NULL;
+	char why[256];
+	struct psvc_layout_src src = psvc_layout_src(s->t);
+	k->usable = keys_layout_load(&src, s->sizeof_pthread, &k->L, why,
+				     sizeof why) == 0;
+	k->why = k->usable ? NULL : dbs_strdup(why);
 	k->generation = psvc_modules_generation(s->t);
 	k->resolved = true;
 }
@@ -209,12 +228,9 @@ void keys_gather(struct dbs_session *s, const struct tdb_result *res)
 		stop_clear(k);
 		return;
 	}
-	for (uint32_t key = 0; key < L->nkeys; key++) {
-		uint64_t seq;
-		memcpy(&seq, k->table + (size_t)key * L->ks_size + L->ks_seq, 8);
-		if (seq & 1)
+	for (uint32_t key = 0; key < L->nkeys; key++)
+		if (key_seq(L, k->table, key) & 1)
 			k->inuse[k->ninuse++] = key;
-	}
 	size_t n = psvc_ntasks(t);
 	k->ntasks = n;
 	k->task_read = calloc(n ? n : 1, sizeof *k->task_read);
@@ -227,9 +243,10 @@ void keys_gather(struct dbs_session *s, const struct tdb_result *res)
 	k->gathered = true;
 
 	/* Which first-level slots hold keys in use. */
-	bool *need = calloc(L->l1, sizeof *need);
-	uint64_t *blk = calloc((size_t)L->l1 * (n ? n : 1), sizeof *blk);
-	struct psvc_range *r = calloc((size_t)L->l1 * (n ? n : 1), sizeof *r);
+	size_t l1 = (size_t)L->specific.count, l2 = (size_t)L->level2.count;
+	bool *need = calloc(l1, sizeof *need);
+	uint64_t *blk = calloc(l1 * (n ? n : 1), sizeof *blk);
+	struct psvc_range *r = calloc(l1 * (n ? n : 1), sizeof *r);
 	if (!need || !blk || !r) {
 		free(need);
 		free(blk);
@@ -238,7 +255,7 @@ void keys_gather(struct dbs_session *s, const struct tdb_result *res)
 		return;
 	}
 	for (size_t j = 0; j < k->ninuse; j++)
-		need[k->inuse[j] / L->l2] = true;
+		need[k->inuse[j] / l2] = true;
 
 	/* Every thread's second-level blocks, then all of them at once. */
 	size_t nr = 0;
@@ -247,16 +264,17 @@ void keys_gather(struct dbs_session *s, const struct tdb_result *res)
 		uint64_t pd = pd_of(s, res, i, tk);
 		if (!(tk->flags & PSVC_TASK_STOPPED) || !pd)
 			continue;
-		uint64_t *row = blk + i * L->l1;
+		uint64_t *row = blk + i * l1;
 		bool ok = true;
-		for (uint32_t l = 0; l < L->l1 && ok; l++) {
+		for (size_t l = 0; l < l1 && ok; l++) {
+			uint64_t a;
 			if (!need[l])
 				continue;
-			ok = psvc_read(t, pd + L->specific_off + (uint64_t)l * PTR_SIZE,
-				       &row[l], PTR_SIZE) == 0;
+			ok = psvc_field_addr(pd, &L->specific, l, &a) == 0 &&
+			     psvc_read(t, a, &row[l], PTR_SIZE) == 0;
 			if (ok && row[l])
 				r[nr++] = (struct psvc_range){
-					row[l], (uint64_t)L->l2 * L->kd_size };
+					row[l], (uint64_t)l2 * L->kd_size };
 		}
 		k->task_read[i] = ok;
 	}
@@ -274,21 +292,24 @@ void keys_gather(struct dbs_session *s, const struct tdb_result *res)
 				k->vals[i * k->ninuse + j].unknown = true;
 			continue;
 		}
-		const uint64_t *row = blk + i * L->l1;
+		const uint64_t *row = blk + i * l1;
 		for (size_t j = 0; j < k->ninuse; j++) {
 			uint32_t key = k->inuse[j];
-			uint64_t b = row[key / L->l2];
+			uint64_t b = row[key / l2], a;
 			struct kv *v = &k->vals[i * k->ninuse + j];
 			if (!b)
 				continue;	/* never set a key of that block */
+			/* kd_size <= 256 (keys_layout_load) */
 			unsigned char pair[256];
-			uint64_t a = b + (uint64_t)(key % L->l2) * L->kd_size;
-			if (psvc_read(t, a, pair, L->kd_size)) {
+			if (psvc_field_addr(b, &L->level2, key % l2, &a) ||
+			    psvc_read(t, a, pair, L->kd_size) ||
+			    psvc_field_get(pair, L->kd_size, &L->kd_seq, 0,
+					   &v->seq, sizeof v->seq) ||
+			    psvc_field_get(pair, L->kd_size, &L->kd_data, 0,
+					   &v->data, sizeof v->data)) {
 				v->unknown = true;
 				continue;
 			}
-			memcpy(&v->seq, pair + L->kd_seq, 8);
-			memcpy(&v->data, pair + L->kd_data, 8);
 			v->have = true;
 		}
 	}
@@ -322,8 +343,7 @@ void keys_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 	for (size_t j = 0; j < k->ninuse; j++) {
 		uint32_t key = k->inuse[j];
 		const struct kv *v = &k->vals[i * k->ninuse + j];
-		uint64_t seq;
-		memcpy(&seq, k->table + (size_t)key * k->L.ks_size + k->L.ks_seq, 8);
+		uint64_t seq = key_seq(&k->L, k->table, key);
 		th->keys[j].key = key;
 		th->keys[j].unknown = v->unknown;
 		/* a stale slot (key deleted and re-created since) reads as
@@ -356,8 +376,9 @@ void keys_finish(struct dbs_session *s, struct dbs_snapshot *snap)
 			const unsigned char *e = k->table +
 				(size_t)k->inuse[j] * k->L.ks_size;
 			d->key = k->inuse[j];
-			memcpy(&d->seq, e + k->L.ks_seq, 8);
-			memcpy(&d->destructor, e + k->L.ks_destr, 8);
+			d->seq = key_seq(&k->L, k->table, d->key);
+			psvc_field_get(e, k->L.ks_size, &k->L.ks_destr, 0,
+				       &d->destructor, sizeof d->destructor);
 			if (d->destructor)
 				symbolize(s->t, d->destructor, &d->destructor_sym);
 		}

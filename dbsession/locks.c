@@ -1315,6 +1315,9 @@ static const char NOTE_NOTRECOVERABLE[] =
 	"robust: not recoverable (unlocked while inconsistent)";
 static const char NOTE_OWNER_DIED[] =
 	"robust: the owner died (FUTEX_OWNER_DIED); the next locker gets EOWNERDEAD";
+static const char NOTE_GARBAGE[] =
+	"its words are no glibc mutex (__kind has bits no mutex has, or both "
+	"PI and PP): corrupt; its owner is unknown";
 
 /* Owner (as recorded in the target's PID namespace) of a decoded lock. */
 static void lock_owner(struct dbs_lock *l, pid_t *ret_owner,
@@ -1332,6 +1335,15 @@ static void lock_owner(struct dbs_lock *l, pid_t *ret_owner,
 	switch (l->kind) {
 	case DBS_LOCK_MUTEX: {
 		struct dbs_mutex_info *m = &l->u.mutex;
+		unsigned k = (unsigned)m->kind_word;
+		if ((k & ~(unsigned)MUTEX_KNOWN_BITS) || (m->pi && m->pp) ||
+		    (m->robust && m->pp)) {
+			/* named a mutex by its frames, but the words were
+			 * overwritten: no owner is read out of garbage */
+			l->note = NOTE_GARBAGE;
+			*ret_state = DBS_OWNER_UNKNOWN;
+			return;
+		}
 		if (m->robust || m->pi) {
 			*ret_owner = (pid_t)(m->lock & FUTEX_TID_MASK);
 			if (m->notrecoverable)
@@ -2127,12 +2139,22 @@ static void load_tid_offset(struct dbs_session *s)
 	s->tid_off = 0;
 	s->tid_off_gen = gen;
 	s->tid_off_valid = true;
-	uint64_t a;
-	uint32_t d[3];
-	if (psvc_lookup_symbol(s->t, "_thread_db_pthread_tid", &a) == 0 &&
-	    psvc_read(s->t, a, d, sizeof d) == 0 && d[0] == 32 && d[1] == 1 &&
-	    d[2] + 4 <= s->sizeof_pthread)
-		s->tid_off = d[2];
+	struct psvc_layout_src src = psvc_layout_src(s->t);
+	struct psvc_field_rule rule = { "struct pthread", s->sizeof_pthread,
+					32, 1, 1 };
+	struct psvc_field f;
+	free(s->tid_off_why);
+	s->tid_off_why = NULL;
+	char why[256] = "the size of struct pthread is not known";
+	if (s->sizeof_pthread &&
+	    psvc_field_read(&src, "_thread_db_pthread_tid", &rule, &f, why,
+			    sizeof why) == 0) {
+		s->tid_off = (uint32_t)f.offset;
+		if (!f.offset)	/* where struct pthread's list links are */
+			strcpy(why, "_thread_db_pthread_tid: offset 0");
+	}
+	if (!s->tid_off && s->ta)
+		s->tid_off_why = dbs_strdup(why);
 }
 
 /* The unwound frames of a thread as the analysis' frame evidence: every
@@ -2153,6 +2175,11 @@ static size_t thread_frames(void *ctx, const struct dbs_snapshot *snap,
 int dbs_locks_run(struct dbs_session *s, struct dbs_snapshot *snap)
 {
 	load_tid_offset(s);
+	if (s->tid_off_why)
+		snap_add_error(&snap->warnings, &snap->nwarnings,
+			       "locks: threads waiting in pthread_join cannot be "
+			       "matched to the thread they join: %s",
+			       s->tid_off_why);
 	struct dbs_lock_input in = {
 		.arch = psvc_arch(s->t),
 		.tid_offset = s->tid_off,

@@ -93,10 +93,16 @@ static void ta_release(struct dbs_session *s)
 	s->tdb_warning = NULL;
 }
 
+static void pin_checked(void *t, uint64_t addr, const void *bytes, size_t len)
+{
+	psvc_pin(t, addr, bytes, len);
+}
+
 /* (Re)create the thread agent for the current module map. */
 static void ta_setup(struct dbs_session *s)
 {
 	ta_release(s);
+	psvc_unpin_all(s->t);
 	s->ta_generation = psvc_modules_generation(s->t);
 	if (!s->lib_loaded) {
 		s->tdb_status = DBS_TDB_UNAVAILABLE;
@@ -119,13 +125,29 @@ static void ta_setup(struct dbs_session *s)
 			s->glibc_version[i] = '\0';
 		}
 	}
-	uint32_t sz = 0;
-	if (psvc_lookup_symbol(s->t, "_thread_db_sizeof_pthread", &a) == 0 &&
-	    psvc_read(s->t, a, &sz, sizeof sz) == 0 && sz >= 512 && sz <= 65536)
-		s->sizeof_pthread = sz;
-	else
-		s->sizeof_pthread = 4096;
+	/* libthread_db trusts the target's descriptors (an alloca of
+	 * _thread_db_sizeof_pthread bytes): check them first (tdbcheck.c) */
+	char why[256];
+	struct tdb_check_io io = {
+		.src = psvc_layout_src(s->t),
+		.arch_id = psvc_arch(s->t)->id,
+		.pin = pin_checked,
+		.pin_ctx = s->t,
+	};
+	if (tdb_check_layouts(&io, &s->sizeof_pthread, why, sizeof why)) {
+		psvc_unpin_all(s->t);
+		s->tdb_status = DBS_TDB_ERROR;
+		if (asprintf(&s->tdb_detail, "descriptors refused: %s", why) < 0)
+			s->tdb_detail = NULL;
+		if (asprintf(&s->tdb_warning, "libthread_db is not used for this "
+			     "process: %s (corrupt or hostile thread "
+			     "descriptors); threads are listed from /proc only",
+			     why) < 0)
+			s->tdb_warning = NULL;
+		return;
+	}
 
+	psvc_tdb_budget(s->t, TDB_READ_BUDGET);
 	td_err_e e = s->lib.td_ta_new(psvc_prochandle(s->t), &s->ta);
 	if (e == TD_VERSION || e == TD_NOLIBTHREAD) {
 		int pick = tdb_pick_target_lib(s, e);
@@ -169,7 +191,8 @@ int dbs_session_init(pid_t pid, const struct dbs_options *opts,
 	s->clk_tck = sysconf(_SC_CLK_TCK);
 	if (s->clk_tck <= 0)
 		s->clk_tck = 100;
-	struct psvc_open_opts oo = { .force_proc_mem = s->opts.force_proc_mem };
+	struct psvc_open_opts oo = { .force_proc_mem = s->opts.force_proc_mem,
+				     .holding = s->opts.holding };
 	int err = psvc_open(pid, &oo, &s->t);
 	if (err) {
 		free(s);
@@ -213,6 +236,7 @@ void dbs_session_destroy(struct dbs_session *s)
 	free(s->tdb_warning);
 	free(s->tdb_detail);
 	s->tdb_detail = NULL;
+	free(s->tid_off_why);
 	unwinder_free(s->unwinder);
 	s->unwinder = NULL;
 	psvc_close(s->t);
@@ -239,6 +263,7 @@ static uint64_t new_thread_start(void *arg, pid_t tid, uint64_t tp)
 	psvc_note_thread(s->t, tid, tp);
 	td_thrhandle_t th;
 	td_thrinfo_t ti;
+	psvc_tdb_budget(s->t, 2 * TDB_READ_BUDGET);
 	if (s->lib.td_ta_map_lwp2thr(s->ta, tid, &th) != TD_OK ||
 	    s->lib.td_thr_get_info(&th, &ti) != TD_OK || ti.ti_lid != tid)
 		return 0;
@@ -335,7 +360,7 @@ static void prefetch_capture(struct dbs_session *s, struct tdb_result *cap)
 		struct psvc_task *k = psvc_task_at(t, i);
 		if (!(k->flags & PSVC_TASK_HAVE_REGS))
 			continue;
-		if (s->ta && k->tp)
+		if (s->ta && k->tp && s->sizeof_pthread)
 			r[nr++] = (struct psvc_range){
 				arch_thread_area(a, k->tp, (int)s->sizeof_pthread),
 				s->sizeof_pthread };
@@ -384,6 +409,7 @@ static void gather_tdb(struct dbs_session *s, struct tdb_result *res)
 		}
 		td_thrhandle_t th;
 		lwpid_t lwp = k->info.ns_tid ? k->info.ns_tid : k->tid;
+		psvc_tdb_budget(t, TDB_READ_BUDGET);
 		td_err_e e = s->lib.td_ta_map_lwp2thr(s->ta, lwp, &th);
 		if (e != TD_OK) {
 			res[i].err = e;
@@ -392,6 +418,7 @@ static void gather_tdb(struct dbs_session *s, struct tdb_result *res)
 		}
 		res[i].th = th;
 		res[i].have_th = true;
+		psvc_tdb_budget(t, TDB_READ_BUDGET);
 		e = s->lib.td_thr_get_info(&th, &res[i].ti);
 		res[i].err = e;
 		res[i].step = "td_thr_get_info";
@@ -499,6 +526,9 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 			       s->tdb_warning);
 	/* runtimes.c: JVM, CPython, Go: locks tinspect cannot see */
 	runtimes_detect(s, snap);
+	if (psvc_modmap_note(t))
+		snap_add_error(&snap->warnings, &snap->nwarnings, "module map: %s",
+			       psvc_modmap_note(t));
 
 	for (size_t i = 0; i < n; i++) {
 		struct psvc_task *k = psvc_task_at(t, i);
@@ -594,6 +624,15 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 				t, lo, res[i].stack_hi - lo);
 			snap->stack_bytes_copied += th->stack.copied_to - lo;
 			unwinder_unwind(s->unwinder, th, s->opts.max_frames);
+			struct psvc_map mp;
+			if (th->stack.end == DBS_STACK_TRUNCATED &&
+			    th->stack.copied_to == lo &&
+			    psvc_map_lookup(t, th->sp, &mp, NULL) != 0) {
+				/* not a short copy: there was nothing to copy */
+				th->stack.end = DBS_STACK_BAD_SP;
+				th->stack.error = "the stack pointer is in no "
+						  "mapping: no stack to copy";
+			}
 			/* what counts as a thread error: an unwind that
 			 * failed in native code (README "Exit status") */
 			if (dbs_stack_end_is_error(th->stack.end))
@@ -611,6 +650,19 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 		 * whole analysis */
 		if ((i & 63) == 63)
 			psvc_follow_service(t);
+	}
+	if (s->unwinder) {
+		/* debug files refused (not regular files), descriptors
+		 * lacking: said once per capture */
+		char **notes;
+		size_t nn;
+		dbg_files_take_notes(unwinder_files(s->unwinder), &notes, &nn);
+		for (size_t i = 0; i < nn; i++) {
+			snap_add_error(&snap->warnings, &snap->nwarnings,
+				       "stacks: %s", notes[i]);
+			free(notes[i]);
+		}
+		free(notes);
 	}
 	qsort_r(snap->threads, snap->nthreads, sizeof *snap->threads,
 		cmp_threads, &snap->pid);

@@ -10,6 +10,7 @@
  */
 #include "dbs_int.h"
 
+#include <inttypes.h>
 #include <string.h>
 
 static bool anon_or_stack(const struct psvc_map *m)
@@ -34,8 +35,12 @@ void stack_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 		if (psvc_maps_refresh(s->t) == 0)
 			err = psvc_map_lookup(s->t, sp, &m, &below);
 	}
-	if (err)
-		return;	/* DBS_BOUNDS_UNKNOWN */
+	if (err) {
+		/* DBS_BOUNDS_UNKNOWN, and why */
+		snap_add_error(&th->errors, &th->nerrors, "stack bounds: the stack "
+			       "pointer %#" PRIx64 " is in no mapping", sp);
+		return;
+	}
 	st->low = m.start;
 	st->high = m.end;
 	st->used = m.end - sp;

@@ -79,9 +79,16 @@ static int try_dir(struct dbs_session *s, const char *dir, char *why,
 	int dfd = open(dpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -ENOENT;
-	int fd = openat(dfd, "libthread_db.so.1", O_RDONLY | O_CLOEXEC);
+	/* a regular file, opened without blocking: the target's root can put
+	 * a FIFO there, and a check of its owner must not hang (regfile.c) */
 	struct stat st, dst;
-	if (fd < 0 || fstat(fd, &st) != 0 || fstat(dfd, &dst) != 0) {
+	int fd = psvc_openat_regular(dfd, "libthread_db.so.1", &st);
+	if (fd == -ENXIO) {
+		close(dfd);
+		snprintf(why, whylen, "%s is not a regular file; not loaded", path);
+		return -EPERM;
+	}
+	if (fd < 0 || fstat(dfd, &dst) != 0) {
 		if (fd >= 0)
 			close(fd);
 		close(dfd);
@@ -120,6 +127,7 @@ static int try_dir(struct dbs_session *s, const char *dir, char *why,
 	free(lib.path);
 	lib.path = strdup(path);	/* what the report names */
 	td_thragent_t *ta = NULL;
+	psvc_tdb_budget(s->t, TDB_READ_BUDGET);
 	td_err_e e = lib.td_ta_new(psvc_prochandle(s->t), &ta);
 	if (e == TD_NOLIBTHREAD) {
 		/* the target's own library says so: not threaded (yet),

@@ -169,8 +169,9 @@ struct tls_state {
 	struct tls_var_int *vars;
 	size_t nvars;
 	size_t row;		/* bytes of all variables of one task */
-	/* field descriptors for the DTV prefetch (0: not known) */
-	uint32_t dtvp_off, dtv_elem;
+	/* the fields the DTV prefetch follows (psvc_field_read) */
+	bool have_dtvp, have_dtv;
+	struct psvc_field dtvp, dtv;
 	/* the current stop, by task index */
 	size_t ntasks;
 	struct tls_cell *cells;	/* ntasks * nvars */
@@ -213,15 +214,6 @@ void tls_free(struct dbs_session *s)
 }
 
 /* ---- before the stop: find the variables ------------------------------------ */
-
-/* One libthread_db field descriptor: uint32 {bits, count, offset}
- * (GLIBC-NOTES.md §7; nptl_db/structs.def). */
-static bool descriptor(struct psvc_target *t, const char *name, uint32_t d[3])
-{
-	uint64_t a;
-	return psvc_lookup_symbol(t, name, &a) == 0 &&
-	       psvc_read(t, a, d, 3 * sizeof *d) == 0;
-}
 
 static bool is_static_exe(struct psvc_target *t)
 {
@@ -349,11 +341,16 @@ static void resolve_one(struct dbs_session *s, struct tls_var_int *v,
 			return;
 		}
 	} else {
-		uint32_t d[3];
-		uint64_t modid;
-		if (descriptor(t, "_thread_db_link_map_l_tls_modid", d) &&
-		    d[0] == 64 && d[2] < 65536 &&
-		    psvc_read(t, v->link_map + d[2], &modid, sizeof modid) == 0 &&
+		/* only for the DTV prefetch: unknown costs a few reads */
+		struct psvc_layout_src src = psvc_layout_src(t);
+		struct psvc_field_rule lm = { "struct link_map (64 KiB at most)",
+					      64 * 1024, 64, 1, 1 };
+		struct psvc_field f;
+		uint64_t a, modid;
+		if (psvc_field_read(&src, "_thread_db_link_map_l_tls_modid", &lm,
+				    &f, NULL, 0) == 0 &&
+		    psvc_field_addr(v->link_map, &f, 0, &a) == 0 &&
+		    psvc_read(t, a, &modid, sizeof modid) == 0 &&
 		    modid > 0 && modid < 65536)
 			v->modid = modid;
 	}
@@ -389,14 +386,17 @@ void tls_prepare(struct dbs_session *s)
 		v->byte_off = st->row;
 		st->row += v->pub.size;
 	}
-	uint32_t d[3];
-	st->dtvp_off = st->dtv_elem = 0;
-	if (descriptor(s->t, "_thread_db_pthread_dtvp", d) && d[0] == 64 &&
-	    d[2] < 65536)
-		st->dtvp_off = d[2];
-	if (descriptor(s->t, "_thread_db_dtv_dtv", d) && d[0] >= 64 &&
-	    d[0] % 8 == 0 && d[0] <= 1024)
-		st->dtv_elem = d[0] / 8;
+	/* the DTV prefetch's layout (tdbcheck.c checked the same for
+	 * libthread_db; a datum that fails only costs the prefetch) */
+	struct psvc_layout_src src = psvc_layout_src(s->t);
+	struct psvc_field_rule pd = { "struct pthread", s->sizeof_pthread, 64, 1, 1 };
+	struct psvc_field_rule dtv = { "the DTV", 1ull << 40, 0, 1, 1u << 28 };
+	st->have_dtvp = s->sizeof_pthread &&
+		psvc_field_read(&src, "_thread_db_pthread_dtvp", &pd, &st->dtvp,
+				NULL, 0) == 0;
+	st->have_dtv = psvc_field_read(&src, "_thread_db_dtv_dtv", &dtv, &st->dtv,
+				       NULL, 0) == 0 &&
+		       st->dtv.elem_size >= 8 && st->dtv.elem_size <= 128;
 	st->generation = psvc_modules_generation(s->t);
 	st->resolved = true;
 }
@@ -453,19 +453,20 @@ void tls_gather(struct dbs_session *s, const struct tdb_result *res)
 	 * length), dtv[0] (the generation) and dtv[modid] of each variable,
 	 * so a large module id costs nothing more. */
 	size_t nr = 0;
-	if (st->dtvp_off && st->dtv_elem) {
+	if (st->have_dtvp && st->have_dtv) {
+		uint64_t el = st->dtv.elem_size;
 		for (size_t i = 0; i < n; i++) {
-			uint64_t pd = pd_of(&res[i]), dtv;
+			uint64_t pd = pd_of(&res[i]), a, dtv;
 			if (!res[i].have_th || !pd ||
-			    psvc_read(t, pd + st->dtvp_off, &dtv, sizeof dtv) || !dtv)
+			    psvc_field_addr(pd, &st->dtvp, 0, &a) ||
+			    psvc_read(t, a, &dtv, sizeof dtv) || dtv < el)
 				continue;
-			r[nr++] = (struct psvc_range){ dtv - st->dtv_elem,
-						       2 * st->dtv_elem };
+			r[nr++] = (struct psvc_range){ dtv - el, 2 * el };
 			for (size_t v = 0; v < nv; v++)
-				if (st->vars[v].modid)
-					r[nr++] = (struct psvc_range){
-						dtv + st->vars[v].modid * st->dtv_elem,
-						st->dtv_elem };
+				if (st->vars[v].modid &&
+				    psvc_field_addr(dtv, &st->dtv,
+						    st->vars[v].modid, &a) == 0)
+					r[nr++] = (struct psvc_range){ a, el };
 		}
 		psvc_prefetch(t, r, nr);
 	}
@@ -483,6 +484,7 @@ void tls_gather(struct dbs_session *s, const struct tdb_result *res)
 				continue;
 			psaddr_t a = 0;
 			c->tried = true;
+			psvc_tdb_budget(t, TDB_READ_BUDGET);
 			if (var->use_tlsbase) {
 				c->err = s->lib.td_thr_tlsbase(&res[i].th, 1, &a);
 				a = (psaddr_t)((uintptr_t)a + var->pub.offset);

@@ -36,6 +36,7 @@ struct dbs_unwinder {
 	const struct arch_desc *arch;
 	Dwfl *dwfl;
 	Dwfl_Callbacks cb;
+	struct dbg_files *files;	/* what libdwfl reads (debuginfo.c) */
 	bool attached;
 	uint64_t generation;	/* module generation the Dwfl reflects */
 	/* modules reported to libdwfl, to re-report unchanged ones by name
@@ -179,18 +180,18 @@ static int sync_modules(struct dbs_unwinder *u)
 			low = old->low;
 			high = old->high;
 		} else {
-			int fd = psvc_module_open(t, m);
-			if (fd < 0)
+			/* the range only: the ELF is opened when libdwfl
+			 * first needs it (dbg_find_elf), and holds no
+			 * descriptor then */
+			if (psvc_module_span(t, m, &low, &high))
 				continue;	/* frames there stay unnamed */
-			dm = dwfl_report_elf(u->dwfl, name, name, fd, m->bias, false);
-			if (!dm) {
-				close(fd);
-				continue;
-			}
-			dwfl_module_info(dm, NULL, &low, &high, NULL, NULL, NULL, NULL);
+			dm = dwfl_report_module(u->dwfl, name, low, high);
 		}
 		if (!dm)
 			continue;
+		void **userdata;
+		dwfl_module_info(dm, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
+		*userdata = u->files;
 		rep[nrep++] = (struct reported){ m->dev, m->ino, m->map_start,
 						 strdup(name), low, high };
 	}
@@ -209,11 +210,14 @@ int unwinder_new(struct psvc_target *t, struct dbs_unwinder **ret)
 	u->t = t;
 	u->arch = psvc_arch(t);
 	/* separate debuginfo by build-id or debuglink under /usr/lib/debug;
-	 * debuginfod only if the user kept DEBUGINFOD_URLS (--debuginfod) */
-	u->cb.find_elf = dwfl_linux_proc_find_elf;
-	u->cb.find_debuginfo = dwfl_standard_find_debuginfo;
-	u->dwfl = dwfl_begin(&u->cb);
+	 * debuginfod only if the user kept DEBUGINFOD_URLS (--debuginfod);
+	 * every file opened by tinspect, never blocking (debuginfo.c) */
+	u->cb.find_elf = dbg_find_elf;
+	u->cb.find_debuginfo = dbg_find_debuginfo;
+	u->files = dbg_files_new(t);
+	u->dwfl = u->files ? dwfl_begin(&u->cb) : NULL;
 	if (!u->dwfl) {
+		dbg_files_free(u->files);
 		free(u);
 		return -ENOMEM;
 	}
@@ -227,6 +231,7 @@ void unwinder_free(struct dbs_unwinder *u)
 		return;
 	if (u->dwfl)
 		dwfl_end(u->dwfl);
+	dbg_files_free(u->files);
 	cache_clear(u);
 	free(u->scratch.frames);
 	reported_free(u);
@@ -262,6 +267,11 @@ int unwinder_sync(struct dbs_unwinder *u)
 struct dbs_strpool *unwinder_pool(struct dbs_unwinder *u)
 {
 	return u->pool;
+}
+
+struct dbg_files *unwinder_files(struct dbs_unwinder *u)
+{
+	return u->files;
 }
 
 /* ---- symbolization -------------------------------------------------------------- */
@@ -546,6 +556,17 @@ void unwinder_unwind(struct dbs_unwinder *u, struct dbs_thread *th,
 	else if (rc == -1 && w->end == DBS_STACK_COMPLETE) {
 		w->end = DBS_STACK_ERROR;
 		w->why = strpool_intern(u->pool, dwfl_errmsg(-1));
+		/* libdwfl says "No DWARF information found" when the file
+		 * could not even be opened: say why */
+		const char *what;
+		int fe = dbg_files_fd_errno(u->files, &what);
+		char buf[512];
+		if (fe) {
+			snprintf(buf, sizeof buf, "out of file descriptors (%s) "
+				 "opening %s: %s", fe == EMFILE ? "EMFILE" : "ENFILE",
+				 what, w->why ? w->why : "");
+			w->why = strpool_intern(u->pool, buf);
+		}
 	}
 	/* Where the walk failed from code outside any module, or after it
 	 * (no CFI, and no usable frame pointer chain: compiled JIT code may

@@ -12,13 +12,15 @@
 #include <libelf.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MAX_SYMS (16u << 20)
 
 struct psvc_elf {
 	Elf *elf;
-	int fd;			/* owned, -1 */
+	dev_t dev;		/* the file read (0/0: an image in memory) */
+	ino_t ino;
 	void *image;		/* owned copy for elf_memory(), or NULL */
 	struct elf_sym *syms;
 	size_t nsyms;
@@ -28,6 +30,8 @@ struct psvc_elf {
 	size_t hcap;
 	char build_id[41];
 	uint64_t first_load;
+	uint64_t load_lo, load_hi;	/* as libdwfl takes them */
+	unsigned e_type;
 	bool has_symtab;
 };
 
@@ -184,13 +188,24 @@ static struct psvc_elf *elfsym_load(struct psvc_elf *e, int *ret_err)
 		goto fail;
 
 	size_t phnum = 0;
+	bool first = true;
+	e->e_type = eh.e_type;
 	e->first_load = UINT64_MAX;
 	if (elf_getphdrnum(e->elf, &phnum) == 0) {
 		for (size_t i = 0; i < phnum && i < 4096; i++) {
 			GElf_Phdr ph;
-			if (gelf_getphdr(e->elf, (int)i, &ph) && ph.p_type == PT_LOAD &&
-			    ph.p_vaddr < e->first_load)
+			if (!gelf_getphdr(e->elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+				continue;
+			if (ph.p_vaddr < e->first_load)
 				e->first_load = ph.p_vaddr;
+			/* libdwfl's view (dwfl_report_elf.c): the first
+			 * segment in header order, aligned down; the end of
+			 * the last one */
+			if (first)
+				e->load_lo = ph.p_vaddr & -(ph.p_align ? ph.p_align : 1);
+			first = false;
+			if (ph.p_vaddr + ph.p_memsz > 0)
+				e->load_hi = ph.p_vaddr + ph.p_memsz;
 		}
 	}
 	if (e->first_load == UINT64_MAX)
@@ -228,13 +243,24 @@ struct psvc_elf *elfsym_open_fd(int fd, int *ret_err)
 {
 	elf_version(EV_CURRENT);
 	struct psvc_elf *e = calloc(1, sizeof *e);
-	if (!e) {
+	struct stat st;
+	if (!e || fstat(fd, &st) != 0) {
 		close(fd);
+		free(e);
 		*ret_err = -ENOMEM;
 		return NULL;
 	}
-	e->fd = fd;
+	e->dev = st.st_dev;
+	e->ino = st.st_ino;
 	e->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	/* libelf has the file mapped: it needs no descriptor (FDREAD reads
+	 * in whatever is not), and a process with thousands of libraries
+	 * must not cost thousands of them (issue 10) */
+	if (e->elf && elf_cntl(e->elf, ELF_C_FDREAD) != 0) {
+		elf_end(e->elf);
+		e->elf = NULL;
+	}
+	close(fd);
 	return elfsym_load(e, ret_err);
 }
 
@@ -250,7 +276,6 @@ struct psvc_elf *elfsym_open_mem(const void *image, size_t len, int *ret_err)
 		return NULL;
 	}
 	memcpy(e->image, image, len);
-	e->fd = -1;
 	e->elf = elf_memory(e->image, len);
 	return elfsym_load(e, ret_err);
 }
@@ -261,8 +286,6 @@ void elfsym_close(struct psvc_elf *e)
 		return;
 	if (e->elf)
 		elf_end(e->elf);
-	if (e->fd >= 0)
-		close(e->fd);
 	free(e->image);
 	free(e->syms);
 	free(e->by_addr);
@@ -331,9 +354,18 @@ bool elfsym_has_symtab(const struct psvc_elf *e)
 	return e && e->has_symtab;
 }
 
-int elfsym_fd(const struct psvc_elf *e)
+void elfsym_file_id(const struct psvc_elf *e, dev_t *ret_dev, ino_t *ret_ino)
 {
-	return e ? e->fd : -1;
+	*ret_dev = e ? e->dev : 0;
+	*ret_ino = e ? e->ino : 0;
+}
+
+void elfsym_load_span(const struct psvc_elf *e, uint64_t *ret_lo,
+		      uint64_t *ret_hi, unsigned *ret_e_type)
+{
+	*ret_lo = e ? e->load_lo : 0;
+	*ret_hi = e ? e->load_hi : 0;
+	*ret_e_type = e ? e->e_type : 0;
 }
 
 uint64_t elfsym_first_load(const struct psvc_elf *e)

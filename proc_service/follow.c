@@ -372,6 +372,7 @@ int psvc_follow_start(struct psvc_target *t)
 	if (t->stopped)
 		return -EBUSY;
 	t->follow = true;
+	hold_update(t, true);
 	/* threads created by a task not seized yet are found by the next
 	 * listing; those created by a seized one are attached by the kernel */
 	for (int pass = 0; pass < 1000; pass++) {
@@ -532,6 +533,7 @@ void psvc_follow_end(struct psvc_target *t)
 	uint64_t deadline = psvc_now_ns() + 1000000000ull;
 	list_tids(t, detach_one, &deadline);
 	t->follow = false;
+	hold_update(t, false);
 	tidmap_clear(&t->followed);
 	free(t->parents);
 	t->parents = NULL;

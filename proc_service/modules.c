@@ -19,6 +19,8 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <link.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -309,52 +311,169 @@ static uint64_t find_r_debug(struct psvc_target *t)
 	return 0;
 }
 
-/* Walk the link_map chain into mods.  Returns the number of entries, or a
- * negative errno if r_debug is not usable. */
-static int walk_link_map(struct psvc_target *t, uint64_t r_debug,
-			 struct psvc_module **mods, size_t *n, size_t *cap)
+/* How many link_map entries the maps can justify: one per object mapped
+ * from a file (its offset-0 mapping) and the vDSO, and some slack for an
+ * object being mapped as the maps were read. */
+static size_t link_map_bound(const struct mapping *m, size_t n)
 {
-	struct {
-		int32_t r_version;
-		int32_t pad;
-		uint64_t r_map, r_brk;
-		int32_t r_state;
-		int32_t pad2;
-		uint64_t r_ldbase;
-	} rd;
-	if (psvc_read(t, r_debug, &rd, sizeof rd))
-		return -EFAULT;
-	if (rd.r_version < 1 || rd.r_version > 2)
-		return -EPROTO;
-	if (rd.r_state != RT_CONSISTENT)
-		return -EAGAIN;	/* dlopen/dlclose in progress */
-	uint64_t lm = rd.r_map, prev = 0;
-	int count = 0;
-	while (lm && count < MAX_LINK_MAP) {
-		struct {
-			uint64_t l_addr, l_name, l_ld, l_next, l_prev;
-		} e;
-		if (psvc_read(t, lm, &e, sizeof e))
-			return -EFAULT;
-		if (e.l_prev != prev)
-			return -EPROTO;	/* corrupt or changing chain */
-		struct psvc_module *m = module_new(mods, n, cap);
-		if (!m)
-			return -ENOMEM;
-		char name[4096];
-		if (e.l_name && psvc_read_string(t, e.l_name, name, sizeof name) == 0)
-			m->l_name = strdup(name);
-		else
-			m->l_name = strdup("");
-		m->bias = e.l_addr;
-		m->link_map = lm;
-		m->l_ld = e.l_ld;
-		m->flags = PSVC_MOD_LINK_MAP;
-		prev = lm;
-		lm = e.l_next;
-		count++;
+	size_t k = 8;
+	for (size_t i = 0; i < n; i++)
+		if (m[i].offset == 0 && (file_backed(&m[i]) ||
+					 (m[i].path && !strcmp(m[i].path, "[vdso]"))))
+			k++;
+	return k < MAX_LINK_MAP ? k : MAX_LINK_MAP;
+}
+
+static void note(struct psvc_target *t, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Say what was wrong with the module map (psvc_modmap_note()); the first
+ * problem is kept. */
+static void note(struct psvc_target *t, const char *fmt, ...)
+{
+	if (t->modmap_note)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	if (vasprintf(&t->modmap_note, fmt, ap) < 0)
+		t->modmap_note = NULL;
+	va_end(ap);
+}
+
+/* The link_map chain as modules (flags PSVC_MOD_LINK_MAP), at most as many
+ * entries as the maps justify.  0, or a negative errno (the chain is not
+ * usable; t's note says why). */
+static int link_map_modules(struct psvc_target *t, uint64_t r_debug,
+			    const struct mapping *maps, size_t nmaps,
+			    struct psvc_module **mods, size_t *n, size_t *cap)
+{
+	struct psvc_layout_src src = psvc_layout_src(t);
+	size_t bound = link_map_bound(maps, nmaps);
+	struct linkmap_walk w;
+	char why[256] = "";
+	int err = -EAGAIN;
+	/* a dlopen in progress makes r_state inconsistent for a moment:
+	 * try again a few times before falling back */
+	for (int tries = 0; tries < 20 && err == -EAGAIN; tries++) {
+		err = linkmap_walk(&src, r_debug, bound, MAX_LINK_MAP, &w, why,
+				   sizeof why);
+		if (err == -EAGAIN && !t->stopped)
+			usleep(1000);
+		else if (err == -EAGAIN)
+			break;
 	}
-	return count;
+	if (err) {
+		note(t, "the dynamic linker's module list is not usable (%s): "
+		     "modules come from /proc/PID/maps only", why);
+		return err;
+	}
+	if (w.ndup)
+		note(t, "the link_map chain lists %zu entries more than once "
+		     "(the same dynamic section): they were ignored", w.ndup);
+	if (w.cut)
+		note(t, "the link_map chain is longer than /proc/PID/maps can "
+		     "account for (%zu objects mapped from files) or than %u "
+		     "entries: the rest was not read", bound - 8, MAX_LINK_MAP);
+	for (size_t i = 0; i < w.n; i++) {
+		struct psvc_module *m = module_new(mods, n, cap);
+		if (!m) {
+			linkmap_walk_free(&w);
+			return -ENOMEM;
+		}
+		m->l_name = w.v[i].l_name;
+		w.v[i].l_name = NULL;
+		m->bias = w.v[i].l_addr;
+		m->link_map = w.v[i].addr;
+		m->l_ld = w.v[i].l_ld;
+		m->flags = PSVC_MOD_LINK_MAP;
+	}
+	linkmap_walk_free(&w);
+	return *n ? 0 : -ENOENT;
+}
+
+struct mod_key {
+	uint64_t map_start;
+	dev_t dev;
+	ino_t ino;
+	size_t idx;
+};
+
+static int cmp_mod_key(const void *a, const void *b)
+{
+	const struct mod_key *x = a, *y = b;
+	if (x->map_start != y->map_start)
+		return x->map_start < y->map_start ? -1 : 1;
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	if (x->ino != y->ino)
+		return x->ino < y->ino ? -1 : 1;
+	return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* One module per mapping: entries after the first that name the same
+ * mapping (same start, same file) are dropped.  Returns how many were, or
+ * -ENOMEM (nothing dropped). */
+static long drop_duplicates(struct psvc_module *mods, size_t *n)
+{
+	struct mod_key *k = malloc((*n ? *n : 1) * sizeof *k);
+	bool *dup = calloc(*n ? *n : 1, sizeof *dup);
+	if (!k || !dup) {
+		free(k);
+		free(dup);
+		return -ENOMEM;
+	}
+	size_t nk = 0;
+	for (size_t i = 0; i < *n; i++)
+		if (mods[i].flags & PSVC_MOD_MAPS)
+			k[nk++] = (struct mod_key){ mods[i].map_start, mods[i].dev,
+						    mods[i].ino, i };
+	qsort(k, nk, sizeof *k, cmp_mod_key);
+	long ndup = 0;
+	for (size_t i = 1; i < nk; i++)
+		if (k[i].map_start == k[i - 1].map_start && k[i].dev == k[i - 1].dev &&
+		    k[i].ino == k[i - 1].ino) {
+			dup[k[i].idx] = true;
+			ndup++;
+		}
+	size_t w = 0;
+	for (size_t i = 0; i < *n; i++) {
+		if (dup[i])
+			module_free(&mods[i]);
+		else
+			mods[w++] = mods[i];
+	}
+	*n = w;
+	free(k);
+	free(dup);
+	return ndup;
+}
+
+struct span {
+	uint64_t start, end;
+};
+
+static int cmp_span(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Is addr inside one of the spans (sorted by start)? */
+static bool in_spans(const struct span *sp, size_t n, uint64_t addr)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {	/* lo = the first span starting above addr */
+		size_t mid = lo + (hi - lo) / 2;
+		if (sp[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* extents do not nest in practice; a few steps back cover odd ones */
+	for (size_t i = lo, steps = 0; i > 0 && steps < 8; i--, steps++)
+		if (sp[i - 1].start <= addr && addr < sp[i - 1].end)
+			return true;
+	return false;
 }
 
 static void classify(struct psvc_target *t, struct psvc_module *m, size_t idx)
@@ -405,22 +524,11 @@ int psvc_modules_load(struct psvc_target *t)
 	struct psvc_module *mods = NULL;
 	size_t n = 0, cap = 0;
 	enum psvc_modmap_source src = PSVC_MODMAP_MAPS_ONLY;
+	free(t->modmap_note);
+	t->modmap_note = NULL;
 	uint64_t r_debug = find_r_debug(t);
 	if (r_debug) {
-		int nl = -EAGAIN;
-		/* a dlopen in progress makes r_state inconsistent for a
-		 * moment: try again a few times before falling back */
-		for (int tries = 0; tries < 20 && nl == -EAGAIN; tries++) {
-			for (size_t i = 0; i < n; i++)
-				module_free(&mods[i]);
-			n = 0;
-			nl = walk_link_map(t, r_debug, &mods, &n, &cap);
-			if (nl == -EAGAIN && !t->stopped)
-				usleep(1000);
-			else if (nl == -EAGAIN)
-				break;
-		}
-		if (nl > 0)
+		if (link_map_modules(t, r_debug, maps, nmaps, &mods, &n, &cap) == 0)
 			src = PSVC_MODMAP_LINK_MAP;
 		else {
 			for (size_t i = 0; i < n; i++)
@@ -450,6 +558,12 @@ int psvc_modules_load(struct psvc_target *t)
 		else
 			extend_to_memsz(t, m, maps, nmaps);
 	}
+	/* One module per mapping: a chain that lists an object more than
+	 * once (hostile: 25000 copies of libc's entry) costs one module. */
+	long ndup = drop_duplicates(mods, &n);
+	if (ndup > 0)
+		note(t, "the link_map chain lists %ld entries more than once "
+		     "(same mapping): they were ignored", ndup);
 	/* Drop link_map entries the maps do not back (the vDSO is re-added
 	 * from the maps, with its range). */
 	size_t k = 0;
@@ -464,15 +578,21 @@ int psvc_modules_load(struct psvc_target *t)
 	n = k;
 
 	/* Modules only the maps know. */
-	for (size_t i = 0; i < nmaps; i++) {
+	struct span *known = malloc((n ? n : 1) * sizeof *known);
+	size_t nknown = 0;
+	if (!known)
+		err = -ENOMEM;
+	for (size_t i = 0; known && i < n; i++)
+		if (mods[i].end > mods[i].start)
+			known[nknown++] = (struct span){ mods[i].start, mods[i].end };
+	if (known)
+		qsort(known, nknown, sizeof *known, cmp_span);
+	for (size_t i = 0; !err && i < nmaps; i++) {
 		const struct mapping *mp = &maps[i];
 		bool vdso = mp->path && !strcmp(mp->path, "[vdso]");
 		if (!vdso && !(file_backed(mp) && mp->offset == 0))
 			continue;
-		bool known = false;
-		for (size_t j = 0; j < n && !known; j++)
-			known = mods[j].start <= mp->start && mp->start < mods[j].end;
-		if (known)
+		if (in_spans(known, nknown, mp->start))
 			continue;
 		/* only objects with code: data files mapped by the program
 		 * (locale archives, caches) are not modules */
@@ -502,6 +622,7 @@ int psvc_modules_load(struct psvc_target *t)
 		if (fl != UINT64_MAX && !vdso)
 			extend_to_memsz(t, m, maps, nmaps);
 	}
+	free(known);
 	if (err) {
 		for (size_t i = 0; i < n; i++)
 			module_free(&mods[i]);
@@ -514,19 +635,18 @@ int psvc_modules_load(struct psvc_target *t)
 	if (n)
 		qsort(mods, n, sizeof *mods, cmp_mod_start);
 
-	/* Carry symbol tables over for modules that did not change. */
+	/* Carry symbol tables over for modules that did not change (the old
+	 * list is sorted by start: a lookup, not a scan). */
 	for (size_t i = 0; i < n; i++) {
-		for (size_t j = 0; j < t->nmods; j++) {
-			struct psvc_module *o = &t->mods[j];
-			if (o->elf && o->ino == mods[i].ino && o->dev == mods[i].dev &&
-			    o->map_start == mods[i].map_start) {
-				mods[i].elf = o->elf;
-				mods[i].has_symtab = o->has_symtab;
-				memcpy(mods[i].build_id, o->build_id,
-				       sizeof o->build_id);
-				o->elf = NULL;
-				break;
-			}
+		if (!(mods[i].flags & PSVC_MOD_MAPS))
+			continue;
+		struct psvc_module *o = psvc_module_for_addr(t, mods[i].map_start);
+		if (o && o->elf && o->ino == mods[i].ino && o->dev == mods[i].dev &&
+		    o->map_start == mods[i].map_start) {
+			mods[i].elf = o->elf;
+			mods[i].has_symtab = o->has_symtab;
+			memcpy(mods[i].build_id, o->build_id, sizeof o->build_id);
+			o->elf = NULL;
 		}
 	}
 	modules_free(t);
@@ -543,6 +663,11 @@ int psvc_modules_load(struct psvc_target *t)
 enum psvc_modmap_source psvc_modmap_source(const struct psvc_target *t)
 {
 	return t->modmap_source;
+}
+
+const char *psvc_modmap_note(const struct psvc_target *t)
+{
+	return t->modmap_note;
 }
 
 uint64_t psvc_modules_generation(const struct psvc_target *t)
@@ -594,9 +719,10 @@ static bool path_is_mapped_file(struct psvc_target *t, struct psvc_module *m,
 		return strcmp(file_id, mem_id) == 0;
 	if (file_id[0] && r == -ENOENT)
 		return false;	/* the mapped image has none: not this file */
-	struct stat st;
-	int fd = elfsym_fd(e);
-	return fd >= 0 && fstat(fd, &st) == 0 && st.st_ino == m->ino;
+	dev_t dev;
+	ino_t ino;
+	elfsym_file_id(e, &dev, &ino);
+	return ino && ino == m->ino;
 }
 
 /* A new descriptor on the module's file: the mapped inode itself through
@@ -604,27 +730,59 @@ static bool path_is_mapped_file(struct psvc_target *t, struct psvc_module *m,
  * its path in the target's mount namespace; *ret_by_path says which, and
  * then the caller must check it is the mapped file (path_is_mapped_file). */
 static int module_open_fd(struct psvc_target *t, const struct psvc_module *m,
-			  bool *ret_by_path)
+			  bool *ret_by_path, struct stat *ret_st)
 {
 	char path[4200];
 	*ret_by_path = false;
-	int fd = -1, err = -EACCES;
+	int fd = -EACCES;
 	if (!t->no_map_files) {
 		snprintf(path, sizeof path, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
 			 (int)t->mm_tid, m->map_start, m->map_end);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd >= 0)
+		fd = psvc_open_regular(path, ret_st);
+		if (fd >= 0 || fd == -EMFILE || fd == -ENFILE)
 			return fd;
-		err = -errno;
 	}
 	if (!m->path || (m->flags & PSVC_MOD_DELETED))
-		return err;
-	snprintf(path, sizeof path, "/proc/%d/root%s", (int)t->mm_tid, m->path);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	*ret_by_path = true;
+		return fd;
+	/* a path the target's user may own: only a regular file, opened
+	 * without blocking (regfile.c) */
+	if (snprintf(path, sizeof path, "/proc/%d/root%s", (int)t->mm_tid,
+		     m->path) >= (int)sizeof path)
+		return -ENAMETOOLONG;
+	fd = psvc_open_regular(path, ret_st);
+	if (fd >= 0)
+		*ret_by_path = true;
 	return fd;
+}
+
+/* A new descriptor on the very file the module's symbols were read from
+ * (after they were: the file is checked then). */
+static int reopen_checked(struct psvc_target *t, struct psvc_module *m)
+{
+	int err = psvc_module_load_elf(t, m);
+	if (err)
+		return err;
+	bool by_path;
+	struct stat st;
+	int fd = module_open_fd(t, m, &by_path, &st);
+	if (fd < 0 || !by_path)
+		return fd;
+	/* by path: the file there now must be the one that was checked */
+	dev_t dev;
+	ino_t ino;
+	elfsym_file_id(m->elf, &dev, &ino);
+	if (st.st_dev != dev || st.st_ino != ino) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+int psvc_module_open_fd(struct psvc_target *t, struct psvc_module *m)
+{
+	if (m->flags & PSVC_MOD_VDSO)
+		return -ENOENT;	/* read from memory */
+	return reopen_checked(t, m);
 }
 
 /* The vDSO has no file: its image is copied from target memory. */
@@ -652,11 +810,7 @@ int psvc_module_open(struct psvc_target *t, struct psvc_module *m)
 	if (!(m->flags & PSVC_MOD_VDSO)) {
 		/* the symbol tables are loaded (and the file checked) first:
 		 * a file that is not the mapped one is not handed out */
-		int err = psvc_module_load_elf(t, m);
-		if (err)
-			return err;
-		bool by_path;
-		return module_open_fd(t, m, &by_path);
+		return reopen_checked(t, m);
 	}
 	void *img;
 	size_t len;
@@ -692,7 +846,8 @@ int psvc_module_load_elf(struct psvc_target *t, struct psvc_module *m)
 		}
 	} else {
 		bool check_id;
-		int fd = module_open_fd(t, m, &check_id);
+		struct stat st;
+		int fd = module_open_fd(t, m, &check_id, &st);
 		err = fd;
 		if (fd >= 0)
 			m->elf = elfsym_open_fd(fd, &err);
@@ -705,11 +860,31 @@ int psvc_module_load_elf(struct psvc_target *t, struct psvc_module *m)
 		}
 	}
 	if (!m->elf) {
-		m->elf_errno = -err;
+		/* out of descriptors is not a property of the file: the
+		 * next attempt may work */
+		if (err != -EMFILE && err != -ENFILE)
+			m->elf_errno = -err;
 		return err;
 	}
 	elfsym_build_id(m->elf, m->build_id);
 	m->has_symtab = elfsym_has_symtab(m->elf);
+	return 0;
+}
+
+int psvc_module_span(struct psvc_target *t, struct psvc_module *m,
+		     uint64_t *ret_low, uint64_t *ret_high)
+{
+	int err = psvc_module_load_elf(t, m);
+	if (err)
+		return err;
+	uint64_t lo, hi;
+	unsigned e_type;
+	elfsym_load_span(m->elf, &lo, &hi, &e_type);
+	/* an ET_EXEC is where its headers say (libdwfl ignores a base) */
+	uint64_t bias = e_type == ET_EXEC ? 0 : m->bias;
+	if (hi <= lo || !psvc_add_ok(bias, lo, ret_low) ||
+	    !psvc_add_ok(bias, hi, ret_high))
+		return -ENOEXEC;
 	return 0;
 }
 

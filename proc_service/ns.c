@@ -219,15 +219,3 @@ int psvc_lookup_tls_symbol(struct psvc_target *t, const char *name,
 	}
 	return -ENOENT;
 }
-
-int psvc_module_open_fd(struct psvc_target *t, struct psvc_module *m)
-{
-	int err = psvc_module_load_elf(t, m);
-	if (err)
-		return err;
-	int fd = elfsym_fd(m->elf);
-	if (fd < 0)
-		return -ENOENT;	/* read from memory (the vDSO) */
-	int nfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-	return nfd < 0 ? -errno : nfd;
-}

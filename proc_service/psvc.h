@@ -106,6 +106,12 @@ struct psvc_open_opts {
 	 * without CAP_SYS_ADMIN / CAP_CHECKPOINT_RESTORE gets); for tests of
 	 * the /proc/PID/root path. */
 	bool no_map_files;
+	/* May be NULL.  Raised (1) while tinspect holds any task of the
+	 * target: from the start of psvc_stop() to the end of psvc_resume(),
+	 * and while following.  Lowered (0) otherwise: then nothing is
+	 * stopped by tinspect, and a signal handler may end the program at
+	 * once (the kernel detaches whatever is still seized). */
+	volatile sig_atomic_t *holding;
 };
 
 /*
@@ -365,6 +371,10 @@ enum psvc_modmap_source {
  */
 int psvc_modules_load(struct psvc_target *t);
 enum psvc_modmap_source psvc_modmap_source(const struct psvc_target *t);
+/* What was wrong with the dynamic linker's module list when the map was
+ * built (a loop, garbage, duplicates, more entries than the maps can
+ * account for), or NULL. */
+const char *psvc_modmap_note(const struct psvc_target *t);
 uint64_t psvc_modules_generation(const struct psvc_target *t);
 size_t psvc_nmodules(const struct psvc_target *t);
 struct psvc_module *psvc_module_at(struct psvc_target *t, size_t i);
@@ -395,6 +405,11 @@ int psvc_addr_to_symbol(struct psvc_target *t, uint64_t addr,
 int psvc_module_open(struct psvc_target *t, struct psvc_module *m);
 /* Load the module's symbol tables now (done lazily otherwise). */
 int psvc_module_load_elf(struct psvc_target *t, struct psvc_module *m);
+/* The addresses the module's PT_LOAD segments span in the target, as
+ * libdwfl's dwfl_report_elf would compute them (its symbol tables are
+ * loaded for it); -ENOEXEC if it has none. */
+int psvc_module_span(struct psvc_target *t, struct psvc_module *m,
+		     uint64_t *ret_low, uint64_t *ret_high);
 
 /* ---- /proc facts of the process ----------------------------------------- */
 
@@ -507,10 +522,121 @@ int psvc_module_open_fd(struct psvc_target *t, struct psvc_module *m);
 int psvc_module_mem_build_id(struct psvc_target *t, struct psvc_module *m,
 			     char out[41]);
 
+/* ---- files named by untrusted input (regfile.c) ----------------------- */
+
+struct stat;
+/*
+ * Open path for reading only if it is a regular file (a FIFO, a device, a
+ * socket are refused without being opened: nothing blocks, nothing acts),
+ * O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY.  Returns the descriptor
+ * (and its stat in *ret_st, may be NULL), or a negative errno: -ENXIO for
+ * "not a regular file", -EMFILE / -ENFILE when out of descriptors.
+ */
+int psvc_open_regular(const char *path, struct stat *ret_st);
+/* The same, path relative to the directory dirfd (openat). */
+int psvc_openat_regular(int dirfd, const char *path, struct stat *ret_st);
+/* The message for an error of psvc_open_regular() (names EMFILE). */
+const char *psvc_open_strerror(int err);
+
+/* ---- layouts the target describes (layout.c) ------------------------- */
+
+/*
+ * Every offset, size and count taken from the target (libthread_db's
+ * _thread_db_* descriptors, link_map chains, DTVs, key tables, lock words)
+ * goes through these, checked in 64-bit arithmetic.  A value that fails
+ * its check makes its datum unknown: the functions return a negative
+ * errno and write why (naming the descriptor and the value) into
+ * why[whylen] (may be NULL).
+ */
+
+/* Where layouts are read from: a live target (psvc_layout_src()), or a
+ * synthetic memory image (unit tests, fuzzing). */
+struct psvc_layout_src {
+	/* the run-time address of a symbol: 0, or -ENOENT */
+	int (*lookup)(void *ctx, const char *name, uint64_t *ret_addr);
+	/* exactly len bytes at addr: 0, or a negative errno */
+	int (*read)(void *ctx, uint64_t addr, void *buf, size_t len);
+	void *ctx;
+};
+struct psvc_layout_src psvc_layout_src(struct psvc_target *t);
+
+/* A libthread_db descriptor as libc exports it (_thread_db_*, glibc's
+ * nptl_db/structs.def): uint32 {size of one element in bits, count,
+ * offset}. */
+struct psvc_desc {
+	uint32_t bits, count, offset;
+};
+
+/* What a field must look like to be used. */
+struct psvc_field_rule {
+	const char *struct_name;	/* for messages: "struct pthread" */
+	uint64_t struct_size;		/* bytes the field must lie inside */
+	uint32_t elem_bits;		/* 0: any whole number of bytes */
+	uint64_t min_count, max_count;	/* a descriptor's count 0 (a
+					 * flexible array) counts as min_count */
+};
+
+/* A field that passed its rule: every byte of its count elements lies
+ * inside the struct. */
+struct psvc_field {
+	uint64_t offset;	/* bytes from the start of the struct */
+	uint32_t elem_size;	/* bytes of one element */
+	uint64_t count;		/* elements (a scalar: 1) */
+};
+
+/* Read the descriptor `name`: 0, -ENOENT (no such symbol), -EFAULT
+ * (unreadable), -EPROTO (byte-swapped or garbage size word). */
+int psvc_desc_read(const struct psvc_layout_src *src, const char *name,
+		   struct psvc_desc *ret, char *why, size_t whylen);
+/* Read a _thread_db_sizeof_* word; -ERANGE if it is not within [min, max]. */
+int psvc_sizeof_read(const struct psvc_layout_src *src, const char *name,
+		     uint32_t min, uint32_t max, uint32_t *ret, char *why,
+		     size_t whylen);
+/* Check a descriptor against its rule: 0 and *ret, or -ERANGE. */
+int psvc_field_check(const char *name, const struct psvc_desc *d,
+		     const struct psvc_field_rule *rule, struct psvc_field *ret,
+		     char *why, size_t whylen);
+/* psvc_desc_read() then psvc_field_check(). */
+int psvc_field_read(const struct psvc_layout_src *src, const char *name,
+		    const struct psvc_field_rule *rule, struct psvc_field *ret,
+		    char *why, size_t whylen);
+/* The address of element idx of f in a struct at base; -ERANGE if idx is
+ * not below f->count or the sum wraps. */
+int psvc_field_addr(uint64_t base, const struct psvc_field *f, uint64_t idx,
+		    uint64_t *ret);
+/* Copy the first out_len bytes of element idx of f out of a local copy of
+ * the struct (copy_len bytes); -ERANGE if any byte lies outside it. */
+int psvc_field_get(const void *copy, size_t copy_len,
+		   const struct psvc_field *f, uint64_t idx, void *out,
+		   size_t out_len);
+/* a + b, a * b in 64 bits; false if it wraps. */
+bool psvc_add_ok(uint64_t a, uint64_t b, uint64_t *ret);
+bool psvc_mul_ok(uint64_t a, uint64_t b, uint64_t *ret);
+/* [off, off + len) lies inside [0, total), without wrapping. */
+bool psvc_span_ok(uint64_t off, uint64_t len, uint64_t total);
+
 /* ---- libthread_db's view ---------------------------------------------- */
 
 /* The handle libthread_db passes back to the ps_* callbacks. */
 struct ps_prochandle *psvc_prochandle(struct psvc_target *t);
+
+/*
+ * What libthread_db reads at [addr, addr + len) is these bytes from now
+ * on, whatever target memory says later: the descriptors tinspect checked
+ * are the very ones libthread_db uses (the target cannot change them
+ * between the check and the use).  psvc_unpin_all() forgets them all.
+ */
+int psvc_pin(struct psvc_target *t, uint64_t addr, const void *bytes,
+	     size_t len);
+void psvc_unpin_all(struct psvc_target *t);
+/*
+ * The next libthread_db call may read target memory at most `reads` times
+ * (0: no limit); past that, and once the capture must be abandoned
+ * (psvc_check_freeze()), ps_pdread fails.  libthread_db follows lists in
+ * target memory without a bound of its own (the DTV slotinfo list): a
+ * cycle must not keep the target stopped for ever.
+ */
+void psvc_tdb_budget(struct psvc_target *t, uint64_t reads);
 
 /* Monotonic clock in ns (shared by the session for its own timings). */
 uint64_t psvc_now_ns(void);

@@ -129,6 +129,7 @@ struct psvc_target {
 	enum psvc_modmap_source modmap_source;
 	uint64_t mod_generation;
 	uint64_t mod_fingerprint;
+	char *modmap_note;	/* what was wrong with r_debug/link_map */
 	struct mapping *maps;
 	size_t nmaps;
 
@@ -139,13 +140,32 @@ struct psvc_target {
 	size_t argc;
 
 	struct ps_prochandle *ph;
+	/* shim.c: bytes libthread_db sees instead of target memory (the
+	 * descriptors tinspect checked), and its read budget */
+	struct pin {
+		uint64_t addr;
+		size_t len;
+		unsigned char bytes[16];
+	} *pins;
+	size_t npins;
+	uint64_t pins_lo, pins_hi;	/* the span of all pins */
+	uint64_t tdb_budget, tdb_reads;
 
 	/* namespaces (ns.c) */
 	struct tidmap by_nstid;	/* TID in the target's PID namespace ->
 				 * index, filled only when it differs */
 	int foreign_pidns;	/* -1 unknown, 0 same as ours, 1 other */
 	bool no_map_files;	/* test hook: never use /proc/PID/map_files */
+	volatile sig_atomic_t *holding;	/* psvc_open_opts.holding */
 };
+
+/* Tell the caller's signal handler whether anything is held (stopped or
+ * followed) right now. */
+static inline void hold_update(struct psvc_target *t, bool now)
+{
+	if (t->holding)
+		*t->holding = now || t->stopped || t->follow;
+}
 
 /* mem.c */
 void mem_cache_begin(struct psvc_target *t);
@@ -158,6 +178,29 @@ void mem_cache_reserve(struct mem_cache *c, size_t nblocks);
 void modules_free(struct psvc_target *t);
 int maps_read(pid_t pid, struct mapping **ret, size_t *ret_n);
 void maps_free(struct mapping *m, size_t n);
+
+/* linkmap.c: the r_debug / link_map chain, through a read callback */
+struct linkmap_entry {
+	uint64_t addr;		/* of the struct link_map */
+	uint64_t l_addr, l_ld;
+	char *l_name;		/* malloc'ed, "" if unreadable */
+};
+struct linkmap_walk {
+	struct linkmap_entry *v;
+	size_t n;
+	size_t ndup;		/* entries skipped: an l_ld met before */
+	bool cut;		/* more than max distinct entries, or more
+				 * than max_steps in all: the rest unread */
+};
+/* At most max distinct entries, max_steps entries in all.  0 (also for an
+ * empty chain), or -EFAULT (r_debug
+ * or an entry unreadable), -EPROTO (bad version, or l_prev links that do
+ * not match: a loop or garbage), -EAGAIN (r_state not consistent: a
+ * dlopen in progress), -ENOMEM; then why says what and ret is empty. */
+int linkmap_walk(const struct psvc_layout_src *src, uint64_t r_debug,
+		 size_t max, size_t max_steps, struct linkmap_walk *ret,
+		 char *why, size_t whylen);
+void linkmap_walk_free(struct linkmap_walk *w);
 
 /* elfsym.c: symbol tables of one ELF object */
 struct elf_sym {
@@ -175,6 +218,13 @@ bool elfsym_has_symtab(const struct psvc_elf *e);
 void elfsym_build_id(const struct psvc_elf *e, char out[41]);
 /* lowest p_vaddr of a PT_LOAD, page-truncated; and ELF type */
 uint64_t elfsym_first_load(const struct psvc_elf *e);
+/* As libdwfl takes them (dwfl_report_elf.c): the first PT_LOAD's p_vaddr
+ * aligned down to its p_align, the end of the last PT_LOAD, e_type. */
+void elfsym_load_span(const struct psvc_elf *e, uint64_t *ret_lo,
+		      uint64_t *ret_hi, unsigned *ret_e_type);
+/* The file the tables were read from (0/0 for an image in memory): no
+ * descriptor is kept, libelf has the file mapped. */
+void elfsym_file_id(const struct psvc_elf *e, dev_t *ret_dev, ino_t *ret_ino);
 
 /* ns.c */
 /* Record task idx's namespace TID (no-op when it equals the TID). */
@@ -182,9 +232,6 @@ void ns_note_task(struct psvc_target *t, size_t idx);
 /* Hex build-id of the ELF image mapped at base, from target memory;
  * -ENOENT if it has none, -EFAULT if unreadable. */
 int ns_mem_build_id(struct psvc_target *t, uint64_t base, char out[41]);
-
-/* elfsym.c (more) */
-int elfsym_fd(const struct psvc_elf *e);
 
 /* procfs.c */
 /* Read a /proc file (at most cap - 1 bytes, NUL-terminated).  Not for

@@ -34,11 +34,72 @@ static struct psvc_task *task_by_lwp(struct psvc_target *t, lwpid_t lwp)
 	return psvc_task_by_ns_tid(t, lwp);
 }
 
+int psvc_pin(struct psvc_target *t, uint64_t addr, const void *bytes,
+	     size_t len)
+{
+	uint64_t end;
+	if (len == 0 || len > sizeof t->pins->bytes || !psvc_add_ok(addr, len, &end))
+		return -EINVAL;
+	struct pin *np = realloc(t->pins, (t->npins + 1) * sizeof *np);
+	if (!np)
+		return -ENOMEM;
+	t->pins = np;
+	struct pin *p = &t->pins[t->npins++];
+	p->addr = addr;
+	p->len = len;
+	memcpy(p->bytes, bytes, len);
+	if (t->npins == 1 || addr < t->pins_lo)
+		t->pins_lo = addr;
+	if (t->npins == 1 || end > t->pins_hi)
+		t->pins_hi = end;
+	return 0;
+}
+
+void psvc_unpin_all(struct psvc_target *t)
+{
+	free(t->pins);
+	t->pins = NULL;
+	t->npins = 0;
+}
+
+void psvc_tdb_budget(struct psvc_target *t, uint64_t reads)
+{
+	t->tdb_budget = reads;
+	t->tdb_reads = 0;
+}
+
+/* Lay the pinned bytes over what was read at [addr, addr + len). */
+static void overlay_pins(const struct psvc_target *t, uint64_t addr,
+			 unsigned char *buf, size_t len)
+{
+	uint64_t end = addr + len;	/* psvc_read refused a wrapping range */
+	if (!t->npins || end <= t->pins_lo || addr >= t->pins_hi)
+		return;
+	for (size_t i = 0; i < t->npins; i++) {
+		const struct pin *p = &t->pins[i];
+		uint64_t lo = p->addr > addr ? p->addr : addr;
+		uint64_t hi = p->addr + p->len < end ? p->addr + p->len : end;
+		if (lo < hi)
+			memcpy(buf + (lo - addr), p->bytes + (lo - p->addr),
+			       (size_t)(hi - lo));
+	}
+}
+
 ps_err_e ps_pdread(struct ps_prochandle *ph, psaddr_t addr, void *buf,
 		   size_t size)
 {
-	return psvc_read(ph->t, (uint64_t)(uintptr_t)addr, buf, size) ? PS_ERR
-								       : PS_OK;
+	struct psvc_target *t = ph->t;
+	t->tdb_reads++;
+	if (t->tdb_budget && t->tdb_reads > t->tdb_budget)
+		return PS_ERR;
+	/* a loop in libthread_db must not outlast the freeze limit or ^C */
+	if ((t->tdb_reads & 63) == 0 && t->stopped && psvc_check_freeze(t))
+		return PS_ERR;
+	uint64_t a = (uint64_t)(uintptr_t)addr;
+	if (psvc_read(t, a, buf, size))
+		return PS_ERR;
+	overlay_pins(t, a, buf, size);
+	return PS_OK;
 }
 
 ps_err_e ps_pdwrite(struct ps_prochandle *ph, psaddr_t addr, const void *buf,

@@ -262,6 +262,7 @@ int psvc_stop(struct psvc_target *t, const struct psvc_stop_opts *opts)
 	if (t->cancel && *t->cancel)
 		return -EINTR;	/* asked to stop before anything was held */
 	uint64_t timeout = opts ? opts->stop_timeout_ns : 0;
+	hold_update(t, true);	/* before the first task is seized */
 	t->t_first_stop = t->t_last_resume = 0;
 	mem_cache_begin(t);
 	if (opts && opts->reserve_per_task)
@@ -381,8 +382,10 @@ int psvc_task_fpregs(struct psvc_target *t, struct psvc_task *k, void *buf,
 
 void psvc_resume(struct psvc_target *t)
 {
-	if (!t->stopped)
+	if (!t->stopped) {
+		hold_update(t, false);
 		return;
+	}
 	for (size_t i = 0; i < t->ntasks; i++) {
 		struct psvc_task *k = &t->tasks[i];
 		if (!(k->flags & PSVC_TASK_SEIZED))
@@ -431,6 +434,7 @@ void psvc_resume(struct psvc_target *t)
 		if ((k->flags & PSVC_TASK_SEIZED) && straggler_add(t, k->tid))
 			k->flags &= ~PSVC_TASK_SEIZED;	/* kept in the list */
 	}
+	hold_update(t, false);
 }
 
 static bool straggler_take(struct psvc_target *t, pid_t tid)

@@ -265,6 +265,7 @@ int psvc_open(pid_t pid, const struct psvc_open_opts *opts,
 	t->arch = arch_host();
 	t->use_proc_mem = opts && opts->force_proc_mem;
 	t->no_map_files = opts && opts->no_map_files;
+	t->holding = opts ? opts->holding : NULL;
 	t->foreign_pidns = -1;
 	snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
 	t->task_dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -332,6 +333,8 @@ void psvc_close(struct psvc_target *t)
 	free(t->cmdline_buf);
 	free(t->argv);
 	free(t->ph);
+	free(t->pins);
+	free(t->modmap_note);
 	if (t->mem_fd >= 0)
 		close(t->mem_fd);
 	if (t->task_dirfd >= 0)

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -223,9 +224,12 @@ void run_wait(struct run *r, int timeout_s)
 	for (;;) {
 		drain(out_fd_of[0], &r->out, &r->out_len, &ocap);
 		drain(out_fd_of[1], &r->err, &r->err_len, &ecap);
-		pid_t w = waitpid(r->pid, &st, WNOHANG);
-		if (w == r->pid)
+		struct rusage ru;
+		pid_t w = wait4(r->pid, &st, WNOHANG, &ru);
+		if (w == r->pid) {
+			r->maxrss_kib = ru.ru_maxrss;
 			break;
+		}
 		if (now_ms() > deadline) {
 			r->timed_out = true;
 			kill(r->pid, SIGKILL);

@@ -59,6 +59,7 @@ struct run {
 	char *out, *err;
 	size_t out_len, err_len;
 	pid_t pid;
+	long maxrss_kib;	/* its peak resident set (wait4) */
 };
 
 /* Run TINSPECT with args; wait at most timeout_s (then SIGKILL). */

@@ -31,6 +31,8 @@ PACKAGES=(
 	# separate debug info of libc: source lines and internal symbols
 	# (start_thread, clone3) in stacks
 	libc6-dbg
+	# --debuginfod (dlopen'ed; the hostile suite's signal test uses it)
+	libdebuginfod1
 )
 
 # The real services bench/services.sh inspects (issue 9).  MariaDB and a

@@ -1,0 +1,457 @@
+/*
+ * debuginfo.c: every file libdwfl reads, opened by tinspect.
+ *
+ * libdwfl's own callbacks open what a module names with a plain open()
+ * retried on EINTR (find-debuginfo.c try_open, dwfl_report_elf,
+ * linux-proc-maps.c): a stripped program whose .gnu_debuglink names a FIFO
+ * beside it or in .debug/ made tinspect block for ever after the resume,
+ * deaf to every signal but SIGKILL (issue 10).  These callbacks open
+ * files only through psvc_open_regular (regular files, never blocking),
+ * search the places libdwfl's standard search does (elfutils 0.188
+ * find-debuginfo.c: by build-id under /usr/lib/debug/.build-id, then the
+ * debuglink name in the module's directory, its .debug/ subdirectory and
+ * under /usr/lib/debug), in tinspect's file system and, for a target in
+ * another mount namespace, in the target's, and accept a file only if its
+ * build-id (else the debuglink's CRC) is the module's.  dwz's alternate
+ * debug files (.gnu_debugaltlink) are found the same way and checked
+ * against the build-id the link names.  debuginfod is asked last, only
+ * when the user kept DEBUGINFOD_URLS (--debuginfod).
+ *
+ * The main ELF of a module is handed to libdwfl as an Elf with no
+ * descriptor behind it (libelf has the file mapped): a process with
+ * thousands of libraries costs no descriptor per library.  A refused file
+ * or a lack of descriptors is noted, for the snapshot's warnings and for
+ * the error of a stack that could not be unwound.
+ */
+#include "dbs_int.h"
+
+#include <dlfcn.h>
+#include <elfutils/libdwelf.h>
+#include <errno.h>
+#include <gelf.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_NOTES 16
+#define DEBUG_DIR "/usr/lib/debug"
+
+struct dbg_files {
+	struct psvc_target *t;
+	bool other_mntns;	/* the target's / is not ours */
+	char *notes[MAX_NOTES];
+	size_t nnotes;
+	int fd_errno;		/* EMFILE / ENFILE met, 0 if not */
+	char fd_what[256];	/* what could not be opened then */
+	/* debuginfod, loaded on first use when DEBUGINFOD_URLS is set */
+	void *dfd_lib;
+	void *dfd_client;
+	bool dfd_tried;
+};
+
+static void add_note(struct dbg_files *f, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void add_note(struct dbg_files *f, const char *fmt, ...)
+{
+	char *msg;
+	va_list ap;
+	va_start(ap, fmt);
+	int r = vasprintf(&msg, fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		return;
+	for (size_t i = 0; i < f->nnotes; i++)
+		if (!strcmp(f->notes[i], msg)) {
+			free(msg);
+			return;
+		}
+	if (f->nnotes == MAX_NOTES) {
+		free(msg);
+		return;
+	}
+	f->notes[f->nnotes++] = msg;
+}
+
+static void out_of_fds(struct dbg_files *f, int err, const char *path)
+{
+	f->fd_errno = err;
+	snprintf(f->fd_what, sizeof f->fd_what, "%s", path);
+	add_note(f, "out of file descriptors (%s) opening %s",
+		 err == EMFILE ? "EMFILE" : "ENFILE", path);
+}
+
+/* Open a candidate; a refusal worth telling the user is noted. */
+static int open_file(struct dbg_files *f, const char *path)
+{
+	int fd = psvc_open_regular(path, NULL);
+	if (fd == -ENXIO)
+		add_note(f, "%s is not a regular file (a FIFO, a device?): "
+			 "not read", path);
+	if (fd == -EMFILE || fd == -ENFILE)
+		out_of_fds(f, -fd, path);
+	return fd;
+}
+
+struct dbg_files *dbg_files_new(struct psvc_target *t)
+{
+	struct dbg_files *f = calloc(1, sizeof *f);
+	if (!f)
+		return NULL;
+	f->t = t;
+	char mine[64], theirs[64], path[64];
+	snprintf(path, sizeof path, "/proc/%d/ns/mnt", (int)psvc_mm_pid(t));
+	ssize_t a = readlink("/proc/self/ns/mnt", mine, sizeof mine - 1);
+	ssize_t b = readlink(path, theirs, sizeof theirs - 1);
+	/* unknown: look in both */
+	f->other_mntns = a <= 0 || b <= 0 || a != b || memcmp(mine, theirs, (size_t)a);
+	return f;
+}
+
+void dbg_files_free(struct dbg_files *f)
+{
+	if (!f)
+		return;
+	dbg_files_take_notes(f, NULL, NULL);
+	if (f->dfd_client) {
+		void (*end)(void *) = (void (*)(void *))dlsym(f->dfd_lib, "debuginfod_end");
+		if (end)
+			end(f->dfd_client);
+	}
+	if (f->dfd_lib)
+		dlclose(f->dfd_lib);
+	free(f);
+}
+
+void dbg_files_take_notes(struct dbg_files *f, char ***ret, size_t *ret_n)
+{
+	if (ret) {
+		*ret = NULL;
+		*ret_n = 0;
+		char **v = malloc((f->nnotes ? f->nnotes : 1) * sizeof *v);
+		if (v) {
+			memcpy(v, f->notes, f->nnotes * sizeof *v);
+			*ret = v;
+			*ret_n = f->nnotes;
+			f->nnotes = 0;
+		}
+	}
+	for (size_t i = 0; i < f->nnotes; i++)
+		free(f->notes[i]);
+	f->nnotes = 0;
+	f->fd_errno = 0;	/* a capture's trouble is told with it */
+}
+
+int dbg_files_fd_errno(const struct dbg_files *f, const char **ret_what)
+{
+	if (ret_what)
+		*ret_what = f->fd_what;
+	return f->fd_errno;
+}
+
+/* ---- the main ELF ---------------------------------------------------------------- */
+
+int dbg_find_elf(Dwfl_Module *mod, void **userdata, const char *modname,
+		 Dwarf_Addr base, char **file_name, Elf **elfp)
+{
+	(void)mod;
+	struct dbg_files *f = *userdata;
+	struct psvc_module *m = f ? psvc_module_for_addr(f->t, base) : NULL;
+	if (!m || !m->path || strcmp(m->path, modname)) {
+		errno = ENOENT;
+		return -1;
+	}
+	/* the mapped file itself, checked (modules.c) */
+	int fd = psvc_module_open(f->t, m);
+	if (fd == -EMFILE || fd == -ENFILE)
+		out_of_fds(f, -fd, modname);
+	if (fd < 0) {
+		errno = -fd;
+		return -1;
+	}
+	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (e && (elf_kind(e) != ELF_K_ELF || elf_cntl(e, ELF_C_FDREAD) != 0)) {
+		elf_end(e);
+		e = NULL;
+	}
+	close(fd);	/* libelf has it mapped */
+	if (!e) {
+		errno = ENOEXEC;
+		return -1;
+	}
+	*file_name = strdup(modname);
+	*elfp = e;
+	return -1;	/* no descriptor: the Elf is all libdwfl gets */
+}
+
+/* ---- separate debug files --------------------------------------------------------- */
+
+/* The CRC-32 a .gnu_debuglink records (the zlib/ISO 3309 polynomial). */
+static bool file_crc32(int fd, uint32_t *ret)
+{
+	static uint32_t table[256];
+	if (!table[1])
+		for (uint32_t i = 0; i < 256; i++) {
+			uint32_t c = i;
+			for (int k = 0; k < 8; k++)
+				c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+			table[i] = c;
+		}
+	unsigned char buf[65536];
+	uint32_t crc = 0xffffffffu;
+	off_t off = 0;
+	for (;;) {
+		ssize_t n = pread(fd, buf, sizeof buf, off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return false;
+		if (n == 0)
+			break;
+		for (ssize_t i = 0; i < n; i++)
+			crc = table[(crc ^ buf[i]) & 0xff] ^ (crc >> 8);
+		off += n;
+	}
+	*ret = crc ^ 0xffffffffu;
+	return true;
+}
+
+/* What a candidate must be: a file with this build-id, or (none known)
+ * one whose CRC is crc. */
+struct want {
+	const unsigned char *id;
+	size_t idlen;
+	bool use_crc;
+	uint32_t crc;
+};
+
+/* A debug file is a few hundred MB at most; a CRC over a sparse file of
+ * a terabyte planted under the debuglink's name would never end. */
+#define MAX_CRC_BYTES (2ull << 30)
+
+static bool id_matches(struct dbg_files *f, int fd, const char *path,
+		       const struct want *w)
+{
+	if (!w->idlen) {
+		uint32_t crc;
+		struct stat st;
+		if (!w->use_crc || fstat(fd, &st) != 0)
+			return false;
+		if ((uint64_t)st.st_size > MAX_CRC_BYTES) {
+			add_note(f, "%s: %lld bytes is too big to check against "
+				 "the debuglink's CRC: not read", path,
+				 (long long)st.st_size);
+			return false;
+		}
+		return file_crc32(fd, &crc) && crc == w->crc;
+	}
+	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	const void *id;
+	ssize_t len = e ? dwelf_elf_gnu_build_id(e, &id) : -1;
+	bool ok = len > 0 && (size_t)len == w->idlen && !memcmp(id, w->id, w->idlen);
+	if (e)
+		elf_end(e);
+	return ok;
+}
+
+/* Try path (in tinspect's file system, then in the target's if it has
+ * its own): the descriptor and *ret_name if it is the wanted file. */
+static int try_path(struct dbg_files *f, const char *path, const struct want *w,
+		    char **ret_name)
+{
+	char buf[PATH_MAX];
+	for (int where = 0; where < (f->other_mntns ? 2 : 1); where++) {
+		const char *p = path;
+		if (where == 1) {
+			if (snprintf(buf, sizeof buf, "/proc/%d/root%s",
+				     (int)psvc_mm_pid(f->t), path) >= (int)sizeof buf)
+				continue;
+			p = buf;
+		}
+		int fd = open_file(f, p);
+		if (fd < 0)
+			continue;
+		if (id_matches(f, fd, p, w)) {
+			*ret_name = strdup(p);
+			if (*ret_name)
+				return fd;
+		}
+		close(fd);
+	}
+	return -1;
+}
+
+static int try_build_id(struct dbg_files *f, const struct want *w, char **ret_name)
+{
+	if (w->idlen < 2 || w->idlen > 64)
+		return -1;
+	char path[sizeof DEBUG_DIR + 160], *p = path;
+	p += sprintf(p, DEBUG_DIR "/.build-id/%02x/", w->id[0]);
+	for (size_t i = 1; i < w->idlen; i++)
+		p += sprintf(p, "%02x", w->id[i]);
+	strcpy(p, ".debug");
+	return try_path(f, path, w, ret_name);
+}
+
+/* The debug file a dwz-compressed DWARF refers to: its name and build-id
+ * from the .gnu_debugaltlink section of e. */
+static bool altlink(Elf *e, const char **ret_name, const unsigned char **ret_id,
+		    size_t *ret_idlen)
+{
+	size_t shstrndx;
+	if (!e || elf_getshdrstrndx(e, &shstrndx) != 0)
+		return false;
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+		if (!gelf_getshdr(scn, &sh) ||
+		    !(name = elf_strptr(e, shstrndx, sh.sh_name)) ||
+		    strcmp(name, ".gnu_debugaltlink"))
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		if (!d || !d->d_buf)
+			return false;
+		const char *s = d->d_buf;
+		size_t len = strnlen(s, d->d_size);
+		if (len == 0 || len + 1 >= d->d_size)
+			return false;
+		*ret_name = s;
+		*ret_id = (const unsigned char *)s + len + 1;
+		*ret_idlen = d->d_size - len - 1;
+		return true;
+	}
+	return false;
+}
+
+/* The directory part of path ("" for "/x", "." without a slash). */
+static void dirname_of(const char *path, char *out, size_t len)
+{
+	const char *slash = path ? strrchr(path, '/') : NULL;
+	if (!slash)
+		snprintf(out, len, ".");
+	else
+		snprintf(out, len, "%.*s", (int)(slash - path), path);
+}
+
+typedef void *(*dfd_begin_fn)(void);
+typedef int (*dfd_find_fn)(void *, const unsigned char *, int, char **);
+
+/* debuginfod (elfutils' client, loaded as libdwfl would load it), only
+ * when the user kept DEBUGINFOD_URLS. */
+static int try_debuginfod(struct dbg_files *f, const struct want *w, char **ret_name)
+{
+	const char *urls = getenv("DEBUGINFOD_URLS");
+	if (!w->idlen || !urls || !*urls)
+		return -1;
+	if (!f->dfd_tried) {
+		f->dfd_tried = true;
+		f->dfd_lib = dlopen("libdebuginfod.so.1", RTLD_LAZY | RTLD_LOCAL);
+		dfd_begin_fn begin = f->dfd_lib ? (dfd_begin_fn)dlsym(f->dfd_lib,
+						"debuginfod_begin") : NULL;
+		f->dfd_client = begin ? begin() : NULL;
+	}
+	dfd_find_fn find = f->dfd_client ? (dfd_find_fn)dlsym(f->dfd_lib,
+					"debuginfod_find_debuginfo") : NULL;
+	char *path = NULL;
+	int fd = find ? find(f->dfd_client, w->id, (int)w->idlen, &path) : -1;
+	if (fd < 0) {
+		free(path);
+		return -1;
+	}
+	/* its cache is a file the client wrote; still: regular, and the
+	 * file wanted */
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    !id_matches(f, fd, path, w)) {
+		close(fd);
+		free(path);
+		return -1;
+	}
+	*ret_name = path;
+	return fd;
+}
+
+int dbg_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+		       GElf_Addr base, const char *file_name,
+		       const char *debuglink, GElf_Word crc, char **ret_name)
+{
+	(void)base;
+	struct dbg_files *f = *userdata;
+	*ret_name = NULL;
+	if (!f) {
+		errno = ENOENT;
+		return -1;
+	}
+	const char *mainfile = NULL, *debugfile = NULL;
+	dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, &mainfile, &debugfile);
+
+	/* The alternate (dwz) file of the DWARF read from file_name: the
+	 * debug file found before, or the main file when its DWARF is its
+	 * own (then the call looks like a debuglink search with CRC 0). */
+	Elf *from = NULL;
+	bool own = false;
+	if (debugfile) {
+		int fd = open_file(f, debugfile);
+		if (fd >= 0) {
+			from = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+			if (from && elf_cntl(from, ELF_C_FDREAD) != 0) {
+				elf_end(from);
+				from = NULL;
+			}
+			close(fd);
+			own = true;
+		}
+	} else if (crc == 0 && debuglink) {
+		GElf_Addr bias;
+		from = dwfl_module_getelf(mod, &bias);
+	}
+	const char *altname;
+	const unsigned char *altid;
+	size_t altidlen;
+	bool alt = from && altlink(from, &altname, &altid, &altidlen) &&
+		   debuglink && !strcmp(altname, debuglink);
+	int fd = -1;
+	char dir[PATH_MAX], path[PATH_MAX];
+	if (alt) {
+		struct want w = { altid, altidlen, false, 0 };
+		fd = try_build_id(f, &w, ret_name);
+		if (fd < 0 && altname[0] == '/')
+			fd = try_path(f, altname, &w, ret_name);
+		dirname_of(file_name, dir, sizeof dir);
+		if (fd < 0 && altname[0] != '/' &&
+		    snprintf(path, sizeof path, "%s/%s", dir, altname) < (int)sizeof path)
+			fd = try_path(f, path, &w, ret_name);
+		if (fd < 0)
+			fd = try_debuginfod(f, &w, ret_name);
+	} else if (!debugfile) {
+		const unsigned char *id = NULL;
+		GElf_Addr vaddr;
+		int idlen = dwfl_module_build_id(mod, &id, &vaddr);
+		struct want w = { id, idlen > 0 ? (size_t)idlen : 0, debuglink != NULL,
+				  crc };
+		fd = try_build_id(f, &w, ret_name);
+		/* a debuglink is a file name, not a path to wander along */
+		if (fd < 0 && debuglink && *debuglink && !strchr(debuglink, '/')) {
+			dirname_of(mainfile ? mainfile : modname, dir, sizeof dir);
+			/* beside the file, in .debug/ there, under DEBUG_DIR */
+			static const char *const pre[] = { "", "", DEBUG_DIR };
+			static const char *const sub[] = { "/", "/.debug/", "/" };
+			for (size_t i = 0; fd < 0 && i < 3; i++)
+				if (snprintf(path, sizeof path, "%s%s%s%s", pre[i], dir,
+					     sub[i], debuglink) < (int)sizeof path)
+					fd = try_path(f, path, &w, ret_name);
+		}
+		if (fd < 0)
+			fd = try_debuginfod(f, &w, ret_name);
+	}
+	if (own)
+		elf_end(from);
+	if (fd < 0)
+		errno = 0;	/* nothing found is not an error to libdwfl */
+	return fd;
+}
