@@ -73,6 +73,9 @@ int psvc_read_taskinfo(pid_t pid, pid_t tid, struct psvc_taskinfo *ret);
  * their fields as they were. */
 bool psvc_parse_stat(const char *buf, size_t len, struct psvc_taskinfo *ti);
 void psvc_parse_status(const char *buf, size_t len, struct psvc_taskinfo *ti);
+/* The text of /proc/TID/syscall (NUL-terminated) into the sc_* fields;
+ * text it cannot read leaves sc_kind as it was. */
+void psvc_parse_syscall(const char *buf, struct psvc_taskinfo *ti);
 
 /* ---- the target and its tasks ----------------------------------------- */
 
