@@ -163,6 +163,10 @@ bool psvc_parse_stat(const char *buf, size_t len, struct psvc_taskinfo *ti)
 			p++;
 	}
 	ti->state = state;
+	ti->ppid = (pid_t)f[4];
+	/* PF_KTHREAD (include/linux/sched.h): the one sign of a kernel
+	 * thread that any user can read (its exe and maps are not) */
+	ti->kthread = (uint64_t)f[9] & 0x00200000u;
 	ti->utime_ticks = (uint64_t)f[14];
 	ti->stime_ticks = (uint64_t)f[15];
 	ti->priority = (long)f[18];

@@ -46,6 +46,8 @@ struct psvc_taskinfo {
 	char comm[64];		/* raw bytes from stat, NUL-terminated */
 	size_t comm_len;	/* may contain any byte but NUL */
 	char state;		/* R S D T t Z X I P W K ... */
+	pid_t ppid;		/* parent process */
+	bool kthread;		/* a kernel thread (PF_KTHREAD in the flags) */
 	uint64_t utime_ticks, stime_ticks;
 	long priority, nice;
 	unsigned rt_priority, policy;
