@@ -89,6 +89,10 @@ static int add_symtab(struct psvc_elf *e, Elf_Scn *scn, const GElf_Shdr *sh)
 	if (!fsz)
 		return 0;
 	size_t n = d->d_size / fsz;
+	/* entry 0 is the undefined symbol; and realloc() to 0 bytes would
+	 * free e->syms (a file with two empty tables: found by fuzz_elfsym) */
+	if (n <= 1)
+		return 0;
 	if (n > MAX_SYMS || e->nsyms + n > MAX_SYMS)
 		return -E2BIG;
 	struct elf_sym *ns = realloc(e->syms, (e->nsyms + n) * sizeof *ns);
