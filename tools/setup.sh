@@ -4,11 +4,11 @@
 #
 #   tools/setup.sh demo    install, build, run tinspect on examples/deadlock
 #   tools/setup.sh test    install, build (warnings are errors), run the test
-#                          suite, then again under ASan+UBSan, the snapshot
-#                          and lock suites with tinspect under valgrind, the
-#                          fuzzers (tools/fuzz.sh) for a bounded time and
-#                          the demo; prints "N passed, N failed" last and
-#                          exits non-zero on any failure
+#                          suite, then again under ASan+UBSan, the snapshot,
+#                          lock, inputs and watch suites with tinspect under
+#                          valgrind, the fuzzers (tools/fuzz.sh) for a
+#                          bounded time and the demo; prints "N passed, N
+#                          failed" last and exits non-zero on any failure
 #   tools/setup.sh deps    only install the packages
 #   tools/setup.sh build   install and build (build/)
 #   tools/setup.sh mirror  print the Debian archive apt uses (see below)
@@ -256,8 +256,10 @@ install_check() {	# builddir: meson install puts binary, man page, schema
 # What run_tests runs under valgrind, and the tests it leaves out there
 # (criterion extglob: repeated captures, churn, signal storms); seconds of
 # fuzzing per target.
-VALGRIND_SUITES="snapshot locks inputs"
-VALGRIND_SKIP="churning_threads|*mid_capture*|running_target_keeps_running|heavy_contention_is_never_a_deadlock|one_cycle_among_3000_idle_threads"
+VALGRIND_SUITES="snapshot locks inputs watch"
+VALGRIND_SKIP="churning_threads|*mid_capture*|running_target_keeps_running"
+VALGRIND_SKIP+="|heavy_contention_is_never_a_deadlock|one_cycle_among_3000_idle_threads"
+VALGRIND_SKIP+="|sigterm_during_an_update*|exec_into_a_program_that_exits|exec_starts_a_new_session"
 FUZZ_SECONDS=${TINSPECT_FUZZ_SECONDS:-30}
 
 run_tests() {
@@ -281,10 +283,9 @@ run_tests() {
 		failed=$((failed + 1))
 		rc=1
 	fi
-	# tinspect under memcheck, in one-shot and watch mode (inputs and
-	# locks watch the fixtures too); the tests that repeat a capture
-	# tens of times are left to the other runs: under valgrind each
-	# takes minutes
+	# tinspect under memcheck, in one-shot and watch mode; the tests
+	# that repeat a capture tens of times, or wait out long sequences,
+	# are left to the other runs: under valgrind each takes minutes
 	echo "setup: meson test -C build --setup valgrind $VALGRIND_SUITES"
 	# shellcheck disable=SC2086
 	meson test -C build --setup valgrind $VALGRIND_SUITES --print-errorlogs \
@@ -340,7 +341,7 @@ test) run_tests ;;
 deps) deps ;;
 build) deps; build build ;;
 *)
-	sed -n '2,18p' "$0"
+	sed -n '2,17p' "$0"
 	exit 2
 	;;
 esac
