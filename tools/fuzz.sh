@@ -52,6 +52,8 @@ for src in "$top"/tests/fuzz/fuzz_*.c; do
 	corpus=$top/tests/fuzz/corpus/$name
 	dir=$work/$name
 	mkdir -p "$dir/new"
+	# a FUZZ_WORK used before may hold the findings of an earlier run
+	rm -f "$dir"/crash-* "$dir"/leak-* "$dir"/timeout-* "$dir"/oom-*
 	if [[ ! -x $exe || ! -d $corpus ]]; then
 		echo "fuzz: $name: FAILED: no $exe or no corpus $corpus"
 		failed=$((failed + 1))
