@@ -64,9 +64,10 @@ cc -O2 -pthread -o "$work/target" "$SHARED_BENCH/target.c" || exit 1
 
 TARGET="" TIN="" FEED=""
 cleanup() {
-	[[ -n $TIN ]] && kill -KILL "$TIN" 2>/dev/null && wait "$TIN" 2>/dev/null
-	[[ -n $TARGET ]] && kill -KILL "$TARGET" 2>/dev/null && wait "$TARGET" 2>/dev/null
-	[[ -n $FEED ]] && kill -KILL "$FEED" 2>/dev/null && wait "$FEED" 2>/dev/null
+	# the braces keep bash's "Killed" notice of the job quiet too
+	[[ -n $TIN ]] && kill -KILL "$TIN" 2>/dev/null && { wait "$TIN"; } 2>/dev/null
+	[[ -n $TARGET ]] && kill -KILL "$TARGET" 2>/dev/null && { wait "$TARGET"; } 2>/dev/null
+	[[ -n $FEED ]] && kill -KILL "$FEED" 2>/dev/null && { wait "$FEED"; } 2>/dev/null
 	TIN="" TARGET="" FEED=""
 }
 trap cleanup EXIT
@@ -209,7 +210,7 @@ for ((i = 0; i < NSIG; i++)); do
 	TIN=$!
 	sleep "$(printf '%d.%03d' $((delay / 1000)) $((delay % 1000)))"
 	kill -s "$sig" "$TIN" 2>/dev/null
-	wait "$TIN" 2>/dev/null
+	{ wait "$TIN"; } 2>/dev/null
 	st=$?
 	TIN=""
 	if ((st == 128 + signum[$sig])); then
@@ -227,11 +228,7 @@ echo "abuse: part 1, $NSIG signals; outcomes (mode/signal/what: runs):"
 for k in $(printf '%s\n' "${!outcome[@]}" | sort); do
 	printf '  %-28s %d\n' "$k" "${outcome[$k]}"
 done
-kill -KILL "$TARGET" 2>/dev/null
-wait "$TARGET" 2>/dev/null
-kill -KILL "$FEED" 2>/dev/null
-wait "$FEED" 2>/dev/null
-TARGET="" FEED=""
+cleanup
 
 # ---- part 2: snapshots of a moving target -----------------------------------------
 
