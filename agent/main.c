@@ -173,9 +173,11 @@ static bool all_digits(const char *s)
 static bool parse_count(const char *s, unsigned long min, unsigned long max,
 			unsigned long *ret)
 {
+	if (!all_digits(s))
+		return false;
 	errno = 0;
-	unsigned long v = all_digits(s) ? strtoul(s, NULL, 10) : 0;
-	if (!all_digits(s) || errno || v < min || v > max)
+	unsigned long v = strtoul(s, NULL, 10);
+	if (errno || v < min || v > max)
 		return false;
 	*ret = v;
 	return true;
@@ -184,8 +186,10 @@ static bool parse_count(const char *s, unsigned long min, unsigned long max,
 /* " 12" and "+12" are no PIDs: a script passing them has a bug to see. */
 static bool parse_pid(const char *s, pid_t *ret)
 {
+	if (!all_digits(s))
+		return false;
 	errno = 0;
-	long v = all_digits(s) ? strtol(s, NULL, 10) : 0;
+	long v = strtol(s, NULL, 10);
 	if (errno || v <= 0 || v > INT_MAX)
 		return false;
 	*ret = (pid_t)v;
