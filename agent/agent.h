@@ -183,6 +183,12 @@ size_t agent_utf8_seq(const unsigned char *s, size_t n);
 /* Whether the bytes are written as they are (no U+FFFD). */
 bool agent_utf8_lossless(const char *s, size_t n);
 
+/* Copy the JSON text src[0..n) (jansson's output) into dst with every
+ * U+2028 and U+2029 written as \u2028 and \u2029, as jw_* write them.
+ * Outside strings JSON text is ASCII, so the bytes can only be inside
+ * one.  dst holds at least 2 * n bytes; returns its length. */
+size_t agent_json_escape_separators(char *dst, const char *src, size_t n);
+
 /* Write bytes as a C-like quoted string: printable ASCII as is, '"' and
  * '\\' escaped, everything else as \xNN. */
 void agent_fput_quoted(FILE *out, const char *s, size_t len);

@@ -6,7 +6,8 @@
  *
  * Strings are target bytes, i.e. hostile: anything that is not valid UTF-8
  * (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF) and
- * NUL are written as U+FFFD, so the document always parses.
+ * NUL are written as U+FFFD, so the document always parses; U+2028 and
+ * U+2029 are escaped, so that no reader sees a line end inside it.
  *
  * The layout is byte for byte the one jansson's json_dumpf() gave with
  * JSON_COMPACT or JSON_INDENT(2) (the format before this writer): the same
@@ -81,11 +82,6 @@ static inline void out_n(struct jw *w, const char *s, size_t n)
 	fwrite_unlocked(s, 1, n, w->out);
 }
 
-static inline void out_s(struct jw *w, const char *s)
-{
-	out_n(w, s, strlen(s));
-}
-
 void jw_init(struct jw *w, FILE *out, bool pretty)
 {
 	memset(w, 0, sizeof *w);
@@ -157,6 +153,31 @@ void jw_obj_end(struct jw *w) { close_(w, '}', true); }
 void jw_arr(struct jw *w) { open_(w, '[', false); }
 void jw_arr_end(struct jw *w) { close_(w, ']', false); }
 
+/* U+2028 LINE SEPARATOR and U+2029 PARAGRAPH SEPARATOR (E2 80 A8/A9) are
+ * valid raw in a JSON string, but readers that split text on Unicode line
+ * boundaries (Python's str.splitlines(), JavaScript before ES2019) would
+ * cut a line of NDJSON in two: they are always written escaped. */
+static bool is_line_separator(const unsigned char *u)
+{
+	return u[0] == 0xe2 && u[1] == 0x80 && (u[2] == 0xa8 || u[2] == 0xa9);
+}
+
+size_t agent_json_escape_separators(char *dst, const char *src, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)src;
+	size_t o = 0;
+	for (size_t i = 0; i < n;) {
+		if (i + 3 <= n && is_line_separator(u + i)) {
+			memcpy(dst + o, u[i + 2] == 0xa8 ? "\\u2028" : "\\u2029", 6);
+			o += 6;
+			i += 3;
+		} else {
+			dst[o++] = src[i++];
+		}
+	}
+	return o;
+}
+
 /* The bytes as the inside of a JSON string. */
 static void put_chars(struct jw *w, const char *s, size_t n)
 {
@@ -197,7 +218,10 @@ static void put_chars(struct jw *w, const char *s, size_t n)
 			continue;
 		}
 		size_t l = agent_utf8_seq(u + i, n - i);
-		if (l) {
+		if (l == 3 && is_line_separator(u + i)) {
+			out_n(w, u[i + 2] == 0xa8 ? "\\u2028" : "\\u2029", 6);
+			i += 3;
+		} else if (l) {
 			out_n(w, s + i, l);
 			i += l;
 		} else {

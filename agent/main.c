@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,8 +112,9 @@ static const char usage_text[] =
 "  --debuginfod         let elfutils fetch missing debug info from the\n"
 "                       servers in $DEBUGINFOD_URLS (off by default)\n"
 "  --watch SECONDS      stay attached and print an update every SECONDS\n"
-"                       (fractions allowed) until the target exits; with\n"
-"                       --json one document per line (NDJSON)\n"
+"                       (fractions allowed, at most 86400) until the\n"
+"                       target exits; with --json one document per line\n"
+"                       (NDJSON)\n"
 "  --count N            stop after N updates\n"
 "  --summary            compact update lines for dashboards\n"
 "  --follow-threads     also report every thread creation and exit as it\n"
@@ -137,7 +139,7 @@ static const char usage_text[] =
 "      errors say why: registers, libthread_db, a stack whose unwinding\n"
 "      failed in native code); a stack that stops in JIT code is no error\n"
 "  2   usage error\n"
-"  3   no such process\n"
+"  3   no such process (or only its zombie: exited, not reaped)\n"
 "  4   permission denied (the message says why)\n"
 "  5   unsupported target (32-bit, other architecture, kernel thread)\n"
 "  6   the process exited (or exec'd) during the capture\n"
@@ -148,35 +150,58 @@ static const char usage_text[] =
 "  128+N  killed by signal N (after resuming the target)\n"
 "The target is never left stopped, whatever the exit status.\n";
 
+/* A plain decimal number ("12", "0.5", ".5"): no sign, no blanks, no
+ * exponent, no hex, no "nan" or "inf" (strtod() takes them all), at most
+ * max.  The number of ns it makes at unit ns per unit. */
+static bool parse_decimal(const char *s, double max, double unit_ns,
+			  uint64_t *ret_ns)
+{
+	size_t digits = strspn(s, "0123456789");
+	size_t frac = 0;
+	if (s[digits] == '.')
+		frac = strspn(s + digits + 1, "0123456789");
+	if (digits + frac == 0 || s[digits + (s[digits] == '.' ? 1 + frac : 0)])
+		return false;
+	errno = 0;
+	double v = strtod(s, NULL);
+	if (errno || !isfinite(v) || v < 0 || v > max)
+		return false;
+	*ret_ns = (uint64_t)(v * unit_ns);
+	return true;
+}
+
 static bool parse_ms(const char *s, uint64_t *ret_ns)
 {
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end == s || *end || v < 0 || v > 86400000.0)
-		return false;
-	*ret_ns = (uint64_t)(v * 1e6);
-	return true;
+	return parse_decimal(s, 86400000.0, 1e6, ret_ns);	/* a day */
+}
+
+/* Decimal digits only: strtoul() would take blanks, a sign, hex, octal. */
+static bool all_digits(const char *s)
+{
+	return *s && s[strspn(s, "0123456789")] == '\0';
 }
 
 static bool parse_count(const char *s, unsigned long min, unsigned long max,
 			unsigned long *ret)
 {
-	char *end;
+	if (!all_digits(s))
+		return false;
 	errno = 0;
-	unsigned long v = strtoul(s, &end, 0);
-	if (errno || end == s || *end || *s == '-' || v < min || v > max)
+	unsigned long v = strtoul(s, NULL, 10);
+	if (errno || v < min || v > max)
 		return false;
 	*ret = v;
 	return true;
 }
 
+/* " 12" and "+12" are no PIDs: a script passing them has a bug to see. */
 static bool parse_pid(const char *s, pid_t *ret)
 {
-	char *end;
+	if (!all_digits(s))
+		return false;
 	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v <= 0 || v > INT_MAX)
+	long v = strtol(s, NULL, 10);
+	if (errno || v <= 0 || v > INT_MAX)
 		return false;
 	*ret = (pid_t)v;
 	return true;
@@ -249,6 +274,24 @@ static int report_eperm(pid_t pid)
 	return EXIT_PERMISSION;
 }
 
+/* No process to inspect: none at all, or only a zombie (it has exited;
+ * its parent has not collected its status yet).  Both are "no such
+ * process" (3): there is nothing left to inspect, and waiting will not
+ * help unless the parent reaps it. */
+static int report_gone(pid_t pid)
+{
+	struct psvc_taskinfo ti;
+	if (psvc_read_taskinfo(pid, pid, &ti) == 0 && ti.valid &&
+	    (ti.state == 'Z' || ti.state == 'X')) {
+		fprintf(stderr, "tinspect: process %d is a zombie: it has exited "
+			"and its parent (PID %d) has not reaped it; nothing to "
+			"inspect\n", (int)pid, (int)ti.ppid);
+		return EXIT_NO_PROCESS;
+	}
+	fprintf(stderr, "tinspect: no process with PID %d\n", (int)pid);
+	return EXIT_NO_PROCESS;
+}
+
 /* Message and exit status for a failed capture. */
 static int report_error(pid_t pid, int err, bool started, uint64_t max_freeze_ns)
 {
@@ -259,8 +302,7 @@ static int report_error(pid_t pid, int err, bool started, uint64_t max_freeze_ns
 				(int)pid);
 			return EXIT_TARGET_EXITED;
 		}
-		fprintf(stderr, "tinspect: no process with PID %d\n", (int)pid);
-		return EXIT_NO_PROCESS;
+		return report_gone(pid);
 	case -EPERM:
 	case -EACCES:
 		return report_eperm(pid);
@@ -288,9 +330,16 @@ static int report_error(pid_t pid, int err, bool started, uint64_t max_freeze_ns
 	}
 }
 
-/* A 32-bit or foreign process gets a precise message. */
+/* A 32-bit or foreign process, or a kernel thread, gets a precise
+ * message. */
 static int report_unsupported(pid_t pid)
 {
+	struct psvc_taskinfo ti;
+	if (psvc_read_taskinfo(pid, pid, &ti) == 0 && ti.valid && ti.kthread) {
+		fprintf(stderr, "tinspect: process %d is a kernel thread; nothing "
+			"to inspect\n", (int)pid);
+		return EXIT_UNSUPPORTED;
+	}
 	char path[64];
 	unsigned char eh[20];
 	snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
@@ -400,13 +449,14 @@ int main(int argc, char **argv)
 			dopts.force_proc_mem = true;
 			break;
 		case OPT_WATCH:
-			/* seconds, fractions allowed: parse_ms takes ms */
-			if (!parse_ms(optarg, &wo.interval_ns) || !wo.interval_ns) {
+			/* seconds, fractions allowed, at most a day */
+			if (!parse_decimal(optarg, 86400.0, 1e9, &wo.interval_ns) ||
+			    !wo.interval_ns) {
 				fprintf(stderr, "tinspect: --watch: not a positive "
-					"number of seconds: %s\n", optarg);
+					"number of seconds (at most 86400): %s\n",
+					optarg);
 				return EXIT_USAGE;
 			}
-			wo.interval_ns *= 1000;
 			watch = true;
 			break;
 		case OPT_COUNT:

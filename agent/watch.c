@@ -101,9 +101,15 @@ static void line_out(json_t *doc)
 	json_decref(doc);
 	if (!s)
 		return;
+	/* jansson writes U+2028/U+2029 raw: escaped like the snapshot's */
 	size_t n = strlen(s);
-	s[n] = '\n';	/* json_dumps' NUL becomes the line's end */
-	outq_put(out, s, n + 1);
+	char *e = malloc(2 * n + 1);
+	if (e) {
+		n = agent_json_escape_separators(e, s, n);
+		e[n] = '\n';
+		outq_put(out, e, n + 1);
+	}
+	free(e);
 	free(s);
 }
 

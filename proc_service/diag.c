@@ -86,9 +86,11 @@ void psvc_diagnose_eperm(pid_t pid, struct psvc_eperm_diag *ret)
 			 sizeof buf, NULL) == 0)
 		f.yama_scope = atoi(buf);
 	f.target_is_descendant = is_descendant(pid);
-	/* A non-dumpable process's /proc/PID files are owned by root: */
+	/* A non-dumpable process's /proc/PID files are owned by root; not
+	 * the /proc/PID directory itself, which keeps the process's uid
+	 * (task_dump_owner(), fs/proc/base.c) */
 	struct stat st;
-	snprintf(path, sizeof path, "/proc/%d", (int)pid);
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
 	if (stat(path, &st) == 0 && f.target_uid[1] != 0) {
 		f.target_dumpable_known = true;
 		f.target_dumpable = st.st_uid == f.target_uid[1];

@@ -93,6 +93,10 @@ static int add_symtab(struct psvc_elf *e, Elf_Scn *scn, const GElf_Shdr *sh)
 	if (!fsz)
 		return 0;
 	size_t n = d->d_size / fsz;
+	/* entry 0 is the undefined symbol; and realloc() to 0 bytes would
+	 * free e->syms (a file with two empty tables: found by fuzz_elfsym) */
+	if (n <= 1)
+		return 0;
 	if (n > MAX_SYMS || e->nsyms + n > MAX_SYMS)
 		return -E2BIG;
 	struct elf_sym *ns = realloc(e->syms, (e->nsyms + n) * sizeof *ns);
@@ -306,16 +310,21 @@ const struct elf_sym *elfsym_lookup(const struct psvc_elf *e, const char *name)
 	return NULL;
 }
 
-/* The best of the symbols sharing s's value: a sized one if any (the
- * group is sorted best name first). */
-static const struct elf_sym *best_of_group(const struct psvc_elf *e, size_t i)
+/* The best of the symbols sharing s's value for vaddr: a sized one whose
+ * extent holds vaddr if any (the group is sorted best name first; aliases
+ * of other sizes, or the symbols of other sections at offset 0 in a
+ * relocatable object, may not hold it: found by fuzz_elfsym). */
+static const struct elf_sym *best_of_group(const struct psvc_elf *e, size_t i,
+					   uint64_t vaddr)
 {
 	uint64_t v = e->syms[e->by_addr[i]].value;
 	while (i > 0 && e->syms[e->by_addr[i - 1]].value == v)
 		i--;
-	for (size_t k = i; k < e->naddr && e->syms[e->by_addr[k]].value == v; k++)
-		if (e->syms[e->by_addr[k]].size)
-			return &e->syms[e->by_addr[k]];
+	for (size_t k = i; k < e->naddr && e->syms[e->by_addr[k]].value == v; k++) {
+		const struct elf_sym *s = &e->syms[e->by_addr[k]];
+		if (s->size && vaddr - v < s->size)
+			return s;
+	}
 	return &e->syms[e->by_addr[i]];
 }
 
@@ -339,7 +348,7 @@ const struct elf_sym *elfsym_by_addr(const struct psvc_elf *e, uint64_t vaddr)
 	for (size_t i = lo, steps = 0; i > 0 && steps < 64; i--, steps++) {
 		const struct elf_sym *s = &e->syms[e->by_addr[i - 1]];
 		if (s->value == vaddr || (s->size && vaddr - s->value < s->size))
-			return best_of_group(e, i - 1);
+			return best_of_group(e, i - 1, vaddr);
 	}
 	return NULL;
 }

@@ -28,7 +28,6 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#define MAX_MAPS (1u << 20)
 #define MAX_LINK_MAP 65536
 
 /* ---- /proc/PID/maps ---------------------------------------------------------- */
@@ -48,57 +47,9 @@ int maps_read(pid_t pid, struct mapping **ret, size_t *ret_n)
 	int err = read_whole_file(path, &buf, &len, 256u << 20);
 	if (err)
 		return err == -ENOENT ? -ESRCH : err;
-	size_t n = 0, cap = 0;
-	struct mapping *m = NULL;
-	char *save = NULL;
-	for (char *line = strtok_r(buf, "\n", &save); line && n < MAX_MAPS;
-	     line = strtok_r(NULL, "\n", &save)) {
-		unsigned long long start, end, off, ino;
-		unsigned maj, min;
-		char perms[8];
-		int pos = 0;
-		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end,
-			   perms, &off, &maj, &min, &ino, &pos) < 7)
-			continue;
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 256;
-			struct mapping *nm = realloc(m, ncap * sizeof *nm);
-			if (!nm) {
-				err = -ENOMEM;
-				break;
-			}
-			m = nm;
-			cap = ncap;
-		}
-		struct mapping *mp = &m[n++];
-		memset(mp, 0, sizeof *mp);
-		mp->start = start;
-		mp->end = end;
-		mp->offset = off;
-		mp->dev = makedev(maj, min);
-		mp->ino = (ino_t)ino;
-		memcpy(mp->perms, perms, 4);
-		mp->perms[4] = '\0';
-		const char *p = line + pos;
-		if (*p) {
-			size_t pl = strlen(p);
-			static const char del[] = " (deleted)";
-			if (pl > sizeof del - 1 &&
-			    !strcmp(p + pl - (sizeof del - 1), del)) {
-				mp->deleted = true;
-				pl -= sizeof del - 1;
-			}
-			mp->path = strndup(p, pl);
-		}
-	}
+	err = maps_parse(buf, ret, ret_n);
 	free(buf);
-	if (err) {
-		maps_free(m, n);
-		return err;
-	}
-	*ret = m;
-	*ret_n = n;
-	return 0;
+	return err;
 }
 
 static bool file_backed(const struct mapping *mp)

@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 int read_file_at(int dirfd, const char *path, char *buf, size_t cap,
@@ -162,6 +163,10 @@ bool psvc_parse_stat(const char *buf, size_t len, struct psvc_taskinfo *ti)
 			p++;
 	}
 	ti->state = state;
+	ti->ppid = (pid_t)f[4];
+	/* PF_KTHREAD (include/linux/sched.h): the one sign of a kernel
+	 * thread that any user can read (its exe and maps are not) */
+	ti->kthread = (uint64_t)f[9] & 0x00200000u;
 	ti->utime_ticks = (uint64_t)f[14];
 	ti->stime_ticks = (uint64_t)f[15];
 	ti->priority = (long)f[18];
@@ -187,13 +192,17 @@ static uint64_t parse_hex_mask(const char *s, size_t n)
 	return v;
 }
 
-/* A decimal at the start of s[0..n), 0 if none. */
-static long dec_prefix(const char *s, size_t n)
+/* A PID in decimal at the start of s[0..n); 0 if there is none or it is
+ * beyond any PID (the kernel never writes one; a fuzzer did). */
+static pid_t pid_prefix(const char *s, size_t n)
 {
 	long v = 0;
-	for (size_t i = 0; i < n && s[i] >= '0' && s[i] <= '9'; i++)
+	for (size_t i = 0; i < n && s[i] >= '0' && s[i] <= '9'; i++) {
 		v = v * 10 + (s[i] - '0');
-	return v;
+		if (v > INT_MAX)
+			return 0;
+	}
+	return (pid_t)v;
 }
 
 /* One "Key:\tvalue" line of status; value is v[0..n). */
@@ -212,7 +221,7 @@ static void status_line(const char *key, size_t klen, const char *v, size_t n,
 		break;
 	case 'T':
 		if (KEY_IS("TracerPid"))
-			ti->tracer_pid = (pid_t)dec_prefix(v, n);
+			ti->tracer_pid = pid_prefix(v, n);
 		break;
 	case 'N':
 		if (KEY_IS("NSpid")) {
@@ -225,7 +234,7 @@ static void status_line(const char *key, size_t klen, const char *v, size_t n,
 			while (i > 0 && v[i - 1] != ' ' && v[i - 1] != '\t')
 				i--;
 			if (e > i)
-				ti->ns_tid = (pid_t)dec_prefix(v + i, e - i);
+				ti->ns_tid = pid_prefix(v + i, e - i);
 		}
 		break;
 	case 'C':
@@ -261,7 +270,7 @@ void psvc_parse_status(const char *buf, size_t len, struct psvc_taskinfo *ti)
 	}
 }
 
-static void parse_syscall(const char *buf, struct psvc_taskinfo *ti)
+void psvc_parse_syscall(const char *buf, struct psvc_taskinfo *ti)
 {
 	if (!strncmp(buf, "running", 7)) {
 		ti->sc_kind = PSVC_SC_RUNNING;
@@ -295,6 +304,67 @@ static void parse_syscall(const char *buf, struct psvc_taskinfo *ti)
 	}
 }
 
+/* ---- /proc/PID/maps ---------------------------------------------------------- */
+
+#define MAX_MAPS (1u << 20)
+
+int maps_parse(char *buf, struct mapping **ret, size_t *ret_n)
+{
+	int err = 0;
+	size_t n = 0, cap = 0;
+	struct mapping *m = NULL;
+	char *save = NULL;
+	for (char *line = strtok_r(buf, "\n", &save); line && n < MAX_MAPS;
+	     line = strtok_r(NULL, "\n", &save)) {
+		unsigned long long start, end, off, ino;
+		unsigned maj, min;
+		char perms[8];
+		int pos = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end,
+			   perms, &off, &maj, &min, &ino, &pos) < 7)
+			continue;
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 256;
+			struct mapping *nm = realloc(m, ncap * sizeof *nm);
+			if (!nm) {
+				err = -ENOMEM;
+				break;
+			}
+			m = nm;
+			cap = ncap;
+		}
+		struct mapping *mp = &m[n++];
+		memset(mp, 0, sizeof *mp);
+		mp->start = start;
+		mp->end = end;
+		mp->offset = off;
+		mp->dev = makedev(maj, min);
+		mp->ino = (ino_t)ino;
+		/* "r-xp"; a shorter field is copied up to its NUL only */
+		size_t pl = strnlen(perms, 4);
+		memcpy(mp->perms, perms, pl);
+		mp->perms[pl] = '\0';
+		const char *p = line + pos;
+		if (*p) {
+			size_t len = strlen(p);
+			static const char del[] = " (deleted)";
+			if (len > sizeof del - 1 &&
+			    !strcmp(p + len - (sizeof del - 1), del)) {
+				mp->deleted = true;
+				len -= sizeof del - 1;
+			}
+			mp->path = strndup(p, len);
+		}
+	}
+	if (err) {
+		maps_free(m, n);
+		return err;
+	}
+	*ret = m;
+	*ret_n = n;
+	return 0;
+}
+
 /* Read the facts of task tid through a directory fd on /proc/PID/task. */
 int taskinfo_read_at(int taskdir, pid_t tid, struct psvc_taskinfo *ti)
 {
@@ -317,7 +387,7 @@ int taskinfo_read_at(int taskdir, pid_t tid, struct psvc_taskinfo *ti)
 	}
 	snprintf(path, sizeof path, "%d/syscall", (int)tid);
 	if (!read_file_at(taskdir, path, buf, 256, &len))
-		parse_syscall(buf, ti);
+		psvc_parse_syscall(buf, ti);
 	snprintf(path, sizeof path, "%d/wchan", (int)tid);
 	if (!read_file_at(taskdir, path, buf, sizeof ti->wchan, &len) &&
 	    strcmp(buf, "0") != 0) {

@@ -46,6 +46,8 @@ struct psvc_taskinfo {
 	char comm[64];		/* raw bytes from stat, NUL-terminated */
 	size_t comm_len;	/* may contain any byte but NUL */
 	char state;		/* R S D T t Z X I P W K ... */
+	pid_t ppid;		/* parent process */
+	bool kthread;		/* a kernel thread (PF_KTHREAD in the flags) */
 	uint64_t utime_ticks, stime_ticks;
 	long priority, nice;
 	unsigned rt_priority, policy;
@@ -73,6 +75,9 @@ int psvc_read_taskinfo(pid_t pid, pid_t tid, struct psvc_taskinfo *ret);
  * their fields as they were. */
 bool psvc_parse_stat(const char *buf, size_t len, struct psvc_taskinfo *ti);
 void psvc_parse_status(const char *buf, size_t len, struct psvc_taskinfo *ti);
+/* The text of /proc/TID/syscall (NUL-terminated) into the sc_* fields;
+ * text it cannot read leaves sc_kind as it was. */
+void psvc_parse_syscall(const char *buf, struct psvc_taskinfo *ti);
 
 /* ---- the target and its tasks ----------------------------------------- */
 

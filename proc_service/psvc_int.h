@@ -177,6 +177,9 @@ void mem_cache_reserve(struct mem_cache *c, size_t nblocks);
 /* modules.c */
 void modules_free(struct psvc_target *t);
 int maps_read(pid_t pid, struct mapping **ret, size_t *ret_n);
+/* procfs.c: the text of /proc/PID/maps (NUL-terminated, split in place)
+ * into mappings; lines it cannot read are skipped.  Pure. */
+int maps_parse(char *buf, struct mapping **ret, size_t *ret_n);
 void maps_free(struct mapping *m, size_t n);
 
 /* linkmap.c: the r_debug / link_map chain, through a read callback */

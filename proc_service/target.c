@@ -284,6 +284,10 @@ int psvc_open(pid_t pid, const struct psvc_open_opts *opts,
 		psvc_close(t);
 		return -ESRCH;
 	}
+	if (!err && ti.valid && ti.kthread) {
+		psvc_close(t);
+		return -ENOEXEC;
+	}
 	if (!err && (ti.state == 'Z' || ti.state == 'X'))
 		choose_mm_task(t);
 

@@ -187,25 +187,53 @@ static void drain(int fd, char **buf, size_t *len, size_t *cap)
 
 static int out_fd_of[2];
 
+/* The command line that runs TINSPECT with args under wrapper (may be
+ * NULL) and under TINSPECT_WRAPPER, the words of a program every tinspect
+ * of the tests runs under (meson test --setup valgrind sets it): argv[0]
+ * is the program to start. */
+static void tinspect_argv(const char *const *wrapper, const char *const *args,
+			  const char **argv, size_t cap)
+{
+	static char words[1024];
+	const char *bin = getenv("TINSPECT");
+	cr_assert(bin, "TINSPECT is not set (run the tests with meson test)");
+	size_t n = 0;
+	for (; wrapper && *wrapper && n < 16; wrapper++)
+		argv[n++] = *wrapper;
+	const char *w = getenv("TINSPECT_WRAPPER");
+	if (w && *w) {
+		snprintf(words, sizeof words, "%s", w);
+		char *save = NULL;
+		for (char *t = strtok_r(words, " ", &save); t && n < 32;
+		     t = strtok_r(NULL, " ", &save))
+			argv[n++] = t;
+	}
+	argv[n++] = bin;
+	for (; args && *args && n + 1 < cap; args++)
+		argv[n++] = *args;
+	argv[n] = NULL;
+}
+
+/* The exit status valgrind's --error-exitcode gives under
+ * TINSPECT_WRAPPER: no status of tinspect's own. */
+#define WRAPPER_ERROR_STATUS 97
+
+void fx_spawn_tinspect(struct fixture *f, const char *const *args)
+{
+	const char *argv[64];
+	tinspect_argv(NULL, args, argv, 64);
+	fx_spawn_path(f, argv[0], argv + 1);
+}
+
 void run_start_as(struct run *r, const char *const *wrapper,
 		  const char *const *args)
 {
 	memset(r, 0, sizeof *r);
-	const char *bin = getenv("TINSPECT");
-	cr_assert(bin, "TINSPECT is not set (run the tests with meson test)");
 	const char *argv[64];
-	size_t n = 0;
-	for (; wrapper && wrapper[n] && n < 16; n++)
-		argv[n] = wrapper[n];
-	const char *prog = n ? argv[0] : bin;
-	if (n)
-		argv[n++] = bin;
-	size_t skip = n ? 1 : 0;	/* spawn_piped puts prog first itself */
-	for (; args && *args && n < 62; args++)
-		argv[n++] = *args;
-	argv[n] = NULL;
+	tinspect_argv(wrapper, args, argv, 64);
 	int in;
-	r->pid = spawn_piped(prog, argv + skip, &in, &out_fd_of[0], &out_fd_of[1]);
+	/* spawn_piped puts the program first itself */
+	r->pid = spawn_piped(argv[0], argv + 1, &in, &out_fd_of[0], &out_fd_of[1]);
 	close(in);
 	fcntl(out_fd_of[0], F_SETFL, O_NONBLOCK);
 	fcntl(out_fd_of[1], F_SETFL, O_NONBLOCK);
@@ -252,6 +280,14 @@ void run_wait(struct run *r, int timeout_s)
 		r->status = -1;
 		r->sig = WTERMSIG(st);
 	}
+	cr_assert(!wrapper_failed(r->status), "%s found errors in tinspect:\n%s",
+		  getenv("TINSPECT_WRAPPER"), r->err ? r->err : "");
+}
+
+bool wrapper_failed(int status)
+{
+	const char *w = getenv("TINSPECT_WRAPPER");
+	return w && *w && status == WRAPPER_ERROR_STATUS;
 }
 
 void run_tinspect(struct run *r, const char *const *args, int timeout_s)

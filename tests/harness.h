@@ -9,6 +9,9 @@
  *   FIXTURES  the directory of the built fixture programs
  *   SCHEMA    schema/tinspect-snapshot.schema.json
  *   VALIDATE  tests/validate.py (run with /usr/bin/python3)
+ * and, in `meson test --setup valgrind`, TINSPECT_WRAPPER: the command
+ * (words separated by blanks) every tinspect runs under; its error exit
+ * status 97 fails the test that ran it.
  */
 #ifndef TINSPECT_TEST_HARNESS_H
 #define TINSPECT_TEST_HARNESS_H
@@ -43,6 +46,8 @@ void fx_start_path(struct fixture *f, const char *path,
  * read its output with fx_read_line(). */
 void fx_spawn_path(struct fixture *f, const char *path,
 		   const char *const *args);
+/* Start TINSPECT with args that way (under TINSPECT_WRAPPER if set). */
+void fx_spawn_tinspect(struct fixture *f, const char *const *args);
 /* Read one more line (without "\n"); NULL on EOF/timeout. Caller frees. */
 char *fx_read_line(struct fixture *f, int timeout_s);
 /* Write a line to the fixture's stdin. */
@@ -72,6 +77,9 @@ void run_wait(struct run *r, int timeout_s);
 void run_start_as(struct run *r, const char *const *wrapper,
 		  const char *const *args);
 void run_free(struct run *r);
+/* Whether an exit status is TINSPECT_WRAPPER's report of errors (valgrind
+ * found some); run_wait() fails the test itself then. */
+bool wrapper_failed(int status);
 
 /* tinspect --json [extra...] PID: parsed, validated against the schema;
  * the exit status goes to *ret_status.  Fails the test if invalid. */

@@ -16,6 +16,7 @@
 #include "arch.h"
 #include "harness.h"
 #include "psvc.h"
+#include "psvc_int.h"
 
 static size_t load_gregs(const char *name, uint64_t *regs, size_t max)
 {
@@ -420,8 +421,36 @@ Test(jwriter, escapes_and_controls)
 		  "\xe0\xa0\x80\xe2\x82\xac\xef\xbf\xbf\xee\x80\x80");
 	CHECK_STR("\xf0\x90\x80\x80\xf0\x9f\x98\x80\xf4\x8f\xbf\xbf", NULL,
 		  "\xf0\x90\x80\x80\xf0\x9f\x98\x80\xf4\x8f\xbf\xbf");
-	/* U+2028/U+2029 are valid JSON as they are */
-	CHECK_STR("\xe2\x80\xa8\xe2\x80\xa9", NULL, "\xe2\x80\xa8\xe2\x80\xa9");
+	/* U+2028/U+2029 are valid JSON as they are, but readers splitting
+	 * on Unicode line ends would cut the line: escaped */
+	CHECK_STR("\xe2\x80\xa8\xe2\x80\xa9", "\"\\u2028\\u2029\"",
+		  "\xe2\x80\xa8\xe2\x80\xa9");
+	CHECK_STR("a\xe2\x80\xa8", "\"a\\u2028\"", "a\xe2\x80\xa8");
+	/* their neighbours are not line ends */
+	CHECK_STR("\xe2\x80\xa7\xe2\x80\xaa", "\"\xe2\x80\xa7\xe2\x80\xaa\"",
+		  "\xe2\x80\xa7\xe2\x80\xaa");
+}
+
+Test(jwriter, separators_escaped_in_jansson_text)
+{
+	/* watch mode's lines come from jansson, which writes them raw */
+	json_t *o = json_pack("{s:s}", "n\xe2\x80\xa9", "x\xe2\x80\xa8y\xe2\x82\xac");
+	char *text = json_dumps(o, JSON_COMPACT);
+	cr_assert(text && strstr(text, "\xe2\x80\xa8"), "jansson escapes it now?");
+	size_t n = strlen(text);
+	char *out = malloc(2 * n + 1);
+	size_t len = agent_json_escape_separators(out, text, n);
+	out[len] = '\0';
+	cr_assert_str_eq(out, "{\"n\\u2029\":\"x\\u2028y\xe2\x82\xac\"}");
+	json_error_t je;
+	json_t *back = json_loads(out, 0, &je);
+	cr_assert(back && json_equal(back, o), "%s", je.text);
+	/* a truncated sequence at the end is copied as it is */
+	cr_assert_eq(agent_json_escape_separators(out, "\"\xe2\x80", 3), 3);
+	json_decref(back);
+	json_decref(o);
+	free(out);
+	free(text);
 }
 
 Test(jwriter, invalid_utf8_becomes_replacement_characters)
@@ -820,6 +849,84 @@ Test(procfs, status_lines)
 	cr_assert_eq(ti.tracer_pid, 3);
 	cr_assert_eq(ti.ns_tid, 0);
 	cr_assert_eq(ti.sigpnd, 0);
+}
+
+Test(procfs, stat_flags_and_parent)
+{
+	/* kthreadd: PF_KTHREAD (0x00200000) in the flags, field 9 */
+	static const char kt[] = "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 "
+				 "20 0 1 0 3 0 0 18446744073709551615 0 0 0 0 0 0 0 "
+				 "2147483647 0 1 0 0 17 1 0 0 0 0 0\n";
+	struct psvc_taskinfo ti = { 0 };
+	cr_assert(psvc_parse_stat(kt, sizeof kt - 1, &ti));
+	cr_assert(ti.kthread);
+	cr_assert_eq(ti.ppid, 0);
+	static const char user[] = "4242 (sh) S 17 4242 4242 0 -1 4194560 0 0 0 0\n";
+	memset(&ti, 0, sizeof ti);
+	cr_assert(psvc_parse_stat(user, sizeof user - 1, &ti));
+	cr_assert_not(ti.kthread);
+	cr_assert_eq(ti.ppid, 17);
+}
+
+Test(procfs, syscall_lines)
+{
+	struct psvc_taskinfo ti = { .sc_nr = -1 };
+	psvc_parse_syscall("202 0x55d0 0x80 0x2 0x0 0x0 0x0 0x7ffd10 0x7f1234\n", &ti);
+	cr_assert_eq(ti.sc_kind, PSVC_SC_IN_SYSCALL);
+	cr_assert_eq(ti.sc_nr, 202);
+	cr_assert_eq(ti.sc_args[0], 0x55d0);
+	cr_assert_eq(ti.sc_args[1], 0x80);
+	cr_assert_eq(ti.sc_sp, 0x7ffd10);
+	cr_assert_eq(ti.sc_pc, 0x7f1234);
+	memset(&ti, 0, sizeof ti);
+	psvc_parse_syscall("-1 0x7ffd10 0x7f1234\n", &ti);
+	cr_assert_eq(ti.sc_kind, PSVC_SC_NONE);
+	cr_assert_eq(ti.sc_pc, 0x7f1234);
+	memset(&ti, 0, sizeof ti);
+	psvc_parse_syscall("running\n", &ti);
+	cr_assert_eq(ti.sc_kind, PSVC_SC_RUNNING);
+	/* too few arguments, or none: unknown */
+	static const char *const bad[] = { "", "x", "202 0x1 0x2", "-1", NULL };
+	for (size_t i = 0; bad[i]; i++) {
+		memset(&ti, 0, sizeof ti);
+		psvc_parse_syscall(bad[i], &ti);
+		cr_assert_eq(ti.sc_kind, PSVC_SC_UNKNOWN, "%s", bad[i]);
+	}
+}
+
+Test(procfs, maps_lines)
+{
+	char text[] =
+		"55d0c0000000-55d0c0001000 r-xp 00001000 fe:01 1234  /usr/bin/x y\n"
+		"\n"
+		"7f0000000000-7f0000002000 rw-p 00000000 00:00 0 \n"
+		"7f0000002000-7f0000003000 r-xp 00000000 fd:00 99 /tmp/lib.so (deleted)\n"
+		"garbage line\n"
+		"1000-2000 r 0 1:2 3\n";	/* a perms field of one letter */
+	struct mapping *m;
+	size_t n;
+	cr_assert_eq(maps_parse(text, &m, &n), 0);
+	cr_assert_eq(n, 4);
+	cr_assert_eq(m[0].start, 0x55d0c0000000ull);
+	cr_assert_eq(m[0].offset, 0x1000);
+	cr_assert_eq(m[0].ino, 1234);
+	cr_assert_str_eq(m[0].perms, "r-xp");
+	cr_assert_str_eq(m[0].path, "/usr/bin/x y", "blanks in a path are kept");
+	cr_assert_null(m[1].path);
+	cr_assert(m[2].deleted);
+	cr_assert_str_eq(m[2].path, "/tmp/lib.so");
+	cr_assert_str_eq(m[3].perms, "r");
+	maps_free(m, n);
+}
+
+Test(procfs, status_pid_beyond_any_pid)
+{
+	/* found by fuzz_procfs: 20 digits overflowed a long */
+	static const char st[] = "NSpid:\t1 99999999999999999999999\nTracerPid:\t4294967296\n";
+	struct psvc_taskinfo ti = { 0 };
+	psvc_parse_status(st, sizeof st - 1, &ti);
+	cr_assert_eq(ti.ns_tid, 0, "unknown, not a wrapped number");
+	cr_assert_eq(ti.tracer_pid, 0);
 }
 
 /* The string pool: a first string bigger than a quarter chunk gets a chunk

@@ -1,10 +1,12 @@
 #!/usr/bin/python3
 """Validate tinspect JSON output against a schema.
 
-    validate.py SCHEMA FILE
+    validate.py SCHEMA FILE...
 
-FILE holds one JSON document, or one per line (NDJSON).  Exit 0 if every
-document is valid, 1 otherwise (the first errors are printed).  A line
+Each FILE holds one JSON document, or one per line (NDJSON: lines end at
+"\n" only; U+2028 and the like are no line ends in JSON text).  Exit 0 if
+every document of every file is valid, 1 otherwise (the first errors are
+printed, and "FILE: invalid" on stdout for each file that is not).  A line
 with "kind" (a --watch summary or event line) is checked against
 tinspect-stream.schema.json from SCHEMA's directory.  Uses Debian's
 python3-jsonschema (Draft 2020-12).
@@ -17,7 +19,7 @@ import jsonschema
 
 
 def main():
-    schema_path, doc_path = sys.argv[1], sys.argv[2]
+    schema_path, doc_paths = sys.argv[1], sys.argv[2:]
     with open(schema_path) as f:
         schema = json.load(f)
     jsonschema.Draft202012Validator.check_schema(schema)
@@ -28,15 +30,24 @@ def main():
         stream_schema = json.load(f)
     jsonschema.Draft202012Validator.check_schema(stream_schema)
     stream = jsonschema.Draft202012Validator(stream_schema)
+    bad = 0
+    for path in doc_paths:
+        if check(path, validator, stream):
+            print(f"{path}: invalid")
+            bad += 1
+    return 1 if bad else 0
+
+
+def check(doc_path, validator, stream):
     with open(doc_path, "rb") as f:
         raw = f.read()
     try:
         text = raw.decode("utf-8", errors="strict")
     except UnicodeDecodeError as e:
-        print(f"not UTF-8: {e}", file=sys.stderr)
+        print(f"{doc_path}: not UTF-8: {e}", file=sys.stderr)
         return 1
     text = text.strip()
-    docs = [text] if text.startswith("{") and "\n{" not in text else text.splitlines()
+    docs = [text] if text.startswith("{") and "\n{" not in text else text.split("\n")
     bad = 0
     for i, line in enumerate(docs):
         if not line.strip():
@@ -44,12 +55,12 @@ def main():
         try:
             doc = json.loads(line)
         except ValueError as e:
-            print(f"document {i}: not JSON: {e}", file=sys.stderr)
+            print(f"{doc_path}: document {i}: not JSON: {e}", file=sys.stderr)
             return 1
         v = stream if isinstance(doc, dict) and "kind" in doc else validator
         errors = sorted(v.iter_errors(doc), key=lambda e: list(e.path))
         for e in errors[:5]:
-            print(f"document {i}: {'/'.join(map(str, e.path))}: {e.message}",
+            print(f"{doc_path}: document {i}: {'/'.join(map(str, e.path))}: {e.message}",
                   file=sys.stderr)
         bad += bool(errors)
     return 1 if bad else 0

@@ -4,9 +4,11 @@
 #
 #   tools/setup.sh demo    install, build, run tinspect on examples/deadlock
 #   tools/setup.sh test    install, build (warnings are errors), run the test
-#                          suite, then again under ASan+UBSan; prints
-#                          "N passed, N failed" last and exits non-zero on
-#                          any failure
+#                          suite, then again under ASan+UBSan, the snapshot,
+#                          lock, inputs and watch suites with tinspect under
+#                          valgrind, the fuzzers (tools/fuzz.sh) for a
+#                          bounded time and the demo; prints "N passed, N
+#                          failed" last and exits non-zero on any failure
 #   tools/setup.sh deps    only install the packages
 #   tools/setup.sh build   install and build (build/)
 #   tools/setup.sh services-deps
@@ -15,6 +17,7 @@
 #                          so not part of deps
 #   tools/setup.sh services
 #                          install all that, build, and run bench/services.sh
+#   tools/setup.sh mirror  print the Debian archive apt uses (see below)
 #
 # Run it as root (ptrace of other processes and apt-get need it), or as a
 # user with sudo.  It never reads standard input.
@@ -33,6 +36,8 @@ PACKAGES=(
 	libc6-dbg
 	# --debuginfod (dlopen'ed; the hostile suite's signal test uses it)
 	libdebuginfod1
+	# the fuzzers (clang's libFuzzer runtime) and memcheck
+	clang libclang-rt-14-dev valgrind
 )
 
 # The real services bench/services.sh inspects (issue 9).  MariaDB and a
@@ -80,11 +85,16 @@ OLD_GLIBC_DIR=${TINSPECT_OLD_GLIBC:-/var/cache/tinspect/glibc-2.31}
 old_glibc() {
 	[[ -f $OLD_GLIBC_DIR/lib/x86_64-linux-gnu/libc.so.6 ]] && return 0
 	[[ $(dpkg --print-architecture) == amd64 ]] || return 0
-	local tmp
+	local tmp mirror
+	if ! mirror=$(debian_mirror); then
+		echo "setup: no Debian archive in the apt configuration; the" \
+			"old-glibc test will be skipped" >&2
+		return 0
+	fi
 	tmp=$(mktemp -d)
 	mkdir -p "$tmp/lists/partial" "$tmp/cache/archives/partial" "$tmp/dl"
 	echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg]" \
-		"http://deb.debian.org/debian bullseye main" >"$tmp/sources.list"
+		"$mirror bullseye main" >"$tmp/sources.list"
 	local apt=(-q -o "Dir::Etc::SourceList=$tmp/sources.list"
 		-o Dir::Etc::SourceParts=/dev/null -o "Dir::State::Lists=$tmp/lists"
 		-o "Dir::Cache=$tmp/cache" -o Dir::State::status=/dev/null
@@ -103,6 +113,73 @@ old_glibc() {
 	as_root rm -rf "$tmp"
 }
 
+# The Debian archive this machine's apt uses (its URI, e.g. a local
+# mirror's): the repository names no host.  From the deb822 sources
+# (/etc/apt/sources.list.d/*.sources: "URIs:" of an enabled stanza of type
+# deb whose "Suites:" holds the release's codename), else the one-line ones
+# (sources.list, sources.list.d/*.list: "deb [options] URI SUITE ...").
+# TINSPECT_APT_ETC and TINSPECT_CODENAME are for tests/test_setup.sh.
+debian_mirror() {
+	local etc=${TINSPECT_APT_ETC:-/etc/apt} codename=${TINSPECT_CODENAME:-}
+	if [[ -z $codename ]]; then
+		codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+	fi
+	[[ -n $codename ]] || return 1
+	local deb822=() oneline=() f
+	for f in "$etc"/sources.list.d/*.sources; do
+		[[ -f $f ]] && deb822+=("$f")
+	done
+	for f in "$etc"/sources.list "$etc"/sources.list.d/*.list; do
+		[[ -f $f ]] && oneline+=("$f")
+	done
+	local uri=""
+	if ((${#deb822[@]})); then
+		uri=$(awk -v want="$codename" '
+			function flush(   n, i, s, u) {
+				if (!done && types ~ /(^|[ \t])deb([ \t]|$)/ &&
+				    tolower(enabled) != "no") {
+					n = split(suites, s, /[ \t]+/)
+					for (i = 1; i <= n; i++)
+						if (s[i] == want) {
+							split(uris, u, /[ \t]+/)
+							print u[1]
+							done = 1
+							break
+						}
+				}
+				types = uris = suites = enabled = ""
+			}
+			FNR == 1 { flush() }
+			/^[ \t]*#/ { next }
+			/^[ \t]*$/ { flush(); next }
+			{
+				key = tolower($1)
+				val = $0
+				sub(/^[^:]*:[ \t]*/, "", val)
+				sub(/[ \t]+$/, "", val)
+				if (key == "types:") types = val
+				else if (key == "uris:") uris = val
+				else if (key == "suites:") suites = val
+				else if (key == "enabled:") enabled = val
+			}
+			END { flush() }' "${deb822[@]}")
+	fi
+	if [[ -z $uri ]] && ((${#oneline[@]})); then
+		uri=$(awk -v want="$codename" '
+			$1 == "deb" {
+				i = 2
+				if (substr($i, 1, 1) == "[") {
+					while (i <= NF && $i !~ /\]$/)
+						i++
+					i++
+				}
+				if ($(i + 1) == want) { print $i; exit }
+			}' "${oneline[@]}")
+	fi
+	[[ -n $uri ]] || return 1
+	echo "$uri"
+}
+
 build() {	# dir [meson options...]
 	local dir=$1
 	shift
@@ -112,27 +189,48 @@ build() {	# dir [meson options...]
 	ninja -C "$dir" </dev/null
 }
 
+demo_pid="" demo_out=""
+demo_end() {
+	# under set -e: the example's wait status (137, it was killed) must
+	# not become the demo's
+	if [[ -n $demo_pid ]]; then
+		kill -KILL "$demo_pid" 2>/dev/null || true
+		wait "$demo_pid" 2>/dev/null || true
+	fi
+	[[ -z $demo_out ]] || rm -f "$demo_out"
+}
+
+# Exit status 0 when tinspect showed the example's report (complete or
+# partial), non-zero otherwise.
 demo() {
 	deps
 	build build
-	local out pid
-	out=$(mktemp)
-	build/examples/deadlock >"$out" &
-	pid=$!
-	# shellcheck disable=SC2064
-	trap "kill -KILL $pid 2>/dev/null; wait $pid 2>/dev/null; rm -f '$out'" EXIT
+	demo_out=$(mktemp)
+	trap demo_end EXIT
+	build/examples/deadlock >"$demo_out" &
+	demo_pid=$!
+	local ready=0
 	for _ in $(seq 500); do
-		grep -q '^ready' "$out" && break
+		grep -q '^ready' "$demo_out" && ready=1 && break
 		sleep 0.01
 	done
-	echo "setup: examples/deadlock runs as PID $pid; tinspect $pid says:"
+	if ((!ready)); then
+		echo "setup: examples/deadlock did not start" >&2
+		return 1
+	fi
+	echo "setup: examples/deadlock runs as PID $demo_pid; tinspect $demo_pid says:"
 	echo
-	as_root build/agent/tinspect "$pid" || true
+	local rc=0
+	as_root build/agent/tinspect "$demo_pid" || rc=$?
+	if ((rc > 1)); then
+		echo "setup: tinspect exited with status $rc" >&2
+		return 1
+	fi
 }
 
 # Sum the TAP results of a meson test run: prints "passed failed".
-tap_counts() {	# builddir
-	/usr/bin/python3 - "$1/meson-logs/testlog.json" <<'EOF'
+tap_counts() {	# builddir [log name]
+	/usr/bin/python3 - "$1/meson-logs/${2:-testlog}.json" <<'EOF'
 import json, re, sys
 ok = bad = 0
 with open(sys.argv[1]) as f:
@@ -175,6 +273,15 @@ install_check() {	# builddir: meson install puts binary, man page, schema
 	((ok))
 }
 
+# What run_tests runs under valgrind, and the tests it leaves out there
+# (criterion extglob: repeated captures, churn, signal storms); seconds of
+# fuzzing per target.
+VALGRIND_SUITES="snapshot locks inputs watch"
+VALGRIND_SKIP="churning_threads|*mid_capture*|running_target_keeps_running"
+VALGRIND_SKIP+="|heavy_contention_is_never_a_deadlock|one_cycle_among_3000_idle_threads"
+VALGRIND_SKIP+="|sigterm_during_an_update*|exec_into_a_program_that_exits|exec_starts_a_new_session"
+FUZZ_SECONDS=${TINSPECT_FUZZ_SECONDS:-30}
+
 run_tests() {
 	deps
 	local passed=0 failed=0 rc=0 p f dir
@@ -193,6 +300,42 @@ run_tests() {
 	if install_check build; then
 		passed=$((passed + 1))
 	else
+		failed=$((failed + 1))
+		rc=1
+	fi
+	# tinspect under memcheck, in one-shot and watch mode; the tests
+	# that repeat a capture tens of times, or wait out long sequences,
+	# are left to the other runs: under valgrind each takes minutes
+	echo "setup: meson test -C build --setup valgrind $VALGRIND_SUITES"
+	# shellcheck disable=SC2086
+	# one test at a time (-j1): the follow tests assume tinspect keeps up
+	# with the target, which two valgrinds side by side on 2 cores do not
+	meson test -C build --setup valgrind $VALGRIND_SUITES --print-errorlogs \
+		--test-args="-j1 --filter=*/!($VALGRIND_SKIP)" </dev/null || rc=1
+	read -r p f < <(tap_counts build testlog-valgrind)
+	passed=$((passed + p))
+	failed=$((failed + f))
+	# the fuzzers: each corpus once, then each target for a while
+	local out
+	echo "setup: tools/fuzz.sh $FUZZ_SECONDS"
+	out=$(tools/fuzz.sh "$FUZZ_SECONDS" 2>&1 </dev/null) || rc=1
+	echo "$out"
+	if read -r p f < <(sed -n 's/^fuzz: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' <<<"$out") &&
+		[[ -n $p ]]; then
+		passed=$((passed + p))
+		failed=$((failed + f))
+	else
+		failed=$((failed + 1))
+		rc=1
+	fi
+	# a newcomer's first command: the demo exits 0 and shows the cycle
+	echo "setup: tools/setup.sh demo"
+	if out=$(bash tools/setup.sh demo 2>&1 </dev/null) &&
+		grep -q "^Found one deadlock:" <<<"$out"; then
+		passed=$((passed + 1))
+	else
+		echo "$out" | tail -20
+		echo "setup: the demo failed" >&2
 		failed=$((failed + 1))
 		rc=1
 	fi
@@ -219,6 +362,7 @@ run_tests() {
 
 case ${1:-} in
 demo) demo ;;
+mirror) debian_mirror ;;
 test) run_tests ;;
 deps) deps ;;
 build) deps; build build ;;
@@ -230,7 +374,7 @@ services)
 	exec bash "$top/bench/services.sh"
 	;;
 *)
-	sed -n '2,20p' "$0"
+	sed -n '2,21p' "$0"
 	exit 2
 	;;
 esac
