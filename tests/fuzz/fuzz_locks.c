@@ -40,6 +40,7 @@ struct world {
 	} sym[MAX_SYMS];
 	size_t nsym;
 	const char *frames[MAX_THREADS][MAX_FRAMES_PER];
+	uint64_t sps[MAX_THREADS][MAX_FRAMES_PER];
 	size_t nframes[MAX_THREADS];
 };
 
@@ -59,7 +60,8 @@ static const char *const names[] = {
 	"pthread_rwlock_rdlock", "pthread_rwlock_wrlock",
 	"__new_sem_wait_slow64.constprop.0", "sem_wait", "pthread_join",
 	"__pthread_clockjoin_ex", "pthread_barrier_wait", "futex_lock_pi64",
-	"do_futex_wait", "___", "", "main",
+	"do_futex_wait", "___", "", "main", "__pthread_mutex_lock_full",
+	"__pthread_mutex_clocklock_common",
 	/* symbol names of lock objects */
 	"_ZN4bank14accounts_mutexE", "journal_mutex", "_Z\x01garbage",
 };
@@ -94,13 +96,15 @@ static int w_symbol(void *ctx, uint64_t addr, struct dbs_symbol *ret,
 }
 
 static size_t w_frames(void *ctx, const struct dbs_snapshot *snap, size_t i,
-		       const char **out, size_t max)
+		       const char **out, uint64_t *sps, size_t max)
 {
 	const struct world *w = ctx;
 	(void)snap;
 	size_t n = 0;
-	for (; i < MAX_THREADS && n < w->nframes[i] && n < max; n++)
+	for (; i < MAX_THREADS && n < w->nframes[i] && n < max; n++) {
 		out[n] = w->frames[i][n];
+		sps[n] = w->sps[i][n];
+	}
 	return n;
 }
 
@@ -155,6 +159,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	in.sizeof_pthread = fz_pick(&z, 4) == 3 ? fz_u32(&z) : sizes[fz_pick(&z, 3)];
 	if (fz_bool(&z))
 		in.frames = w_frames;
+	/* offsetof(struct pthread, cleanup): the cond waiter's record */
+	static const uint32_t cleanup_offs[] = { 0, 0x2f8, 0x2e8 };
+	in.cleanup_offset = fz_pick(&z, 4) == 3 ? fz_u32(&z) : cleanup_offs[fz_pick(&z, 3)];
 
 	size_t nt = 1 + fz_pick(&z, MAX_THREADS);
 	struct dbs_snapshot *s = calloc(1, sizeof *s);
@@ -200,6 +207,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (size_t k = 0; k < w.nframes[i]; k++) {
 			size_t c = fz_pick(&z, sizeof names / sizeof *names + 1);
 			w.frames[i][k] = c < sizeof names / sizeof *names ? names[c] : NULL;
+			w.sps[i][k] = t->sp + fz_u8(&z) * 8u;
 		}
 	}
 	w.nsym = fz_pick(&z, MAX_SYMS + 1);
