@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# check-prefixes.sh [BUILDDIR]: every global symbol of the three internal
+# static libraries carries its module's prefix.
+#
+# libtinspect is also a static library: whatever global symbol its objects
+# define lands in the embedder's namespace.  An unprefixed `symbolize` or
+# `read_whole_file` would collide with the embedder's own, and a
+# `dwarf_find_tls` sits in libdw's namespace.  So: psvc_ in proc_service
+# (and libthread_db's own ps_* ABI, which proc_service must define),
+# dbs_ in dbsession, arch_ in arch.
+#
+# Lists every defined global symbol (nm: text, data, bss, read-only,
+# common, weak) that breaks the rule, per library, and exits 1 if there is
+# any; prints "no unprefixed global symbols" otherwise.  Run after a build.
+set -euo pipefail
+build=${1:-build}
+bad=0
+check() {	# library, allowed-prefix regex
+	local lib=$build/$1 re=$2
+	if [[ ! -f $lib ]]; then
+		echo "check-prefixes: $lib is not built" >&2
+		bad=1
+		return
+	fi
+	local syms
+	syms=$(nm -g --defined-only "$lib" |
+	       awk 'NF == 3 && $2 ~ /^[TDBRCVWGSi]$/ { print $3 }' |
+	       grep -Ev "$re" | sort -u || true)
+	if [[ -n $syms ]]; then
+		echo "$1:"
+		sed 's/^/  /' <<<"$syms"
+		bad=1
+	fi
+}
+check proc_service/libtinspect-psvc.a '^(psvc_|ps_)'
+check dbsession/libtinspect-dbsession.a '^dbs_'
+check arch/libtinspect-arch.a '^arch_'
+if [[ $bad -eq 0 ]]; then
+	echo "check-prefixes: no unprefixed global symbols in" \
+	     "proc_service (psvc_, ps_), dbsession (dbs_), arch (arch_)"
+fi
+exit $bad
