@@ -51,36 +51,29 @@ enum {
 				 * seen: the exit waits for the creation */
 };
 
-static uint64_t realtime_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return ts_to_ns(&ts);
-}
-
 /* Is tid attached to us already?  Followed, or a clone child the kernel
  * attached whose clone event has not been seen yet (TracerPid says so). */
 bool follow_adopt(struct psvc_target *t, pid_t tid)
 {
-	if (tidmap_get(&t->followed, tid) >= 0)
+	if (psvc_tidmap_get(&t->followed, tid) >= 0)
 		return true;
 	struct psvc_taskinfo ti;
 	if (taskinfo_read_at(t->task_dirfd, tid, &ti) != 0 ||
 	    ti.tracer_pid != getpid())
 		return false;
-	tidmap_put(&t->followed, tid, 0);	/* its first stop is to come */
+	psvc_tidmap_put(&t->followed, tid, 0);	/* its first stop is to come */
 	return true;
 }
 
 static unsigned fstate(const struct psvc_target *t, pid_t tid)
 {
-	long v = tidmap_get(&t->followed, tid);
+	long v = psvc_tidmap_get(&t->followed, tid);
 	return v < 0 ? 0 : (unsigned)v;
 }
 
 static void fset(struct psvc_target *t, pid_t tid, unsigned bits)
 {
-	tidmap_put(&t->followed, tid, fstate(t, tid) | bits);
+	psvc_tidmap_put(&t->followed, tid, fstate(t, tid) | bits);
 }
 
 /* A clone seen: remember the parent until the child's first stop. */
@@ -223,7 +216,7 @@ static void maybe_created(struct psvc_target *t, pid_t tid, pid_t parent)
 		.kind = PSVC_EVENT_THREAD_CREATED,
 		.tid = tid,
 		.parent = parent,
-		.time_ns = realtime_ns(),
+		.time_ns = psvc_realtime_ns(),
 	};
 	struct follow_start f = take_start(t, tid);
 	ev.start = f.start;
@@ -251,7 +244,7 @@ static void seen_clone(struct psvc_target *t, pid_t parent, pid_t child)
 	/* the child may be known already: follow it either way */
 	unsigned st = fstate(t, child);
 	if (!(st & F_STARTED)) {
-		tidmap_put(&t->followed, child, st);
+		psvc_tidmap_put(&t->followed, child, st);
 		note_parent(t, child, parent);
 		return;
 	}
@@ -265,11 +258,11 @@ static void seen_clone(struct psvc_target *t, pid_t parent, pid_t child)
 				continue;
 			struct psvc_event ev = t->exits[i];
 			t->exits[i] = t->exits[--t->nexits];
-			ev.time_ns = realtime_ns();
+			ev.time_ns = psvc_realtime_ns();
 			queue_event(t, &ev);
 			break;
 		}
-		tidmap_del(&t->followed, child);
+		psvc_tidmap_del(&t->followed, child);
 	}
 }
 
@@ -288,7 +281,7 @@ bool follow_status(struct psvc_target *t, pid_t tid, int st, bool in_capture,
 			.kind = PSVC_EVENT_THREAD_EXITED,
 			.tid = tid,
 			.status = st,
-			.time_ns = realtime_ns(),
+			.time_ns = psvc_realtime_ns(),
 		};
 		unsigned fs = fstate(t, tid);
 		if ((fs & F_STARTED) && !(fs & F_ANNOUNCED)) {
@@ -310,7 +303,7 @@ bool follow_status(struct psvc_target *t, pid_t tid, int st, bool in_capture,
 			}
 		}
 		queue_event(t, &ev);
-		tidmap_del(&t->followed, tid);
+		psvc_tidmap_del(&t->followed, tid);
 		take_parent(t, tid);
 		take_start(t, tid);
 		return false;
@@ -356,11 +349,11 @@ static void follow_continue(pid_t tid, int sig, bool group_stop)
 static int seize_follow(struct psvc_target *t, pid_t tid, void *arg)
 {
 	unsigned *added = arg;
-	if (tidmap_get(&t->followed, tid) >= 0)
+	if (psvc_tidmap_get(&t->followed, tid) >= 0)
 		return 0;
 	if (ptrace(PTRACE_SEIZE, tid, 0, (void *)(long)FOLLOW_PTRACE_OPTS) != 0)
 		return 0;	/* gone, or someone else's: not followed */
-	tidmap_put(&t->followed, tid, F_STARTED | F_ANNOUNCED);
+	psvc_tidmap_put(&t->followed, tid, F_STARTED | F_ANNOUNCED);
 	(*added)++;
 	return 0;
 }
@@ -385,7 +378,7 @@ int psvc_follow_start(struct psvc_target *t)
 		if (!added)
 			break;
 	}
-	if (tidmap_get(&t->followed, t->pid) < 0 && !t->followed.n) {
+	if (psvc_tidmap_get(&t->followed, t->pid) < 0 && !t->followed.n) {
 		psvc_follow_end(t);
 		return -EPERM;
 	}
@@ -481,7 +474,7 @@ size_t psvc_followed(const struct psvc_target *t)
 static int detach_one(struct psvc_target *t, pid_t tid, void *arg)
 {
 	uint64_t deadline = *(uint64_t *)arg;
-	if (tidmap_get(&t->followed, tid) < 0) {
+	if (psvc_tidmap_get(&t->followed, tid) < 0) {
 		/* a child the kernel attached whose clone we never saw */
 		struct psvc_taskinfo ti;
 		if (taskinfo_read_at(t->task_dirfd, tid, &ti) != 0 ||
@@ -534,7 +527,7 @@ void psvc_follow_end(struct psvc_target *t)
 	list_tids(t, detach_one, &deadline);
 	t->follow = false;
 	hold_update(t, false);
-	tidmap_clear(&t->followed);
+	psvc_tidmap_clear(&t->followed);
 	free(t->parents);
 	t->parents = NULL;
 	t->nparents = t->parents_cap = 0;

@@ -54,12 +54,12 @@ void ns_note_task(struct psvc_target *t, size_t idx)
 {
 	struct psvc_task *k = &t->tasks[idx];
 	if (k->info.ns_tid > 0 && k->info.ns_tid != k->tid)
-		tidmap_put(&t->by_nstid, k->info.ns_tid, (uint32_t)idx);
+		psvc_tidmap_put(&t->by_nstid, k->info.ns_tid, (uint32_t)idx);
 }
 
 struct psvc_task *psvc_task_by_ns_tid(struct psvc_target *t, pid_t ns_tid)
 {
-	long i = tidmap_get(&t->by_nstid, ns_tid);
+	long i = psvc_tidmap_get(&t->by_nstid, ns_tid);
 	if (i >= 0 && (size_t)i < t->ntasks)
 		return &t->tasks[i];
 	struct psvc_task *k = psvc_task_by_tid(t, ns_tid);

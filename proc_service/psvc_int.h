@@ -15,8 +15,8 @@
  * an execve stops the exec'ing thread once so that we know. */
 #define FOLLOW_PTRACE_OPTS (PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC)
 
-/* An open-addressing map from a TID to its index in the task array. */
-struct tidmap {
+/* tidmap.c: an open-addressing map from a TID to a 32-bit value. */
+struct psvc_tidmap {
 	pid_t *keys;		/* 0 = empty */
 	uint32_t *vals;
 	size_t cap;		/* power of two, or 0 */
@@ -87,7 +87,7 @@ struct psvc_target {
 	/* tasks of the current capture */
 	struct psvc_task *tasks;
 	size_t ntasks, tasks_cap;
-	struct tidmap by_tid;
+	struct psvc_tidmap by_tid;
 
 	/* stop state */
 	bool stopped;		/* some task may be stopped by us */
@@ -106,7 +106,7 @@ struct psvc_target {
 	bool follow;
 	bool exec_traced;		/* a PTRACE_EVENT_EXEC was seen: the
 					 * process runs another program */
-	struct tidmap followed;		/* TID -> F_* bits */
+	struct psvc_tidmap followed;		/* TID -> F_* bits */
 	struct follow_parent *parents;	/* clones half seen */
 	size_t nparents, parents_cap;
 	struct psvc_event *events;	/* not delivered yet */
@@ -152,7 +152,7 @@ struct psvc_target {
 	uint64_t tdb_budget, tdb_reads;
 
 	/* namespaces (ns.c) */
-	struct tidmap by_nstid;	/* TID in the target's PID namespace ->
+	struct psvc_tidmap by_nstid;	/* TID in the target's PID namespace ->
 				 * index, filled only when it differs */
 	int foreign_pidns;	/* -1 unknown, 0 same as ours, 1 other */
 	bool no_map_files;	/* test hook: never use /proc/PID/map_files */
@@ -271,13 +271,17 @@ void wake_timer_set(struct psvc_target *t, int sig, uint64_t value_ns,
 void wake_timer_disarm(struct psvc_target *t);
 void stop_release_stragglers(struct psvc_target *t);
 
-/* tidmap (target.c) */
-int tidmap_put(struct tidmap *m, pid_t tid, uint32_t idx);
-long tidmap_get(const struct tidmap *m, pid_t tid);
-void tidmap_del(struct tidmap *m, pid_t tid);
-void tidmap_clear(struct tidmap *m);
+/* tidmap.c: put (0 or -ENOMEM, -EINVAL for a TID <= 0), get (-1: not
+ * there), delete, and forget everything */
+int psvc_tidmap_put(struct psvc_tidmap *m, pid_t tid, uint32_t val);
+long psvc_tidmap_get(const struct psvc_tidmap *m, pid_t tid);
+void psvc_tidmap_del(struct psvc_tidmap *m, pid_t tid);
+void psvc_tidmap_clear(struct psvc_tidmap *m);
 
-static inline uint64_t ts_to_ns(const struct timespec *ts)
+/* clock.c: CLOCK_REALTIME in ns (psvc_now_ns() is CLOCK_MONOTONIC) */
+uint64_t psvc_realtime_ns(void);
+
+static inline uint64_t psvc_ts_to_ns(const struct timespec *ts)
 {
 	return (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
 }

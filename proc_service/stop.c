@@ -26,13 +26,6 @@
 #define PTRACE_EVENT_STOP 128
 #endif
 
-uint64_t psvc_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts_to_ns(&ts);
-}
-
 /*
  * The one timer that ends tinspect's blocking waits: a signal to the
  * calling thread, whose handler does nothing but make waitpid() return

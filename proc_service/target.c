@@ -17,107 +17,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* ---- TID -> index map ------------------------------------------------------ */
-
-static size_t tid_hash(pid_t tid, size_t cap)
-{
-	return (size_t)(((uint64_t)(uint32_t)tid * 0x9E3779B97F4A7C15ull) >> 20) &
-	       (cap - 1);
-}
-
-static int tidmap_grow(struct tidmap *m)
-{
-	size_t ncap = m->cap ? m->cap * 2 : 256;
-	pid_t *nk = calloc(ncap, sizeof *nk);
-	uint32_t *nv = calloc(ncap, sizeof *nv);
-	if (!nk || !nv) {
-		free(nk);
-		free(nv);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < m->cap; i++) {
-		if (!m->keys[i])
-			continue;
-		size_t j = tid_hash(m->keys[i], ncap);
-		while (nk[j])
-			j = (j + 1) & (ncap - 1);
-		nk[j] = m->keys[i];
-		nv[j] = m->vals[i];
-	}
-	free(m->keys);
-	free(m->vals);
-	m->keys = nk;
-	m->vals = nv;
-	m->cap = ncap;
-	return 0;
-}
-
-int tidmap_put(struct tidmap *m, pid_t tid, uint32_t idx)
-{
-	if (tid <= 0)
-		return -EINVAL;
-	if ((m->n + 1) * 2 > m->cap && tidmap_grow(m))
-		return -ENOMEM;
-	size_t i = tid_hash(tid, m->cap);
-	while (m->keys[i] && m->keys[i] != tid)
-		i = (i + 1) & (m->cap - 1);
-	if (!m->keys[i])
-		m->n++;
-	m->keys[i] = tid;
-	m->vals[i] = idx;
-	return 0;
-}
-
-long tidmap_get(const struct tidmap *m, pid_t tid)
-{
-	if (!m->cap || tid <= 0)
-		return -1;
-	for (size_t i = tid_hash(tid, m->cap);; i = (i + 1) & (m->cap - 1)) {
-		if (m->keys[i] == tid)
-			return m->vals[i];
-		if (!m->keys[i])
-			return -1;
-	}
-}
-
-void tidmap_del(struct tidmap *m, pid_t tid)
-{
-	if (!m->cap || tid <= 0)
-		return;
-	size_t i = tid_hash(tid, m->cap);
-	while (m->keys[i] && m->keys[i] != tid)
-		i = (i + 1) & (m->cap - 1);
-	if (!m->keys[i])
-		return;
-	/* backward-shift deletion keeps every probe chain unbroken */
-	size_t j = i;
-	for (;;) {
-		m->keys[i] = 0;
-		for (;;) {
-			j = (j + 1) & (m->cap - 1);
-			if (!m->keys[j]) {
-				m->n--;
-				return;
-			}
-			size_t h = tid_hash(m->keys[j], m->cap);
-			/* stays if its home lies cyclically in (i, j] */
-			if (i <= j ? (i < h && h <= j) : (i < h || h <= j))
-				continue;
-			break;
-		}
-		m->keys[i] = m->keys[j];
-		m->vals[i] = m->vals[j];
-		i = j;
-	}
-}
-
-void tidmap_clear(struct tidmap *m)
-{
-	free(m->keys);
-	free(m->vals);
-	memset(m, 0, sizeof *m);
-}
-
 /* ---- process facts ------------------------------------------------------- */
 
 /* A fingerprint of the auxiliary vector: execve gives a new one (a new
@@ -329,8 +228,8 @@ void psvc_close(struct psvc_target *t)
 		timer_delete(t->wake_timer);
 	mem_cache_free(&t->cache);
 	modules_free(t);
-	tidmap_clear(&t->by_tid);
-	tidmap_clear(&t->by_nstid);
+	psvc_tidmap_clear(&t->by_tid);
+	psvc_tidmap_clear(&t->by_nstid);
 	free(t->tasks);
 	free(t->stragglers);
 	free(t->exe_path);
@@ -388,7 +287,7 @@ struct psvc_task *psvc_task_at(struct psvc_target *t, size_t i)
 
 struct psvc_task *psvc_task_by_tid(struct psvc_target *t, pid_t tid)
 {
-	long i = tidmap_get(&t->by_tid, tid);
+	long i = psvc_tidmap_get(&t->by_tid, tid);
 	return i < 0 ? NULL : &t->tasks[i];
 }
 
@@ -402,7 +301,7 @@ struct psvc_task *task_add(struct psvc_target *t, pid_t tid)
 		t->tasks = nt;
 		t->tasks_cap = ncap;
 	}
-	if (tidmap_put(&t->by_tid, tid, (uint32_t)t->ntasks))
+	if (psvc_tidmap_put(&t->by_tid, tid, (uint32_t)t->ntasks))
 		return NULL;
 	struct psvc_task *k = &t->tasks[t->ntasks++];
 	memset(k, 0, sizeof *k);
@@ -556,8 +455,8 @@ int psvc_scan(struct psvc_target *t)
 	if (follow_drain(t) == -ESRCH)
 		return -ESRCH;
 	t->ntasks = 0;
-	tidmap_clear(&t->by_tid);
-	tidmap_clear(&t->by_nstid);
+	psvc_tidmap_clear(&t->by_tid);
+	psvc_tidmap_clear(&t->by_nstid);
 	int n = list_tids(t, scan_one, NULL);
 	if (n < 0)
 		return n;
