@@ -1,0 +1,66 @@
+/*
+ * array.h: growing a malloc'ed array, the one way every module does it.
+ *
+ * Two shapes recur: an array with a capacity that doubles as it fills (task
+ * lists, mappings, ranges to prefetch), and an array kept exactly as long
+ * as its count (the snapshot model's arrays, whose structs have no room
+ * for a capacity).  Both leave the array as it was when memory runs out,
+ * and both refuse a size that would overflow.
+ *
+ * Header-only and static inline: it defines no symbol, so that any module
+ * may include it without a dependency (and a static libtinspect carries
+ * nothing of it into an embedder).
+ */
+#ifndef TINSPECT_COMMON_ARRAY_H
+#define TINSPECT_COMMON_ARRAY_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+/*
+ * Make room for at least `need` elements of `elem` bytes in *arrp (a
+ * pointer to the array pointer), whose capacity is *cap: the capacity
+ * becomes `first` (when it was 0), doubled until it holds need.  0, or
+ * -ENOMEM with *arrp and *cap untouched.
+ */
+static inline int array_grow(void *arrp, size_t *cap, size_t need, size_t elem,
+			     size_t first)
+{
+	void **arr = arrp;
+	if (need <= *cap)
+		return 0;
+	size_t ncap = *cap ? *cap : (first ? first : 1);
+	while (ncap < need) {
+		if (ncap > SIZE_MAX / 2)
+			return -ENOMEM;
+		ncap *= 2;
+	}
+	if (ncap > SIZE_MAX / elem)
+		return -ENOMEM;
+	void *n = realloc(*arr, ncap * elem);
+	if (!n)
+		return -ENOMEM;
+	*arr = n;
+	*cap = ncap;
+	return 0;
+}
+
+/*
+ * One more element at the end of *arrp, an array of exactly *n elements of
+ * `elem` bytes: the new element's address (uninitialised; *n counts it
+ * already), or NULL with *arrp and *n untouched.
+ */
+static inline void *array_push(void *arrp, size_t *n, size_t elem)
+{
+	void **arr = arrp;
+	if (*n >= SIZE_MAX / elem)
+		return NULL;
+	void *v = realloc(*arr, (*n + 1) * elem);
+	if (!v)
+		return NULL;
+	*arr = v;
+	return (char *)v + (*n)++ * elem;
+}
+
+#endif
