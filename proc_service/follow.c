@@ -508,11 +508,10 @@ void psvc_note_thread(struct psvc_target *t, pid_t tid, uint64_t tp)
 {
 	struct psvc_task *k = psvc_task_by_tid(t, tid);
 	if (!k)
-		k = task_add(t, tid);
+		k = psvc_task_add(t, tid);
 	if (!k || !tp)
 		return;
-	k->tp = tp;
-	k->flags |= PSVC_TASK_HAVE_REGS;
+	psvc_task_set_tp(k, tp);
 }
 
 void psvc_follow_end(struct psvc_target *t)

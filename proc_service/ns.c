@@ -50,19 +50,12 @@ bool psvc_same_pidns(struct psvc_target *t)
 	return t->foreign_pidns == 0;
 }
 
-void ns_note_task(struct psvc_target *t, size_t idx)
-{
-	struct psvc_task *k = &t->tasks[idx];
-	if (k->info.ns_tid > 0 && k->info.ns_tid != k->tid)
-		psvc_tidmap_put(&t->by_nstid, k->info.ns_tid, (uint32_t)idx);
-}
-
 struct psvc_task *psvc_task_by_ns_tid(struct psvc_target *t, pid_t ns_tid)
 {
-	long i = psvc_tidmap_get(&t->by_nstid, ns_tid);
-	if (i >= 0 && (size_t)i < t->ntasks)
-		return &t->tasks[i];
-	struct psvc_task *k = psvc_task_by_tid(t, ns_tid);
+	struct psvc_task *k = psvc_task_by_ns_map(t, ns_tid);
+	if (k)
+		return k;
+	k = psvc_task_by_tid(t, ns_tid);
 	if (!k)
 		return NULL;
 	if (k->info.ns_tid == ns_tid)
@@ -109,7 +102,7 @@ void psvc_resolve_late_ns_tids(struct psvc_target *t)
 		if (read_file_at(t->task_dirfd, path, buf, sizeof buf, NULL))
 			continue;
 		k->info.ns_tid = parse_nspid(buf);
-		ns_note_task(t, i);
+		psvc_task_index_ns(t, k);
 	}
 }
 

@@ -230,8 +230,6 @@ void elfsym_load_span(const struct psvc_elf *e, uint64_t *ret_lo,
 void elfsym_file_id(const struct psvc_elf *e, dev_t *ret_dev, ino_t *ret_ino);
 
 /* ns.c */
-/* Record task idx's namespace TID (no-op when it equals the TID). */
-void ns_note_task(struct psvc_target *t, size_t idx);
 /* Hex build-id of the ELF image mapped at base, from target memory;
  * -ENOENT if it has none, -EFAULT if unreadable. */
 int ns_mem_build_id(struct psvc_target *t, uint64_t base, char out[41]);
@@ -250,7 +248,6 @@ int taskinfo_read_at(int taskdir, pid_t tid, struct psvc_taskinfo *ti);
 /* true when /proc/PID/auxv no longer matches the one read at psvc_open():
  * the process executed a new program */
 bool psvc_exec_seen(const struct psvc_target *t);
-struct psvc_task *task_add(struct psvc_target *t, pid_t tid);
 /* Call fn for every TID in /proc/PID/task; returns the count or the first
  * error fn returned. */
 int list_tids(struct psvc_target *t,
@@ -270,6 +267,43 @@ void wake_timer_set(struct psvc_target *t, int sig, uint64_t value_ns,
 		    uint64_t interval_ns, bool absolute);
 void wake_timer_disarm(struct psvc_target *t);
 void stop_release_stragglers(struct psvc_target *t);
+
+/* tasks.c: the task list of the capture, its indexes, and the task-state
+ * transitions (the only writers of psvc_task.flags) */
+struct psvc_task *psvc_task_add(struct psvc_target *t, pid_t tid);
+/* The task whose namespace TID is ns_tid, from the index of the tasks whose
+ * namespace TID differs from their TID; NULL if none (ns.c decides). */
+struct psvc_task *psvc_task_by_ns_map(struct psvc_target *t, pid_t ns_tid);
+/* Index k by its namespace TID (nothing when it equals its TID). */
+void psvc_task_index_ns(struct psvc_target *t, struct psvc_task *k);
+void psvc_tasks_clear(struct psvc_target *t);
+void psvc_tasks_free(struct psvc_target *t);
+/* A task found during the stop (LATE). */
+struct psvc_task *psvc_task_add_late(struct psvc_target *t, pid_t tid);
+/* Held by this capture (the target counts as stopped from now on). */
+void psvc_task_seized(struct psvc_target *t, struct psvc_task *k);
+/* Not held, and why (seize_errno): refused, or left out (a zombie). */
+void psvc_task_refused(struct psvc_task *k, int err);
+/* Exited before or while it was held. */
+void psvc_task_gone(struct psvc_task *k);
+/* Exited as it was interrupted: still held until its exit is reaped. */
+void psvc_task_gone_held(struct psvc_task *k);
+/* Reported its stop; resume_sig is handed back when it is let go; a stop
+ * seen after the capture (in_capture false) is not part of the snapshot. */
+void psvc_task_stopped(struct psvc_task *k, int resume_sig, bool jobctl,
+		       bool in_capture);
+/* Did not stop within the stop timeout. */
+void psvc_task_straggler(struct psvc_task *k);
+/* Its registers were read (err 0), or why not. */
+void psvc_task_regs(struct psvc_task *k, int err);
+/* Known to libthread_db with thread pointer tp (follow mode's new
+ * threads, whose registers were read at their first stop). */
+void psvc_task_set_tp(struct psvc_task *k, uint64_t tp);
+/* Let go (detached or continued); CAPTURED stays. */
+void psvc_task_released(struct psvc_task *k);
+/* No longer held by the capture, but still attached: a straggler the
+ * backend keeps, a task follow mode keeps. */
+void psvc_task_handed_over(struct psvc_task *k);
 
 /* tidmap.c: put (0 or -ENOMEM, -EINVAL for a TID <= 0), get (-1: not
  * there), delete, and forget everything */

@@ -93,13 +93,10 @@ static int seize_one(struct psvc_target *t, pid_t tid, void *arg)
 	if (k && k->seize_errno)
 		return 0;	/* refused once this capture: do not retry */
 	if (!k) {
-		/* created after the first scan: its /proc facts are read
-		 * after the resume, when they describe the thread again */
-		k = task_add(t, tid);
+		/* created after the first scan */
+		k = psvc_task_add_late(t, tid);
 		if (!k)
 			return -ENOMEM;
-		k->flags |= PSVC_TASK_LATE;
-		k->info.sc_nr = -1;
 	}
 	if (!t->t_first_stop)
 		t->t_first_stop = psvc_now_ns();
@@ -109,15 +106,14 @@ static int seize_one(struct psvc_target *t, pid_t tid, void *arg)
 		 * until the last thread exits, it reports no stop (waiting
 		 * for one would hold the others for the whole stop
 		 * timeout); shown as in the unfollowed case */
-		k->seize_errno = EPERM;
+		psvc_task_refused(k, EPERM);
 		return 0;
 	}
 	if (t->follow && follow_adopt(t, tid)) {
 		/* attached since follow began: interrupt is enough */
-		k->flags |= PSVC_TASK_SEIZED;
-		t->stopped = true;
+		psvc_task_seized(t, k);
 		if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) != 0 && errno == ESRCH)
-			k->flags |= PSVC_TASK_GONE;
+			psvc_task_gone_held(k);
 		(*nseized)++;
 		return 0;
 	}
@@ -125,8 +121,7 @@ static int seize_one(struct psvc_target *t, pid_t tid, void *arg)
 		   (void *)(long)(t->follow ? FOLLOW_PTRACE_OPTS : 0)) != 0) {
 		if (errno == EPERM && straggler_take(t, tid)) {
 			/* ours since an earlier capture, interrupt pending */
-			k->flags |= PSVC_TASK_SEIZED;
-			t->stopped = true;
+			psvc_task_seized(t, k);
 			(*nseized)++;
 			return 0;
 		}
@@ -147,14 +142,13 @@ static int seize_one(struct psvc_target *t, pid_t tid, void *arg)
 			}
 		}
 		if (e == ESRCH) {
-			k->flags |= PSVC_TASK_GONE;
+			psvc_task_gone(k);
 			return 0;
 		}
-		k->seize_errno = e;
+		psvc_task_refused(k, e);
 		return 0;
 	}
-	k->flags |= PSVC_TASK_SEIZED;
-	t->stopped = true;
+	psvc_task_seized(t, k);
 	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) != 0 && errno == ESRCH) {
 		/* it exited between the two calls; waitpid reaps it */
 	}
@@ -162,9 +156,11 @@ static int seize_one(struct psvc_target *t, pid_t tid, void *arg)
 	return 0;
 }
 
-/* Record one wait status.  Returns true once the task no longer needs to
+/* Record one wait status (in_capture false: seen while letting go, too
+ * late for the snapshot).  Returns true once the task no longer needs to
  * be waited for (stopped or gone). */
-static bool note_status(struct psvc_target *t, struct psvc_task *k, int st)
+static bool note_status(struct psvc_target *t, struct psvc_task *k, int st,
+			bool in_capture)
 {
 	if (t->follow) {
 		/* clone and first stops are events too: follow.c keeps them
@@ -173,37 +169,27 @@ static bool note_status(struct psvc_target *t, struct psvc_task *k, int st)
 		bool group;
 		if (!follow_status(t, k->tid, st, true, &sig, &group)) {
 			if (WIFEXITED(st) || WIFSIGNALED(st)) {
-				k->flags |= PSVC_TASK_GONE;
-				k->flags &= ~PSVC_TASK_SEIZED;
+				psvc_task_gone(k);
 				return true;
 			}
 			return false;
 		}
-		k->resume_sig = sig;
-		if (group)
-			k->flags |= PSVC_TASK_JOBCTL;
-		k->flags |= PSVC_TASK_STOPPED | PSVC_TASK_CAPTURED;
+		psvc_task_stopped(k, sig, group, in_capture);
 		return true;
 	}
 	if (WIFEXITED(st) || WIFSIGNALED(st)) {
-		k->flags |= PSVC_TASK_GONE;
-		k->flags &= ~PSVC_TASK_SEIZED;
+		psvc_task_gone(k);
 		return true;
 	}
 	if (!WIFSTOPPED(st))
 		return false;
 	int sig = WSTOPSIG(st);
-	if ((st >> 16) == PTRACE_EVENT_STOP) {
-		/* our interrupt (SIGTRAP) or a group-stop (the stop signal):
-		 * the process was, or is being, job-control stopped; the
-		 * kernel puts it back in that stop when we detach */
-		if (sig != SIGTRAP)
-			k->flags |= PSVC_TASK_JOBCTL;
-	} else if ((st >> 16) == 0) {
-		/* signal-delivery-stop: hand the signal back on detach */
-		k->resume_sig = sig;
-	}
-	k->flags |= PSVC_TASK_STOPPED | PSVC_TASK_CAPTURED;
+	/* PTRACE_EVENT_STOP: our interrupt (SIGTRAP) or a group-stop (the
+	 * stop signal): the process was, or is being, job-control stopped;
+	 * the kernel puts it back in that stop when we detach.  A
+	 * signal-delivery-stop: hand the signal back on detach. */
+	bool jobctl = (st >> 16) == PTRACE_EVENT_STOP && sig != SIGTRAP;
+	psvc_task_stopped(k, (st >> 16) == 0 ? sig : 0, jobctl, in_capture);
 	return true;
 }
 
@@ -231,12 +217,11 @@ static bool leader_became_zombie(struct psvc_target *t, struct psvc_task *k)
 		return false;
 	k->info.state = ti.state;
 	if (t->follow) {
-		/* as seize_task() does for a zombie leader it sees: attached
+		/* as seize_one() does for a zombie leader it sees: attached
 		 * for following, not part of this capture */
-		k->flags &= ~PSVC_TASK_SEIZED;
-		k->seize_errno = EPERM;
+		psvc_task_refused(k, EPERM);
 	} else {
-		k->flags |= PSVC_TASK_STRAGGLER;
+		psvc_task_straggler(k);
 	}
 	return true;
 }
@@ -256,7 +241,7 @@ static int wait_stops(struct psvc_target *t, size_t from, uint64_t timeout_ns,
 			int st;
 			pid_t w = waitpid(k->tid, &st, __WALL | WNOHANG);
 			if (w == k->tid)
-				note_status(t, k, st);
+				note_status(t, k, st, true);
 			else if (w == 0 && leader_became_zombie(t, k))
 				continue;
 		}
@@ -273,18 +258,17 @@ static int wait_stops(struct psvc_target *t, size_t from, uint64_t timeout_ns,
 			if (w == 0) {
 				/* interrupted long ago and still not
 				 * stopped: uninterruptible sleep */
-				k->flags |= PSVC_TASK_STRAGGLER;
+				psvc_task_straggler(k);
 				break;
 			}
 			if (w < 0) {
 				if (errno == EINTR)
 					continue;
 				/* ECHILD: gone and reaped */
-				k->flags |= PSVC_TASK_GONE;
-				k->flags &= ~PSVC_TASK_SEIZED;
+				psvc_task_gone(k);
 				break;
 			}
-			note_status(t, k, st);
+			note_status(t, k, st, true);
 		}
 	}
 	return 0;
@@ -383,12 +367,12 @@ void psvc_read_regs(struct psvc_target *t)
 		struct iovec iov = { k->gregs, a->ngregs * sizeof(uint64_t) };
 		if (ptrace(PTRACE_GETREGSET, k->tid, (void *)NT_PRSTATUS,
 			   &iov) != 0) {
-			k->regs_errno = errno;
+			psvc_task_regs(k, errno);
 			continue;
 		}
 		if (iov.iov_len != a->ngregs * sizeof(uint64_t)) {
 			/* another layout (a 32-bit task): not ours to read */
-			k->regs_errno = ENOEXEC;
+			psvc_task_regs(k, ENOEXEC);
 			continue;
 		}
 		if (a->tp_greg_idx >= 0) {
@@ -401,7 +385,7 @@ void psvc_read_regs(struct psvc_target *t)
 				   &tiov) == 0)
 				k->tp = tp;
 		}
-		k->flags |= PSVC_TASK_HAVE_REGS;
+		psvc_task_regs(k, 0);
 	}
 }
 
@@ -432,12 +416,9 @@ void psvc_resume(struct psvc_target *t)
 			 * straggler, or an abort in the middle of the waits):
 			 * it may have stopped by now. */
 			int st;
-			unsigned was = k->flags & PSVC_TASK_CAPTURED;
-			if (waitpid(k->tid, &st, __WALL | WNOHANG) > 0) {
-				note_status(t, k, st);
-				/* too late to be part of the snapshot */
-				k->flags = (k->flags & ~PSVC_TASK_CAPTURED) | was;
-			}
+			/* too late to be part of the snapshot */
+			if (waitpid(k->tid, &st, __WALL | WNOHANG) > 0)
+				note_status(t, k, st, false);
 		}
 		if ((k->flags & PSVC_TASK_STOPPED) && t->follow) {
 			/* still followed: let it go on, attached */
@@ -446,14 +427,13 @@ void psvc_resume(struct psvc_target *t)
 			else
 				ptrace(PTRACE_CONT, k->tid, 0,
 				       (void *)(long)k->resume_sig);
-			k->flags &= ~(PSVC_TASK_SEIZED | PSVC_TASK_STOPPED);
+			psvc_task_released(k);
 		} else if (k->flags & PSVC_TASK_STOPPED) {
 			/* the signal of a signal-delivery-stop goes back */
 			if (ptrace(PTRACE_DETACH, k->tid, 0,
 				   (void *)(long)k->resume_sig) == 0 ||
 			    errno == ESRCH)
-				k->flags &= ~(PSVC_TASK_SEIZED |
-					      PSVC_TASK_STOPPED);
+				psvc_task_released(k);
 		}
 	}
 	t->t_last_resume = psvc_now_ns();
@@ -465,11 +445,11 @@ void psvc_resume(struct psvc_target *t)
 		/* a straggler that is followed stays ours: its interrupt
 		 * shows up in psvc_follow_wait() as a stop to continue */
 		if (t->follow && (k->flags & PSVC_TASK_SEIZED)) {
-			k->flags &= ~PSVC_TASK_SEIZED;
+			psvc_task_handed_over(k);
 			continue;
 		}
 		if ((k->flags & PSVC_TASK_SEIZED) && straggler_add(t, k->tid))
-			k->flags &= ~PSVC_TASK_SEIZED;	/* kept in the list */
+			psvc_task_handed_over(k);	/* kept in the list */
 	}
 	hold_update(t, false);
 }

@@ -228,9 +228,7 @@ void psvc_close(struct psvc_target *t)
 		timer_delete(t->wake_timer);
 	mem_cache_free(&t->cache);
 	modules_free(t);
-	psvc_tidmap_clear(&t->by_tid);
-	psvc_tidmap_clear(&t->by_nstid);
-	free(t->tasks);
+	psvc_tasks_free(t);
 	free(t->stragglers);
 	free(t->exe_path);
 	free(t->cmdline_buf);
@@ -276,38 +274,7 @@ bool psvc_alive(struct psvc_target *t)
 	return live > 0;
 }
 
-/* ---- the task list --------------------------------------------------------- */
-
-size_t psvc_ntasks(const struct psvc_target *t) { return t->ntasks; }
-
-struct psvc_task *psvc_task_at(struct psvc_target *t, size_t i)
-{
-	return i < t->ntasks ? &t->tasks[i] : NULL;
-}
-
-struct psvc_task *psvc_task_by_tid(struct psvc_target *t, pid_t tid)
-{
-	long i = psvc_tidmap_get(&t->by_tid, tid);
-	return i < 0 ? NULL : &t->tasks[i];
-}
-
-struct psvc_task *task_add(struct psvc_target *t, pid_t tid)
-{
-	if (t->ntasks == t->tasks_cap) {
-		size_t ncap = t->tasks_cap ? t->tasks_cap * 2 : 64;
-		struct psvc_task *nt = realloc(t->tasks, ncap * sizeof *nt);
-		if (!nt)
-			return NULL;
-		t->tasks = nt;
-		t->tasks_cap = ncap;
-	}
-	if (psvc_tidmap_put(&t->by_tid, tid, (uint32_t)t->ntasks))
-		return NULL;
-	struct psvc_task *k = &t->tasks[t->ntasks++];
-	memset(k, 0, sizeof *k);
-	k->tid = tid;
-	return k;
-}
+/* ---- listing tasks ---------------------------------------------------------- */
 
 struct linux_dirent64 {
 	uint64_t d_ino;
@@ -375,7 +342,7 @@ int ntasks_hint(pid_t pid)
 static int scan_one(struct psvc_target *t, pid_t tid, void *arg)
 {
 	(void)arg;
-	return task_add(t, tid) ? 0 : -ENOMEM;
+	return psvc_task_add(t, tid) ? 0 : -ENOMEM;
 }
 
 /*
@@ -454,9 +421,7 @@ int psvc_scan(struct psvc_target *t)
 	 * /proc would show them traced ('t') instead of what they do */
 	if (follow_drain(t) == -ESRCH)
 		return -ESRCH;
-	t->ntasks = 0;
-	psvc_tidmap_clear(&t->by_tid);
-	psvc_tidmap_clear(&t->by_nstid);
+	psvc_tasks_clear(t);
 	int n = list_tids(t, scan_one, NULL);
 	if (n < 0)
 		return n;
@@ -465,7 +430,7 @@ int psvc_scan(struct psvc_target *t)
 	scan_read_all(t);
 	for (size_t i = 0; i < t->ntasks; i++)
 		if (t->tasks[i].info.before_stop)
-			ns_note_task(t, i);
+			psvc_task_index_ns(t, &t->tasks[i]);
 	psvc_foreign_pidns(t);	/* decided now, not during the stop */
 	return (int)t->ntasks;
 }
