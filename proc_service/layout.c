@@ -57,23 +57,6 @@ bool psvc_span_ok(uint64_t off, uint64_t len, uint64_t total)
 	return psvc_add_ok(off, len, &end) && end <= total;
 }
 
-/* ---- sources -------------------------------------------------------------------- */
-
-static int target_lookup(void *ctx, const char *name, uint64_t *ret)
-{
-	return psvc_lookup_symbol(ctx, name, ret);
-}
-
-static int target_read(void *ctx, uint64_t addr, void *buf, size_t len)
-{
-	return psvc_read(ctx, addr, buf, len);
-}
-
-struct psvc_layout_src psvc_layout_src(struct psvc_target *t)
-{
-	return (struct psvc_layout_src){ target_lookup, target_read, t };
-}
-
 /* ---- descriptors ------------------------------------------------------------------ */
 
 int psvc_desc_read(const struct psvc_layout_src *src, const char *name,

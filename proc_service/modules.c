@@ -4,9 +4,8 @@
  * GLIBC-NOTES.md §3) and every entry is cross-checked against
  * /proc/PID/maps; modules only the maps know (the vDSO, a static
  * executable, everything when r_debug is unusable) are added from there.
- * ELF files are opened through /proc/PID/map_files (the very inode that is
- * mapped, even if the file was replaced or deleted), else through
- * /proc/PID/root (the target's mount namespace).
+ * Their ELF files are opened by modfiles.c, their symbols looked up by
+ * symbols.c.
  *
  * The map is rebuilt only when the file-backed mappings change; symbol
  * tables of modules that stay are carried over (the generation number says
@@ -31,13 +30,6 @@
 #define MAX_LINK_MAP 65536
 
 /* ---- /proc/PID/maps ---------------------------------------------------------- */
-
-void maps_free(struct mapping *m, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(m[i].path);
-	free(m);
-}
 
 int maps_read(pid_t pid, struct mapping **ret, size_t *ret_n)
 {
@@ -165,25 +157,6 @@ static bool module_extent(struct psvc_module *mod, const struct mapping *m,
 	return true;
 }
 
-/* Lowest PT_LOAD vaddr (page-truncated) of the ELF image mapped at base,
- * read from target memory; UINT64_MAX if unreadable. */
-static uint64_t mem_first_load(struct psvc_target *t, uint64_t base)
-{
-	Elf64_Ehdr eh;
-	if (psvc_read(t, base, &eh, sizeof eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
-	    eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 ||
-	    eh.e_phnum > 256)
-		return UINT64_MAX;
-	Elf64_Phdr ph[256];
-	if (psvc_read(t, base + eh.e_phoff, ph, eh.e_phnum * sizeof *ph))
-		return UINT64_MAX;
-	uint64_t lo = UINT64_MAX;
-	for (unsigned i = 0; i < eh.e_phnum; i++)
-		if (ph[i].p_type == PT_LOAD && ph[i].p_vaddr < lo)
-			lo = ph[i].p_vaddr;
-	return lo == UINT64_MAX ? lo : lo & ~(uint64_t)4095;
-}
-
 /*
  * A module's globals reach to the end of its last PT_LOAD in memory
  * (p_vaddr + p_memsz): the part of .bss beyond the file's last page is an
@@ -198,16 +171,12 @@ static void extend_to_memsz(struct psvc_target *t, struct psvc_module *m,
 			    const struct mapping *maps, size_t nmaps)
 {
 	Elf64_Ehdr eh;
-	if (psvc_read(t, m->map_start, &eh, sizeof eh) ||
-	    memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
-	    eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 ||
-	    eh.e_phnum > 256)
-		return;
-	Elf64_Phdr ph[256];
-	if (psvc_read(t, m->map_start + eh.e_phoff, ph, eh.e_phnum * sizeof *ph))
+	Elf64_Phdr ph[PSVC_MEM_MAX_PHDRS];
+	int nph = psvc_mem_phdrs(t, m->map_start, &eh, ph);
+	if (nph < 0)
 		return;
 	uint64_t top = 0;
-	for (unsigned i = 0; i < eh.e_phnum; i++)
+	for (int i = 0; i < nph; i++)
 		if (ph[i].p_type == PT_LOAD && ph[i].p_memsz < (1ull << 40) &&
 		    ph[i].p_vaddr < (1ull << 47) &&
 		    ph[i].p_vaddr + ph[i].p_memsz > top)
@@ -291,6 +260,13 @@ static void note(struct psvc_target *t, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* link_map entries are read like any target memory (the chain walk needs
+ * no symbols) */
+static int chain_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	return psvc_read(ctx, addr, buf, len);
+}
+
 /* The link_map chain as modules (flags PSVC_MOD_LINK_MAP), at most as many
  * entries as the maps justify.  0, or a negative errno (the chain is not
  * usable; t's note says why). */
@@ -298,7 +274,7 @@ static int link_map_modules(struct psvc_target *t, uint64_t r_debug,
 			    const struct mapping *maps, size_t nmaps,
 			    struct psvc_module **mods, size_t *n, size_t *cap)
 {
-	struct psvc_layout_src src = psvc_layout_src(t);
+	struct psvc_layout_src src = { NULL, chain_read, t };
 	size_t bound = link_map_bound(maps, nmaps);
 	struct linkmap_walk w;
 	char why[256] = "";
@@ -503,7 +479,7 @@ int psvc_modules_load(struct psvc_target *t)
 				m->flags |= PSVC_MOD_MISMATCH;
 			continue;
 		}
-		uint64_t fl = mem_first_load(t, m->map_start);
+		uint64_t fl = psvc_mem_first_load(t, m->map_start);
 		if (fl == UINT64_MAX || m->map_start - fl != m->bias)
 			m->flags |= PSVC_MOD_MISMATCH;
 		else
@@ -568,7 +544,7 @@ int psvc_modules_load(struct psvc_target *t)
 			n--;
 			continue;
 		}
-		uint64_t fl = mem_first_load(t, m->map_start);
+		uint64_t fl = psvc_mem_first_load(t, m->map_start);
 		m->bias = fl == UINT64_MAX ? m->map_start : m->map_start - fl;
 		if (fl != UINT64_MAX && !vdso)
 			extend_to_memsz(t, m, maps, nmaps);
@@ -649,249 +625,6 @@ struct psvc_module *psvc_module_for_addr(struct psvc_target *t, uint64_t addr)
 			return &t->mods[mid];
 	}
 	return NULL;
-}
-
-/* ---- ELF files ----------------------------------------------------------------- */
-
-/*
- * Is the file opened by path the one mapped at m?  The build-ids in the
- * file and in target memory must agree; without a build-id on either side,
- * the inode must (a file replaced on disk has a new one).  Inode numbers
- * alone are not trusted when a build-id is there: through overlayfs,
- * stat() and /proc/PID/maps can disagree about them.
- */
-static bool path_is_mapped_file(struct psvc_target *t, struct psvc_module *m,
-				const struct psvc_elf *e)
-{
-	char file_id[41], mem_id[41];
-	elfsym_build_id(e, file_id);
-	int r = ns_mem_build_id(t, m->map_start, mem_id);
-	if (file_id[0] && r == 0)
-		return strcmp(file_id, mem_id) == 0;
-	if (file_id[0] && r == -ENOENT)
-		return false;	/* the mapped image has none: not this file */
-	dev_t dev;
-	ino_t ino;
-	elfsym_file_id(e, &dev, &ino);
-	return ino && ino == m->ino;
-}
-
-/* A new descriptor on the module's file: the mapped inode itself through
- * map_files (right even if the file was replaced or deleted on disk), else
- * its path in the target's mount namespace; *ret_by_path says which, and
- * then the caller must check it is the mapped file (path_is_mapped_file). */
-static int module_open_fd(struct psvc_target *t, const struct psvc_module *m,
-			  bool *ret_by_path, struct stat *ret_st)
-{
-	char path[4200];
-	*ret_by_path = false;
-	int fd = -EACCES;
-	if (!t->no_map_files) {
-		snprintf(path, sizeof path, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
-			 (int)t->mm_tid, m->map_start, m->map_end);
-		fd = psvc_open_regular(path, ret_st);
-		if (fd >= 0 || fd == -EMFILE || fd == -ENFILE)
-			return fd;
-	}
-	if (!m->path || (m->flags & PSVC_MOD_DELETED))
-		return fd;
-	/* a path the target's user may own: only a regular file, opened
-	 * without blocking (regfile.c) */
-	if (snprintf(path, sizeof path, "/proc/%d/root%s", (int)t->mm_tid,
-		     m->path) >= (int)sizeof path)
-		return -ENAMETOOLONG;
-	fd = psvc_open_regular(path, ret_st);
-	if (fd >= 0)
-		*ret_by_path = true;
-	return fd;
-}
-
-/* A new descriptor on the very file the module's symbols were read from
- * (after they were: the file is checked then). */
-static int reopen_checked(struct psvc_target *t, struct psvc_module *m)
-{
-	int err = psvc_module_load_elf(t, m);
-	if (err)
-		return err;
-	bool by_path;
-	struct stat st;
-	int fd = module_open_fd(t, m, &by_path, &st);
-	if (fd < 0 || !by_path)
-		return fd;
-	/* by path: the file there now must be the one that was checked */
-	dev_t dev;
-	ino_t ino;
-	elfsym_file_id(m->elf, &dev, &ino);
-	if (st.st_dev != dev || st.st_ino != ino) {
-		close(fd);
-		return -ESTALE;
-	}
-	return fd;
-}
-
-int psvc_module_open_fd(struct psvc_target *t, struct psvc_module *m)
-{
-	if (m->flags & PSVC_MOD_VDSO)
-		return -ENOENT;	/* read from memory */
-	return reopen_checked(t, m);
-}
-
-/* The vDSO has no file: its image is copied from target memory. */
-static int vdso_image(struct psvc_target *t, const struct psvc_module *m,
-		      void **ret, size_t *ret_len)
-{
-	size_t len = (size_t)(m->end - m->start);
-	if (len == 0 || len > (1u << 20))
-		return -E2BIG;
-	void *img = malloc(len);
-	if (!img)
-		return -ENOMEM;
-	int err = psvc_read(t, m->start, img, len);
-	if (err) {
-		free(img);
-		return err;
-	}
-	*ret = img;
-	*ret_len = len;
-	return 0;
-}
-
-int psvc_module_open(struct psvc_target *t, struct psvc_module *m)
-{
-	if (!(m->flags & PSVC_MOD_VDSO)) {
-		/* the symbol tables are loaded (and the file checked) first:
-		 * a file that is not the mapped one is not handed out */
-		return reopen_checked(t, m);
-	}
-	void *img;
-	size_t len;
-	int err = vdso_image(t, m, &img, &len);
-	if (err)
-		return err;
-	int fd = memfd_create("vdso", MFD_CLOEXEC);
-	if (fd < 0) {
-		err = -errno;
-	} else if (write(fd, img, len) != (ssize_t)len) {
-		err = -EIO;
-		close(fd);
-		fd = -1;
-	}
-	free(img);
-	return fd >= 0 ? fd : err;
-}
-
-int psvc_module_load_elf(struct psvc_target *t, struct psvc_module *m)
-{
-	if (m->elf)
-		return 0;
-	if (m->elf_errno)
-		return -m->elf_errno;
-	int err;
-	if (m->flags & PSVC_MOD_VDSO) {
-		void *img;
-		size_t len;
-		err = vdso_image(t, m, &img, &len);
-		if (!err) {
-			m->elf = elfsym_open_mem(img, len, &err);
-			free(img);
-		}
-	} else {
-		bool check_id;
-		struct stat st;
-		int fd = module_open_fd(t, m, &check_id, &st);
-		err = fd;
-		if (fd >= 0)
-			m->elf = elfsym_open_fd(fd, &err);
-		if (m->elf && check_id && !path_is_mapped_file(t, m, m->elf)) {
-			/* replaced on disk, or another file at that path in
-			 * that namespace: its symbols would be wrong */
-			elfsym_close(m->elf);
-			m->elf = NULL;
-			err = -ESTALE;
-		}
-	}
-	if (!m->elf) {
-		/* out of descriptors is not a property of the file: the
-		 * next attempt may work */
-		if (err != -EMFILE && err != -ENFILE)
-			m->elf_errno = -err;
-		return err;
-	}
-	elfsym_build_id(m->elf, m->build_id);
-	m->has_symtab = elfsym_has_symtab(m->elf);
-	return 0;
-}
-
-int psvc_module_span(struct psvc_target *t, struct psvc_module *m,
-		     uint64_t *ret_low, uint64_t *ret_high)
-{
-	int err = psvc_module_load_elf(t, m);
-	if (err)
-		return err;
-	uint64_t lo, hi;
-	unsigned e_type;
-	elfsym_load_span(m->elf, &lo, &hi, &e_type);
-	/* an ET_EXEC is where its headers say (libdwfl ignores a base) */
-	uint64_t bias = e_type == ET_EXEC ? 0 : m->bias;
-	if (hi <= lo || !psvc_add_ok(bias, lo, ret_low) ||
-	    !psvc_add_ok(bias, hi, ret_high))
-		return -ENOEXEC;
-	return 0;
-}
-
-static int lookup_in(struct psvc_target *t, struct psvc_module *m,
-		     const char *name, uint64_t *ret)
-{
-	if (psvc_module_load_elf(t, m))
-		return -ENOENT;
-	const struct elf_sym *s = elfsym_lookup(m->elf, name);
-	if (!s)
-		return -ENOENT;
-	/* TLS symbols are offsets in the module's TLS block, not addresses */
-	*ret = s->type == STT_TLS ? s->value : m->bias + s->value;
-	return 0;
-}
-
-int psvc_lookup_symbol(struct psvc_target *t, const char *name,
-		       uint64_t *ret_addr)
-{
-	static const unsigned order[] = { PSVC_MOD_LIBC, PSVC_MOD_LDSO,
-					  PSVC_MOD_EXE, 0 };
-	for (size_t o = 0; o < sizeof order / sizeof *order; o++) {
-		for (size_t i = 0; i < t->nmods; i++) {
-			struct psvc_module *m = &t->mods[i];
-			if (m->flags & PSVC_MOD_VDSO)
-				continue;
-			bool first_class = m->flags & (PSVC_MOD_LIBC | PSVC_MOD_LDSO |
-						       PSVC_MOD_EXE);
-			if (order[o] ? !(m->flags & order[o]) : first_class)
-				continue;
-			if (lookup_in(t, m, name, ret_addr) == 0)
-				return 0;
-		}
-	}
-	return -ENOENT;
-}
-
-int psvc_addr_to_symbol(struct psvc_target *t, uint64_t addr,
-			struct psvc_symbol *ret)
-{
-	struct psvc_module *m = psvc_module_for_addr(t, addr);
-	if (!m)
-		return -ENOENT;
-	ret->module = m;
-	ret->name = NULL;
-	ret->offset = addr - m->bias;
-	ret->size = 0;
-	if (psvc_module_load_elf(t, m))
-		return 0;
-	const struct elf_sym *s = elfsym_by_addr(m->elf, addr - m->bias);
-	if (s) {
-		ret->name = s->name;
-		ret->offset = addr - m->bias - s->value;
-		ret->size = s->size;
-	}
-	return 0;
 }
 
 /* ---- mappings ------------------------------------------------------------------ */

@@ -365,6 +365,13 @@ int maps_parse(char *buf, struct mapping **ret, size_t *ret_n)
 	return 0;
 }
 
+void maps_free(struct mapping *m, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(m[i].path);
+	free(m);
+}
+
 /* Read the facts of task tid through a directory fd on /proc/PID/task. */
 int taskinfo_read_at(int taskdir, pid_t tid, struct psvc_taskinfo *ti)
 {

@@ -7,6 +7,7 @@
 
 #include "psvc.h"
 
+#include <elf.h>
 #include <stdio.h>
 #include <sys/ptrace.h>
 #include <time.h>
@@ -229,10 +230,16 @@ void elfsym_load_span(const struct psvc_elf *e, uint64_t *ret_lo,
  * descriptor is kept, libelf has the file mapped. */
 void elfsym_file_id(const struct psvc_elf *e, dev_t *ret_dev, ino_t *ret_ino);
 
-/* ns.c */
-/* Hex build-id of the ELF image mapped at base, from target memory;
- * -ENOENT if it has none, -EFAULT if unreadable. */
-int ns_mem_build_id(struct psvc_target *t, uint64_t base, char out[41]);
+/* memelf.c: the ELF image mapped at base, from target memory */
+#define PSVC_MEM_MAX_PHDRS 256
+/* Its ELF header and program headers (ret_ph holds PSVC_MEM_MAX_PHDRS):
+ * how many, or -EFAULT (unreadable, no ELF header, absurd counts). */
+int psvc_mem_phdrs(struct psvc_target *t, uint64_t base, Elf64_Ehdr *ret_eh,
+		   Elf64_Phdr *ret_ph);
+/* Its lowest PT_LOAD vaddr, page-truncated; UINT64_MAX if unreadable. */
+uint64_t psvc_mem_first_load(struct psvc_target *t, uint64_t base);
+/* Its hex build-id; -ENOENT if it has none, -EFAULT if unreadable. */
+int psvc_mem_build_id(struct psvc_target *t, uint64_t base, char out[41]);
 
 /* procfs.c */
 /* Read a /proc file (at most cap - 1 bytes, NUL-terminated).  Not for
