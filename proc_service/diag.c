@@ -43,7 +43,7 @@ static bool is_descendant(pid_t pid)
 	for (int depth = 0; pid > 1 && depth < 4096; depth++) {
 		char path[64], buf[1024];
 		snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-		if (read_file_at(AT_FDCWD, path, buf, sizeof buf, NULL))
+		if (psvc_read_file_at(AT_FDCWD, path, buf, sizeof buf, NULL))
 			return false;
 		const char *rp = strrchr(buf, ')');
 		int ppid;
@@ -63,7 +63,7 @@ void psvc_diagnose_eperm(pid_t pid, struct psvc_eperm_diag *ret)
 
 	memset(ret, 0, sizeof *ret);
 	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-	if (read_file_at(AT_FDCWD, path, buf, sizeof buf, NULL) == 0) {
+	if (psvc_read_file_at(AT_FDCWD, path, buf, sizeof buf, NULL) == 0) {
 		const char *p = strstr(buf, "\nTracerPid:");
 		if (p)
 			f.tracer_pid = (pid_t)strtol(p + 11, NULL, 10);
@@ -75,14 +75,14 @@ void psvc_diagnose_eperm(pid_t pid, struct psvc_eperm_diag *ret)
 					f.target_uid[i] = u[i];
 		}
 	}
-	if (read_file_at(AT_FDCWD, "/proc/self/status", buf, sizeof buf, NULL) == 0) {
+	if (psvc_read_file_at(AT_FDCWD, "/proc/self/status", buf, sizeof buf, NULL) == 0) {
 		const char *p = strstr(buf, "\nCapEff:");
 		if (p) {
 			unsigned long long caps = strtoull(p + 8, NULL, 16);
 			f.have_cap_sys_ptrace = caps & (1ull << CAP_SYS_PTRACE_BIT);
 		}
 	}
-	if (read_file_at(AT_FDCWD, "/proc/sys/kernel/yama/ptrace_scope", buf,
+	if (psvc_read_file_at(AT_FDCWD, "/proc/sys/kernel/yama/ptrace_scope", buf,
 			 sizeof buf, NULL) == 0)
 		f.yama_scope = atoi(buf);
 	f.target_is_descendant = is_descendant(pid);
@@ -103,7 +103,7 @@ void psvc_diagnose_eperm(pid_t pid, struct psvc_eperm_diag *ret)
 	if (f.tracer_pid > 0) {
 		snprintf(path, sizeof path, "/proc/%d/comm", (int)f.tracer_pid);
 		size_t len;
-		if (read_file_at(AT_FDCWD, path, ret->tracer_comm,
+		if (psvc_read_file_at(AT_FDCWD, path, ret->tracer_comm,
 				 sizeof ret->tracer_comm, &len) == 0 && len &&
 		    ret->tracer_comm[len - 1] == '\n')
 			ret->tracer_comm[len - 1] = '\0';

@@ -22,7 +22,7 @@ struct psvc_elf {
 	dev_t dev;		/* the file read (0/0: an image in memory) */
 	ino_t ino;
 	void *image;		/* owned copy for elf_memory(), or NULL */
-	struct elf_sym *syms;
+	struct psvc_elfsym *syms;
 	size_t nsyms;
 	uint32_t *by_addr;	/* indices of code/data symbols by value */
 	size_t naddr;
@@ -57,7 +57,7 @@ static size_t leading_underscores(const char *s)
 }
 
 /* Is a better name than b for the same address? */
-static bool better_name(const struct elf_sym *a, const struct elf_sym *b)
+static bool better_name(const struct psvc_elfsym *a, const struct psvc_elfsym *b)
 {
 	if (bind_rank(a->bind) != bind_rank(b->bind))
 		return bind_rank(a->bind) < bind_rank(b->bind);
@@ -70,8 +70,8 @@ static bool better_name(const struct elf_sym *a, const struct elf_sym *b)
 static int cmp_addr(const void *x, const void *y, void *ctx)
 {
 	const struct psvc_elf *e = ctx;
-	const struct elf_sym *a = &e->syms[*(const uint32_t *)x];
-	const struct elf_sym *b = &e->syms[*(const uint32_t *)y];
+	const struct psvc_elfsym *a = &e->syms[*(const uint32_t *)x];
+	const struct psvc_elfsym *b = &e->syms[*(const uint32_t *)y];
 	if (a->value != b->value)
 		return a->value < b->value ? -1 : 1;
 	/* the preferred name first among equals */
@@ -99,7 +99,7 @@ static int add_symtab(struct psvc_elf *e, Elf_Scn *scn, const GElf_Shdr *sh)
 		return 0;
 	if (n > MAX_SYMS || e->nsyms + n > MAX_SYMS)
 		return -E2BIG;
-	struct elf_sym *ns = realloc(e->syms, (e->nsyms + n) * sizeof *ns);
+	struct psvc_elfsym *ns = realloc(e->syms, (e->nsyms + n) * sizeof *ns);
 	if (!ns)
 		return -ENOMEM;
 	e->syms = ns;
@@ -115,7 +115,7 @@ static int add_symtab(struct psvc_elf *e, Elf_Scn *scn, const GElf_Shdr *sh)
 		const char *name = elf_strptr(e->elf, sh->sh_link, s.st_name);
 		if (!name || !*name)
 			continue;
-		e->syms[e->nsyms++] = (struct elf_sym){
+		e->syms[e->nsyms++] = (struct psvc_elfsym){
 			.value = s.st_value, .size = s.st_size, .name = name,
 			.type = type, .bind = GELF_ST_BIND(s.st_info),
 		};
@@ -160,11 +160,11 @@ static int build_index(struct psvc_elf *e)
 	if (!e->hash || !e->by_addr)
 		return -ENOMEM;
 	for (size_t i = 0; i < e->nsyms; i++) {
-		struct elf_sym *s = &e->syms[i];
+		struct psvc_elfsym *s = &e->syms[i];
 		size_t h = name_hash(s->name) & (e->hcap - 1);
 		bool dup = false;
 		while (e->hash[h]) {
-			struct elf_sym *o = &e->syms[e->hash[h] - 1];
+			struct psvc_elfsym *o = &e->syms[e->hash[h] - 1];
 			if (!strcmp(o->name, s->name)) {
 				/* keep a global definition over a local */
 				if (bind_rank(s->bind) < bind_rank(o->bind))
@@ -184,7 +184,7 @@ static int build_index(struct psvc_elf *e)
 	return 0;
 }
 
-static struct psvc_elf *elfsym_load(struct psvc_elf *e, int *ret_err)
+static struct psvc_elf *load_tables(struct psvc_elf *e, int *ret_err)
 {
 	int err = -ENOEXEC;
 	GElf_Ehdr eh;
@@ -239,11 +239,11 @@ static struct psvc_elf *elfsym_load(struct psvc_elf *e, int *ret_err)
 	return e;
 fail:
 	*ret_err = err;
-	elfsym_close(e);
+	psvc_elfsym_close(e);
 	return NULL;
 }
 
-struct psvc_elf *elfsym_open_fd(int fd, int *ret_err)
+struct psvc_elf *psvc_elfsym_open_fd(int fd, int *ret_err)
 {
 	elf_version(EV_CURRENT);
 	struct psvc_elf *e = calloc(1, sizeof *e);
@@ -265,10 +265,10 @@ struct psvc_elf *elfsym_open_fd(int fd, int *ret_err)
 		e->elf = NULL;
 	}
 	close(fd);
-	return elfsym_load(e, ret_err);
+	return load_tables(e, ret_err);
 }
 
-struct psvc_elf *elfsym_open_mem(const void *image, size_t len, int *ret_err)
+struct psvc_elf *psvc_elfsym_open_mem(const void *image, size_t len, int *ret_err)
 {
 	elf_version(EV_CURRENT);
 	struct psvc_elf *e = calloc(1, sizeof *e);
@@ -281,10 +281,10 @@ struct psvc_elf *elfsym_open_mem(const void *image, size_t len, int *ret_err)
 	}
 	memcpy(e->image, image, len);
 	e->elf = elf_memory(e->image, len);
-	return elfsym_load(e, ret_err);
+	return load_tables(e, ret_err);
 }
 
-void elfsym_close(struct psvc_elf *e)
+void psvc_elfsym_close(struct psvc_elf *e)
 {
 	if (!e)
 		return;
@@ -297,13 +297,13 @@ void elfsym_close(struct psvc_elf *e)
 	free(e);
 }
 
-const struct elf_sym *elfsym_lookup(const struct psvc_elf *e, const char *name)
+const struct psvc_elfsym *psvc_elfsym_lookup(const struct psvc_elf *e, const char *name)
 {
 	if (!e || !e->hcap)
 		return NULL;
 	for (size_t h = name_hash(name) & (e->hcap - 1); e->hash[h];
 	     h = (h + 1) & (e->hcap - 1)) {
-		const struct elf_sym *s = &e->syms[e->hash[h] - 1];
+		const struct psvc_elfsym *s = &e->syms[e->hash[h] - 1];
 		if (!strcmp(s->name, name))
 			return s;
 	}
@@ -314,21 +314,21 @@ const struct elf_sym *elfsym_lookup(const struct psvc_elf *e, const char *name)
  * extent holds vaddr if any (the group is sorted best name first; aliases
  * of other sizes, or the symbols of other sections at offset 0 in a
  * relocatable object, may not hold it: found by fuzz_elfsym). */
-static const struct elf_sym *best_of_group(const struct psvc_elf *e, size_t i,
+static const struct psvc_elfsym *best_of_group(const struct psvc_elf *e, size_t i,
 					   uint64_t vaddr)
 {
 	uint64_t v = e->syms[e->by_addr[i]].value;
 	while (i > 0 && e->syms[e->by_addr[i - 1]].value == v)
 		i--;
 	for (size_t k = i; k < e->naddr && e->syms[e->by_addr[k]].value == v; k++) {
-		const struct elf_sym *s = &e->syms[e->by_addr[k]];
+		const struct psvc_elfsym *s = &e->syms[e->by_addr[k]];
 		if (s->size && vaddr - v < s->size)
 			return s;
 	}
 	return &e->syms[e->by_addr[i]];
 }
 
-const struct elf_sym *elfsym_by_addr(const struct psvc_elf *e, uint64_t vaddr)
+const struct psvc_elfsym *psvc_elfsym_by_addr(const struct psvc_elf *e, uint64_t vaddr)
 {
 	if (!e || !e->naddr)
 		return NULL;
@@ -346,30 +346,30 @@ const struct elf_sym *elfsym_by_addr(const struct psvc_elf *e, uint64_t vaddr)
 	 * symbol over nested ones; a zero-sized symbol below vaddr is no
 	 * evidence, so it is not used. */
 	for (size_t i = lo, steps = 0; i > 0 && steps < 64; i--, steps++) {
-		const struct elf_sym *s = &e->syms[e->by_addr[i - 1]];
+		const struct psvc_elfsym *s = &e->syms[e->by_addr[i - 1]];
 		if (s->value == vaddr || (s->size && vaddr - s->value < s->size))
 			return best_of_group(e, i - 1, vaddr);
 	}
 	return NULL;
 }
 
-void elfsym_build_id(const struct psvc_elf *e, char out[41])
+void psvc_elfsym_build_id(const struct psvc_elf *e, char out[41])
 {
 	memcpy(out, e ? e->build_id : "", e ? sizeof e->build_id : 1);
 }
 
-bool elfsym_has_symtab(const struct psvc_elf *e)
+bool psvc_elfsym_has_symtab(const struct psvc_elf *e)
 {
 	return e && e->has_symtab;
 }
 
-void elfsym_file_id(const struct psvc_elf *e, dev_t *ret_dev, ino_t *ret_ino)
+void psvc_elfsym_file_id(const struct psvc_elf *e, dev_t *ret_dev, ino_t *ret_ino)
 {
 	*ret_dev = e ? e->dev : 0;
 	*ret_ino = e ? e->ino : 0;
 }
 
-void elfsym_load_span(const struct psvc_elf *e, uint64_t *ret_lo,
+void psvc_elfsym_load_span(const struct psvc_elf *e, uint64_t *ret_lo,
 		      uint64_t *ret_hi, unsigned *ret_e_type)
 {
 	*ret_lo = e ? e->load_lo : 0;
@@ -377,7 +377,7 @@ void elfsym_load_span(const struct psvc_elf *e, uint64_t *ret_lo,
 	*ret_e_type = e ? e->e_type : 0;
 }
 
-uint64_t elfsym_first_load(const struct psvc_elf *e)
+uint64_t psvc_elfsym_first_load(const struct psvc_elf *e)
 {
 	return e ? e->first_load : 0;
 }

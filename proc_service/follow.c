@@ -53,12 +53,12 @@ enum {
 
 /* Is tid attached to us already?  Followed, or a clone child the kernel
  * attached whose clone event has not been seen yet (TracerPid says so). */
-bool follow_adopt(struct psvc_target *t, pid_t tid)
+bool psvc_follow_adopt(struct psvc_target *t, pid_t tid)
 {
 	if (psvc_tidmap_get(&t->followed, tid) >= 0)
 		return true;
 	struct psvc_taskinfo ti;
-	if (taskinfo_read_at(t->task_dirfd, tid, &ti) != 0 ||
+	if (psvc_taskinfo_read_at(t->task_dirfd, tid, &ti) != 0 ||
 	    ti.tracer_pid != getpid())
 		return false;
 	psvc_tidmap_put(&t->followed, tid, 0);	/* its first stop is to come */
@@ -271,7 +271,7 @@ static void seen_clone(struct psvc_target *t, pid_t parent, pid_t child)
  * Returns true if the task is now stopped and must be resumed by the
  * caller (in a capture: it counts as stopped for the snapshot).
  */
-bool follow_status(struct psvc_target *t, pid_t tid, int st, bool in_capture,
+bool psvc_follow_status(struct psvc_target *t, pid_t tid, int st, bool in_capture,
 		   int *ret_sig, bool *ret_group_stop)
 {
 	*ret_sig = 0;
@@ -370,7 +370,7 @@ int psvc_follow_start(struct psvc_target *t)
 	 * listing; those created by a seized one are attached by the kernel */
 	for (int pass = 0; pass < 1000; pass++) {
 		unsigned added = 0;
-		int n = list_tids(t, seize_follow, &added);
+		int n = psvc_list_tids(t, seize_follow, &added);
 		if (n < 0) {
 			psvc_follow_end(t);
 			return n;
@@ -398,7 +398,7 @@ static bool handle_status(struct psvc_target *t, pid_t w, int st)
 {
 	int sig;
 	bool group;
-	if (follow_status(t, w, st, false, &sig, &group)) {
+	if (psvc_follow_status(t, w, st, false, &sig, &group)) {
 		follow_continue(w, sig, group);
 		return false;
 	}
@@ -408,10 +408,10 @@ static bool handle_status(struct psvc_target *t, pid_t w, int st)
 void psvc_follow_service(struct psvc_target *t)
 {
 	if (t->follow && !t->stopped)
-		follow_drain(t);
+		psvc_follow_drain(t);
 }
 
-int follow_drain(struct psvc_target *t)
+int psvc_follow_drain(struct psvc_target *t)
 {
 	if (!t->follow)
 		return 0;
@@ -435,7 +435,7 @@ int psvc_follow_wait(struct psvc_target *t, uint64_t deadline_ns,
 	if (!t->follow)
 		return -EINVAL;
 	deliver(t, fn, arg);	/* what the last capture saw */
-	wake_timer_set(t, wake_signal, deadline_ns, 0, true);
+	psvc_wake_timer_set(t, wake_signal, deadline_ns, 0, true);
 	int ret = 0;
 	for (;;) {
 		if (cancel && *cancel) {
@@ -459,7 +459,7 @@ int psvc_follow_wait(struct psvc_target *t, uint64_t deadline_ns,
 			break;
 		}
 	}
-	wake_timer_disarm(t);
+	psvc_wake_timer_disarm(t);
 	return ret;
 }
 
@@ -477,7 +477,7 @@ static int detach_one(struct psvc_target *t, pid_t tid, void *arg)
 	if (psvc_tidmap_get(&t->followed, tid) < 0) {
 		/* a child the kernel attached whose clone we never saw */
 		struct psvc_taskinfo ti;
-		if (taskinfo_read_at(t->task_dirfd, tid, &ti) != 0 ||
+		if (psvc_taskinfo_read_at(t->task_dirfd, tid, &ti) != 0 ||
 		    ti.tracer_pid != getpid())
 			return 0;
 	}
@@ -523,7 +523,7 @@ void psvc_follow_end(struct psvc_target *t)
 	/* every task of ours, followed or attached behind our back; one
 	 * second in all for those that do not stop */
 	uint64_t deadline = psvc_now_ns() + 1000000000ull;
-	list_tids(t, detach_one, &deadline);
+	psvc_list_tids(t, detach_one, &deadline);
 	t->follow = false;
 	hold_update(t, false);
 	psvc_tidmap_clear(&t->followed);

@@ -67,7 +67,7 @@ static char *read_name(const struct psvc_layout_src *src, uint64_t addr)
 	return strdup(buf);
 }
 
-void linkmap_walk_free(struct linkmap_walk *w)
+void psvc_linkmap_free(struct psvc_linkmap *w)
 {
 	for (size_t i = 0; i < w->n; i++)
 		free(w->v[i].l_name);
@@ -94,8 +94,8 @@ static bool seen_add(struct seen *s, uint64_t ld)
 	return false;
 }
 
-int linkmap_walk(const struct psvc_layout_src *src, uint64_t r_debug,
-		 size_t max, size_t max_steps, struct linkmap_walk *ret,
+int psvc_linkmap_walk(const struct psvc_layout_src *src, uint64_t r_debug,
+		 size_t max, size_t max_steps, struct psvc_linkmap *ret,
 		 char *why, size_t whylen)
 {
 	struct r_debug64 rd;
@@ -150,7 +150,7 @@ int linkmap_walk(const struct psvc_layout_src *src, uint64_t r_debug,
 		}
 		if (ret->n == cap) {
 			size_t ncap = cap ? cap * 2 : 32;
-			struct linkmap_entry *nv = realloc(ret->v, ncap * sizeof *nv);
+			struct psvc_linkmap_entry *nv = realloc(ret->v, ncap * sizeof *nv);
 			if (!nv) {
 				err = -ENOMEM;
 				break;
@@ -158,7 +158,7 @@ int linkmap_walk(const struct psvc_layout_src *src, uint64_t r_debug,
 			ret->v = nv;
 			cap = ncap;
 		}
-		struct linkmap_entry *out = &ret->v[ret->n];
+		struct psvc_linkmap_entry *out = &ret->v[ret->n];
 		out->l_name = read_name(src, e.l_name);
 		if (!out->l_name) {
 			err = -ENOMEM;
@@ -171,6 +171,6 @@ int linkmap_walk(const struct psvc_layout_src *src, uint64_t r_debug,
 	}
 	free(seen.v);
 	if (err)
-		linkmap_walk_free(ret);
+		psvc_linkmap_free(ret);
 	return err;
 }

@@ -165,7 +165,7 @@ static unsigned char *cache_alloc(struct mem_cache *c, size_t nblocks)
 	return p;
 }
 
-void mem_cache_reserve(struct mem_cache *c, size_t nblocks)
+void psvc_cache_reserve(struct mem_cache *c, size_t nblocks)
 {
 	if (!nblocks)
 		return;
@@ -176,7 +176,7 @@ void mem_cache_reserve(struct mem_cache *c, size_t nblocks)
 			break;
 }
 
-void mem_cache_free(struct mem_cache *c)
+void psvc_cache_free(struct mem_cache *c)
 {
 	for (size_t i = 0; i < c->nchunks; i++)
 		munmap(c->chunks[i].base, c->chunks[i].nblocks * BLK_SIZE);
@@ -185,13 +185,13 @@ void mem_cache_free(struct mem_cache *c)
 	memset(c, 0, sizeof *c);
 }
 
-void mem_cache_begin(struct psvc_target *t)
+void psvc_cache_begin(struct psvc_target *t)
 {
-	mem_cache_free(&t->cache);
+	psvc_cache_free(&t->cache);
 	t->cache_active = true;
 }
 
-void mem_cache_end(struct psvc_target *t)
+void psvc_cache_end(struct psvc_target *t)
 {
 	t->cache_active = false;
 }
@@ -327,7 +327,7 @@ uint64_t psvc_frozen_extent(struct psvc_target *t, uint64_t addr, uint64_t len)
 void psvc_release_capture(struct psvc_target *t)
 {
 	if (!t->cache_active)
-		mem_cache_free(&t->cache);
+		psvc_cache_free(&t->cache);
 }
 
 static int cmp_u64(const void *a, const void *b)

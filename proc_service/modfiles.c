@@ -34,7 +34,7 @@ static bool path_is_mapped_file(struct psvc_target *t, struct psvc_module *m,
 				const struct psvc_elf *e)
 {
 	char file_id[41], mem_id[41];
-	elfsym_build_id(e, file_id);
+	psvc_elfsym_build_id(e, file_id);
 	int r = psvc_mem_build_id(t, m->map_start, mem_id);
 	if (file_id[0] && r == 0)
 		return strcmp(file_id, mem_id) == 0;
@@ -42,7 +42,7 @@ static bool path_is_mapped_file(struct psvc_target *t, struct psvc_module *m,
 		return false;	/* the mapped image has none: not this file */
 	dev_t dev;
 	ino_t ino;
-	elfsym_file_id(e, &dev, &ino);
+	psvc_elfsym_file_id(e, &dev, &ino);
 	return ino && ino == m->ino;
 }
 
@@ -91,7 +91,7 @@ static int reopen_checked(struct psvc_target *t, struct psvc_module *m)
 	/* by path: the file there now must be the one that was checked */
 	dev_t dev;
 	ino_t ino;
-	elfsym_file_id(m->elf, &dev, &ino);
+	psvc_elfsym_file_id(m->elf, &dev, &ino);
 	if (st.st_dev != dev || st.st_ino != ino) {
 		close(fd);
 		return -ESTALE;
@@ -162,7 +162,7 @@ int psvc_module_load_elf(struct psvc_target *t, struct psvc_module *m)
 		size_t len;
 		err = vdso_image(t, m, &img, &len);
 		if (!err) {
-			m->elf = elfsym_open_mem(img, len, &err);
+			m->elf = psvc_elfsym_open_mem(img, len, &err);
 			free(img);
 		}
 	} else {
@@ -171,11 +171,11 @@ int psvc_module_load_elf(struct psvc_target *t, struct psvc_module *m)
 		int fd = module_open_fd(t, m, &check_id, &st);
 		err = fd;
 		if (fd >= 0)
-			m->elf = elfsym_open_fd(fd, &err);
+			m->elf = psvc_elfsym_open_fd(fd, &err);
 		if (m->elf && check_id && !path_is_mapped_file(t, m, m->elf)) {
 			/* replaced on disk, or another file at that path in
 			 * that namespace: its symbols would be wrong */
-			elfsym_close(m->elf);
+			psvc_elfsym_close(m->elf);
 			m->elf = NULL;
 			err = -ESTALE;
 		}
@@ -187,8 +187,8 @@ int psvc_module_load_elf(struct psvc_target *t, struct psvc_module *m)
 			m->elf_errno = -err;
 		return err;
 	}
-	elfsym_build_id(m->elf, m->build_id);
-	m->has_symtab = elfsym_has_symtab(m->elf);
+	psvc_elfsym_build_id(m->elf, m->build_id);
+	m->has_symtab = psvc_elfsym_has_symtab(m->elf);
 	return 0;
 }
 
@@ -200,7 +200,7 @@ int psvc_module_span(struct psvc_target *t, struct psvc_module *m,
 		return err;
 	uint64_t lo, hi;
 	unsigned e_type;
-	elfsym_load_span(m->elf, &lo, &hi, &e_type);
+	psvc_elfsym_load_span(m->elf, &lo, &hi, &e_type);
 	/* an ET_EXEC is where its headers say (libdwfl ignores a base) */
 	uint64_t bias = e_type == ET_EXEC ? 0 : m->bias;
 	if (hi <= lo || !psvc_add_ok(bias, lo, ret_low) ||

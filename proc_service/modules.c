@@ -31,25 +31,25 @@
 
 /* ---- /proc/PID/maps ---------------------------------------------------------- */
 
-int maps_read(pid_t pid, struct mapping **ret, size_t *ret_n)
+int psvc_maps_read(pid_t pid, struct psvc_mapping **ret, size_t *ret_n)
 {
 	char path[64], *buf;
 	size_t len;
 	snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
-	int err = read_whole_file(path, &buf, &len, 256u << 20);
+	int err = psvc_read_whole_file(path, &buf, &len, 256u << 20);
 	if (err)
 		return err == -ENOENT ? -ESRCH : err;
-	err = maps_parse(buf, ret, ret_n);
+	err = psvc_maps_parse(buf, ret, ret_n);
 	free(buf);
 	return err;
 }
 
-static bool file_backed(const struct mapping *mp)
+static bool file_backed(const struct psvc_mapping *mp)
 {
 	return mp->ino != 0 && mp->path && mp->path[0] == '/';
 }
 
-static uint64_t maps_fingerprint(const struct mapping *m, size_t n)
+static uint64_t maps_fingerprint(const struct psvc_mapping *m, size_t n)
 {
 	uint64_t h = 1469598103934665603ull;
 	for (size_t i = 0; i < n; i++) {
@@ -70,17 +70,17 @@ static void module_free(struct psvc_module *m)
 {
 	free(m->path);
 	free(m->l_name);
-	elfsym_close(m->elf);
+	psvc_elfsym_close(m->elf);
 }
 
-void modules_free(struct psvc_target *t)
+void psvc_modules_free(struct psvc_target *t)
 {
 	for (size_t i = 0; i < t->nmods; i++)
 		module_free(&t->mods[i]);
 	free(t->mods);
 	t->mods = NULL;
 	t->nmods = 0;
-	maps_free(t->maps, t->nmaps);
+	psvc_maps_free(t->maps, t->nmaps);
 	t->maps = NULL;
 	t->nmaps = 0;
 }
@@ -102,7 +102,7 @@ static struct psvc_module *module_new(struct psvc_module **mods, size_t *n,
 }
 
 /* The mapping that holds addr, or NULL. */
-static const struct mapping *mapping_at(const struct mapping *m, size_t n,
+static const struct psvc_mapping *mapping_at(const struct psvc_mapping *m, size_t n,
 					uint64_t addr)
 {
 	size_t lo = 0, hi = n;
@@ -121,8 +121,8 @@ static const struct mapping *mapping_at(const struct mapping *m, size_t n,
 /* Fill a module's extent from the mappings of its file: the offset-0
  * mapping of the same inode at or below `hint`, and every mapping of that
  * inode after it (the anonymous .bss behind: extend_to_memsz()). */
-static bool module_extent(struct psvc_module *mod, const struct mapping *m,
-			  size_t n, const struct mapping *any)
+static bool module_extent(struct psvc_module *mod, const struct psvc_mapping *m,
+			  size_t n, const struct psvc_mapping *any)
 {
 	size_t idx = (size_t)(any - m);
 	size_t first = idx;
@@ -168,7 +168,7 @@ static bool module_extent(struct psvc_module *mod, const struct mapping *m,
  * crafted p_memsz nor an unrelated mapping further up can stretch it.
  */
 static void extend_to_memsz(struct psvc_target *t, struct psvc_module *m,
-			    const struct mapping *maps, size_t nmaps)
+			    const struct psvc_mapping *maps, size_t nmaps)
 {
 	Elf64_Ehdr eh;
 	Elf64_Phdr ph[PSVC_MEM_MAX_PHDRS];
@@ -184,7 +184,7 @@ static void extend_to_memsz(struct psvc_target *t, struct psvc_module *m,
 	uint64_t end = (m->bias + top + 4095) & ~(uint64_t)4095;
 	if (!top || end <= m->end || end < m->bias)
 		return;
-	const struct mapping *mp = mapping_at(maps, nmaps, m->end);
+	const struct psvc_mapping *mp = mapping_at(maps, nmaps, m->end);
 	uint64_t reach = m->end;
 	for (; mp && mp < maps + nmaps && mp->start == reach && reach < end; mp++) {
 		if (mp->ino != 0 || mp->path)
@@ -234,7 +234,7 @@ static uint64_t find_r_debug(struct psvc_target *t)
 /* How many link_map entries the maps can justify: one per object mapped
  * from a file (its offset-0 mapping) and the vDSO, and some slack for an
  * object being mapped as the maps were read. */
-static size_t link_map_bound(const struct mapping *m, size_t n)
+static size_t link_map_bound(const struct psvc_mapping *m, size_t n)
 {
 	size_t k = 8;
 	for (size_t i = 0; i < n; i++)
@@ -271,18 +271,18 @@ static int chain_read(void *ctx, uint64_t addr, void *buf, size_t len)
  * entries as the maps justify.  0, or a negative errno (the chain is not
  * usable; t's note says why). */
 static int link_map_modules(struct psvc_target *t, uint64_t r_debug,
-			    const struct mapping *maps, size_t nmaps,
+			    const struct psvc_mapping *maps, size_t nmaps,
 			    struct psvc_module **mods, size_t *n, size_t *cap)
 {
 	struct psvc_layout_src src = { NULL, chain_read, t };
 	size_t bound = link_map_bound(maps, nmaps);
-	struct linkmap_walk w;
+	struct psvc_linkmap w;
 	char why[256] = "";
 	int err = -EAGAIN;
 	/* a dlopen in progress makes r_state inconsistent for a moment:
 	 * try again a few times before falling back */
 	for (int tries = 0; tries < 20 && err == -EAGAIN; tries++) {
-		err = linkmap_walk(&src, r_debug, bound, MAX_LINK_MAP, &w, why,
+		err = psvc_linkmap_walk(&src, r_debug, bound, MAX_LINK_MAP, &w, why,
 				   sizeof why);
 		if (err == -EAGAIN && !t->stopped)
 			usleep(1000);
@@ -304,7 +304,7 @@ static int link_map_modules(struct psvc_target *t, uint64_t r_debug,
 	for (size_t i = 0; i < w.n; i++) {
 		struct psvc_module *m = module_new(mods, n, cap);
 		if (!m) {
-			linkmap_walk_free(&w);
+			psvc_linkmap_free(&w);
 			return -ENOMEM;
 		}
 		m->l_name = w.v[i].l_name;
@@ -314,7 +314,7 @@ static int link_map_modules(struct psvc_target *t, uint64_t r_debug,
 		m->l_ld = w.v[i].l_ld;
 		m->flags = PSVC_MOD_LINK_MAP;
 	}
-	linkmap_walk_free(&w);
+	psvc_linkmap_free(&w);
 	return *n ? 0 : -ENOENT;
 }
 
@@ -427,22 +427,22 @@ static int cmp_mod_start(const void *a, const void *b)
 
 int psvc_modules_load(struct psvc_target *t)
 {
-	struct mapping *maps;
+	struct psvc_mapping *maps;
 	size_t nmaps;
-	int err = maps_read(t->mm_tid, &maps, &nmaps);
+	int err = psvc_maps_read(t->mm_tid, &maps, &nmaps);
 	if (err)
 		return err;
 	if (nmaps == 0) {
 		/* a live process always has mappings: it is exiting (a zombie
 		 * shows none), and this is no module map to keep */
-		maps_free(maps, nmaps);
+		psvc_maps_free(maps, nmaps);
 		return -ESRCH;
 	}
 	uint64_t fp = maps_fingerprint(maps, nmaps);
 	if (t->mods && fp == t->mod_fingerprint) {
 		/* same modules, but keep the fresh maps: anonymous mappings
 		 * (thread stacks) are not in the fingerprint */
-		maps_free(t->maps, t->nmaps);
+		psvc_maps_free(t->maps, t->nmaps);
 		t->maps = maps;
 		t->nmaps = nmaps;
 		return 0;
@@ -467,7 +467,7 @@ int psvc_modules_load(struct psvc_target *t)
 	/* Cross-check link_map entries with the maps. */
 	for (size_t i = 0; i < n; i++) {
 		struct psvc_module *m = &mods[i];
-		const struct mapping *mp = NULL;
+		const struct psvc_mapping *mp = NULL;
 		if (m->l_ld)
 			mp = mapping_at(maps, nmaps, m->l_ld);
 		if (!mp || !file_backed(mp) || !module_extent(m, maps, nmaps, mp)) {
@@ -515,7 +515,7 @@ int psvc_modules_load(struct psvc_target *t)
 	if (known)
 		qsort(known, nknown, sizeof *known, cmp_span);
 	for (size_t i = 0; !err && i < nmaps; i++) {
-		const struct mapping *mp = &maps[i];
+		const struct psvc_mapping *mp = &maps[i];
 		bool vdso = mp->path && !strcmp(mp->path, "[vdso]");
 		if (!vdso && !(file_backed(mp) && mp->offset == 0))
 			continue;
@@ -554,7 +554,7 @@ int psvc_modules_load(struct psvc_target *t)
 		for (size_t i = 0; i < n; i++)
 			module_free(&mods[i]);
 		free(mods);
-		maps_free(maps, nmaps);
+		psvc_maps_free(maps, nmaps);
 		return err;
 	}
 	for (size_t i = 0; i < n; i++)
@@ -576,7 +576,7 @@ int psvc_modules_load(struct psvc_target *t)
 			o->elf = NULL;
 		}
 	}
-	modules_free(t);
+	psvc_modules_free(t);
 	t->mods = mods;
 	t->nmods = n;
 	t->maps = maps;
@@ -629,7 +629,7 @@ struct psvc_module *psvc_module_for_addr(struct psvc_target *t, uint64_t addr)
 
 /* ---- mappings ------------------------------------------------------------------ */
 
-static void map_out(const struct mapping *mp, struct psvc_map *ret)
+static void map_out(const struct psvc_mapping *mp, struct psvc_map *ret)
 {
 	ret->start = mp->start;
 	ret->end = mp->end;
@@ -642,7 +642,7 @@ static void map_out(const struct mapping *mp, struct psvc_map *ret)
 int psvc_map_lookup(struct psvc_target *t, uint64_t addr,
 		    struct psvc_map *ret, struct psvc_map *ret_below)
 {
-	const struct mapping *mp = mapping_at(t->maps, t->nmaps, addr);
+	const struct psvc_mapping *mp = mapping_at(t->maps, t->nmaps, addr);
 	if (!mp)
 		return -ENOENT;
 	map_out(mp, ret);
@@ -656,12 +656,12 @@ int psvc_map_lookup(struct psvc_target *t, uint64_t addr,
 
 int psvc_maps_refresh(struct psvc_target *t)
 {
-	struct mapping *maps;
+	struct psvc_mapping *maps;
 	size_t nmaps;
-	int err = maps_read(t->mm_tid, &maps, &nmaps);
+	int err = psvc_maps_read(t->mm_tid, &maps, &nmaps);
 	if (err)
 		return err;
-	maps_free(t->maps, t->nmaps);
+	psvc_maps_free(t->maps, t->nmaps);
 	t->maps = maps;
 	t->nmaps = nmaps;
 	return 0;

@@ -90,7 +90,7 @@ void psvc_resolve_late_ns_tids(struct psvc_target *t)
 			continue;
 		char path[64], buf[4096];
 		snprintf(path, sizeof path, "%d/status", (int)k->tid);
-		if (read_file_at(t->task_dirfd, path, buf, sizeof buf, NULL))
+		if (psvc_read_file_at(t->task_dirfd, path, buf, sizeof buf, NULL))
 			continue;
 		k->info.ns_tid = parse_nspid(buf);
 		psvc_task_index_ns(t, k);

@@ -16,7 +16,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-int read_file_at(int dirfd, const char *path, char *buf, size_t cap,
+int psvc_read_file_at(int dirfd, const char *path, char *buf, size_t cap,
 		 size_t *ret_len)
 {
 	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
@@ -51,7 +51,7 @@ int read_file_at(int dirfd, const char *path, char *buf, size_t cap,
 	return 0;
 }
 
-int read_whole_file(const char *path, char **ret, size_t *ret_len,
+int psvc_read_whole_file(const char *path, char **ret, size_t *ret_len,
 		    size_t limit)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -308,11 +308,11 @@ void psvc_parse_syscall(const char *buf, struct psvc_taskinfo *ti)
 
 #define MAX_MAPS (1u << 20)
 
-int maps_parse(char *buf, struct mapping **ret, size_t *ret_n)
+int psvc_maps_parse(char *buf, struct psvc_mapping **ret, size_t *ret_n)
 {
 	int err = 0;
 	size_t n = 0, cap = 0;
-	struct mapping *m = NULL;
+	struct psvc_mapping *m = NULL;
 	char *save = NULL;
 	for (char *line = strtok_r(buf, "\n", &save); line && n < MAX_MAPS;
 	     line = strtok_r(NULL, "\n", &save)) {
@@ -325,7 +325,7 @@ int maps_parse(char *buf, struct mapping **ret, size_t *ret_n)
 			continue;
 		if (n == cap) {
 			size_t ncap = cap ? cap * 2 : 256;
-			struct mapping *nm = realloc(m, ncap * sizeof *nm);
+			struct psvc_mapping *nm = realloc(m, ncap * sizeof *nm);
 			if (!nm) {
 				err = -ENOMEM;
 				break;
@@ -333,7 +333,7 @@ int maps_parse(char *buf, struct mapping **ret, size_t *ret_n)
 			m = nm;
 			cap = ncap;
 		}
-		struct mapping *mp = &m[n++];
+		struct psvc_mapping *mp = &m[n++];
 		memset(mp, 0, sizeof *mp);
 		mp->start = start;
 		mp->end = end;
@@ -357,7 +357,7 @@ int maps_parse(char *buf, struct mapping **ret, size_t *ret_n)
 		}
 	}
 	if (err) {
-		maps_free(m, n);
+		psvc_maps_free(m, n);
 		return err;
 	}
 	*ret = m;
@@ -365,7 +365,7 @@ int maps_parse(char *buf, struct mapping **ret, size_t *ret_n)
 	return 0;
 }
 
-void maps_free(struct mapping *m, size_t n)
+void psvc_maps_free(struct psvc_mapping *m, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		free(m[i].path);
@@ -373,7 +373,7 @@ void maps_free(struct mapping *m, size_t n)
 }
 
 /* Read the facts of task tid through a directory fd on /proc/PID/task. */
-int taskinfo_read_at(int taskdir, pid_t tid, struct psvc_taskinfo *ti)
+int psvc_taskinfo_read_at(int taskdir, pid_t tid, struct psvc_taskinfo *ti)
 {
 	char path[64], buf[8192];
 	size_t len;
@@ -382,21 +382,21 @@ int taskinfo_read_at(int taskdir, pid_t tid, struct psvc_taskinfo *ti)
 	memset(ti, 0, sizeof *ti);
 	ti->sc_nr = -1;
 	snprintf(path, sizeof path, "%d/stat", (int)tid);
-	err = read_file_at(taskdir, path, buf, sizeof buf, &len);
+	err = psvc_read_file_at(taskdir, path, buf, sizeof buf, &len);
 	if (err)
 		return err == -ENOENT ? -ESRCH : err;
 	ti->valid = psvc_parse_stat(buf, len, ti);
 
 	snprintf(path, sizeof path, "%d/status", (int)tid);
-	if (!read_file_at(taskdir, path, buf, sizeof buf, &len)) {
+	if (!psvc_read_file_at(taskdir, path, buf, sizeof buf, &len)) {
 		ti->status_valid = true;
 		psvc_parse_status(buf, len, ti);
 	}
 	snprintf(path, sizeof path, "%d/syscall", (int)tid);
-	if (!read_file_at(taskdir, path, buf, 256, &len))
+	if (!psvc_read_file_at(taskdir, path, buf, 256, &len))
 		psvc_parse_syscall(buf, ti);
 	snprintf(path, sizeof path, "%d/wchan", (int)tid);
-	if (!read_file_at(taskdir, path, buf, sizeof ti->wchan, &len) &&
+	if (!psvc_read_file_at(taskdir, path, buf, sizeof ti->wchan, &len) &&
 	    strcmp(buf, "0") != 0) {
 		/* symbol names only: keep printable ASCII */
 		size_t i;
@@ -414,7 +414,7 @@ int psvc_read_taskinfo(pid_t pid, pid_t tid, struct psvc_taskinfo *ret)
 	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return errno == ENOENT ? -ESRCH : -errno;
-	int err = taskinfo_read_at(dfd, tid, ret);
+	int err = psvc_taskinfo_read_at(dfd, tid, ret);
 	close(dfd);
 	return err;
 }

@@ -45,7 +45,7 @@ struct mem_cache {
 	size_t nchunks, chunks_cap;
 };
 
-struct mapping {
+struct psvc_mapping {
 	uint64_t start, end, offset;
 	dev_t dev;
 	ino_t ino;
@@ -131,7 +131,7 @@ struct psvc_target {
 	uint64_t mod_generation;
 	uint64_t mod_fingerprint;
 	char *modmap_note;	/* what was wrong with r_debug/link_map */
-	struct mapping *maps;
+	struct psvc_mapping *maps;
 	size_t nmaps;
 
 	/* process facts */
@@ -169,28 +169,28 @@ static inline void hold_update(struct psvc_target *t, bool now)
 }
 
 /* mem.c */
-void mem_cache_begin(struct psvc_target *t);
-void mem_cache_end(struct psvc_target *t);
-void mem_cache_free(struct mem_cache *c);
+void psvc_cache_begin(struct psvc_target *t);
+void psvc_cache_end(struct psvc_target *t);
+void psvc_cache_free(struct mem_cache *c);
 /* Map and pre-fault room for nblocks cached blocks now. */
-void mem_cache_reserve(struct mem_cache *c, size_t nblocks);
+void psvc_cache_reserve(struct mem_cache *c, size_t nblocks);
 
 /* modules.c */
-void modules_free(struct psvc_target *t);
-int maps_read(pid_t pid, struct mapping **ret, size_t *ret_n);
+void psvc_modules_free(struct psvc_target *t);
+int psvc_maps_read(pid_t pid, struct psvc_mapping **ret, size_t *ret_n);
 /* procfs.c: the text of /proc/PID/maps (NUL-terminated, split in place)
  * into mappings; lines it cannot read are skipped.  Pure. */
-int maps_parse(char *buf, struct mapping **ret, size_t *ret_n);
-void maps_free(struct mapping *m, size_t n);
+int psvc_maps_parse(char *buf, struct psvc_mapping **ret, size_t *ret_n);
+void psvc_maps_free(struct psvc_mapping *m, size_t n);
 
 /* linkmap.c: the r_debug / link_map chain, through a read callback */
-struct linkmap_entry {
+struct psvc_linkmap_entry {
 	uint64_t addr;		/* of the struct link_map */
 	uint64_t l_addr, l_ld;
 	char *l_name;		/* malloc'ed, "" if unreadable */
 };
-struct linkmap_walk {
-	struct linkmap_entry *v;
+struct psvc_linkmap {
+	struct psvc_linkmap_entry *v;
 	size_t n;
 	size_t ndup;		/* entries skipped: an l_ld met before */
 	bool cut;		/* more than max distinct entries, or more
@@ -201,34 +201,34 @@ struct linkmap_walk {
  * or an entry unreadable), -EPROTO (bad version, or l_prev links that do
  * not match: a loop or garbage), -EAGAIN (r_state not consistent: a
  * dlopen in progress), -ENOMEM; then why says what and ret is empty. */
-int linkmap_walk(const struct psvc_layout_src *src, uint64_t r_debug,
-		 size_t max, size_t max_steps, struct linkmap_walk *ret,
+int psvc_linkmap_walk(const struct psvc_layout_src *src, uint64_t r_debug,
+		 size_t max, size_t max_steps, struct psvc_linkmap *ret,
 		 char *why, size_t whylen);
-void linkmap_walk_free(struct linkmap_walk *w);
+void psvc_linkmap_free(struct psvc_linkmap *w);
 
 /* elfsym.c: symbol tables of one ELF object */
-struct elf_sym {
+struct psvc_elfsym {
 	uint64_t value, size;
 	const char *name;
 	unsigned char type, bind;
 };
-struct psvc_elf *elfsym_open_fd(int fd, int *ret_err);
-struct psvc_elf *elfsym_open_mem(const void *image, size_t len, int *ret_err);
-void elfsym_close(struct psvc_elf *e);
-const struct elf_sym *elfsym_lookup(const struct psvc_elf *e, const char *name);
-const struct elf_sym *elfsym_by_addr(const struct psvc_elf *e, uint64_t vaddr);
-bool elfsym_has_symtab(const struct psvc_elf *e);
+struct psvc_elf *psvc_elfsym_open_fd(int fd, int *ret_err);
+struct psvc_elf *psvc_elfsym_open_mem(const void *image, size_t len, int *ret_err);
+void psvc_elfsym_close(struct psvc_elf *e);
+const struct psvc_elfsym *psvc_elfsym_lookup(const struct psvc_elf *e, const char *name);
+const struct psvc_elfsym *psvc_elfsym_by_addr(const struct psvc_elf *e, uint64_t vaddr);
+bool psvc_elfsym_has_symtab(const struct psvc_elf *e);
 /* hex build-id into out[41], "" if none */
-void elfsym_build_id(const struct psvc_elf *e, char out[41]);
+void psvc_elfsym_build_id(const struct psvc_elf *e, char out[41]);
 /* lowest p_vaddr of a PT_LOAD, page-truncated; and ELF type */
-uint64_t elfsym_first_load(const struct psvc_elf *e);
+uint64_t psvc_elfsym_first_load(const struct psvc_elf *e);
 /* As libdwfl takes them (dwfl_report_elf.c): the first PT_LOAD's p_vaddr
  * aligned down to its p_align, the end of the last PT_LOAD, e_type. */
-void elfsym_load_span(const struct psvc_elf *e, uint64_t *ret_lo,
+void psvc_elfsym_load_span(const struct psvc_elf *e, uint64_t *ret_lo,
 		      uint64_t *ret_hi, unsigned *ret_e_type);
 /* The file the tables were read from (0/0 for an image in memory): no
  * descriptor is kept, libelf has the file mapped. */
-void elfsym_file_id(const struct psvc_elf *e, dev_t *ret_dev, ino_t *ret_ino);
+void psvc_elfsym_file_id(const struct psvc_elf *e, dev_t *ret_dev, ino_t *ret_ino);
 
 /* memelf.c: the ELF image mapped at base, from target memory */
 #define PSVC_MEM_MAX_PHDRS 256
@@ -244,12 +244,12 @@ int psvc_mem_build_id(struct psvc_target *t, uint64_t base, char out[41]);
 /* procfs.c */
 /* Read a /proc file (at most cap - 1 bytes, NUL-terminated).  Not for
  * other files: a short read is taken as the end. */
-int read_file_at(int dirfd, const char *path, char *buf, size_t cap,
+int psvc_read_file_at(int dirfd, const char *path, char *buf, size_t cap,
 		 size_t *ret_len);
-int read_whole_file(const char *path, char **ret, size_t *ret_len,
+int psvc_read_whole_file(const char *path, char **ret, size_t *ret_len,
 		    size_t limit);
 
-int taskinfo_read_at(int taskdir, pid_t tid, struct psvc_taskinfo *ti);
+int psvc_taskinfo_read_at(int taskdir, pid_t tid, struct psvc_taskinfo *ti);
 
 /* target.c */
 /* true when /proc/PID/auxv no longer matches the one read at psvc_open():
@@ -257,23 +257,23 @@ int taskinfo_read_at(int taskdir, pid_t tid, struct psvc_taskinfo *ti);
 bool psvc_exec_seen(const struct psvc_target *t);
 /* Call fn for every TID in /proc/PID/task; returns the count or the first
  * error fn returned. */
-int list_tids(struct psvc_target *t,
+int psvc_list_tids(struct psvc_target *t,
 	      int (*fn)(struct psvc_target *, pid_t, void *), void *arg);
-int ntasks_hint(pid_t pid);
+int psvc_ntasks_hint(pid_t pid);
 
 /* follow.c */
-bool follow_adopt(struct psvc_target *t, pid_t tid);
+bool psvc_follow_adopt(struct psvc_target *t, pid_t tid);
 /* Handle every event already waiting (before a scan), without blocking.
  * -ESRCH once the process has exited. */
-int follow_drain(struct psvc_target *t);
-bool follow_status(struct psvc_target *t, pid_t tid, int st, bool in_capture,
+int psvc_follow_drain(struct psvc_target *t);
+bool psvc_follow_status(struct psvc_target *t, pid_t tid, int st, bool in_capture,
 		   int *ret_sig, bool *ret_group_stop);
 
 /* stop.c */
-void wake_timer_set(struct psvc_target *t, int sig, uint64_t value_ns,
+void psvc_wake_timer_set(struct psvc_target *t, int sig, uint64_t value_ns,
 		    uint64_t interval_ns, bool absolute);
-void wake_timer_disarm(struct psvc_target *t);
-void stop_release_stragglers(struct psvc_target *t);
+void psvc_wake_timer_disarm(struct psvc_target *t);
+void psvc_release_stragglers(struct psvc_target *t);
 
 /* tasks.c: the task list of the capture, its indexes, and the task-state
  * transitions (the only writers of psvc_task.flags) */

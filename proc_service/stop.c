@@ -33,7 +33,7 @@
  * not stop (D state) cannot hold the deadlines off; while following it
  * fires once, at the next update (follow.c).
  */
-void wake_timer_set(struct psvc_target *t, int sig, uint64_t value_ns,
+void psvc_wake_timer_set(struct psvc_target *t, int sig, uint64_t value_ns,
 		    uint64_t interval_ns, bool absolute)
 {
 	if (!sig)
@@ -62,7 +62,7 @@ void wake_timer_set(struct psvc_target *t, int sig, uint64_t value_ns,
 	timer_settime(t->wake_timer, absolute ? TIMER_ABSTIME : 0, &its, NULL);
 }
 
-void wake_timer_disarm(struct psvc_target *t)
+void psvc_wake_timer_disarm(struct psvc_target *t)
 {
 	if (!t->have_wake_timer)
 		return;
@@ -109,7 +109,7 @@ static int seize_one(struct psvc_target *t, pid_t tid, void *arg)
 		psvc_task_refused(k, EPERM);
 		return 0;
 	}
-	if (t->follow && follow_adopt(t, tid)) {
+	if (t->follow && psvc_follow_adopt(t, tid)) {
 		/* attached since follow began: interrupt is enough */
 		psvc_task_seized(t, k);
 		if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) != 0 && errno == ESRCH)
@@ -130,7 +130,7 @@ static int seize_one(struct psvc_target *t, pid_t tid, void *arg)
 			/* an exiting task (zombie) refuses with EPERM too:
 			 * that is a task gone, not a permission problem */
 			struct psvc_taskinfo ti;
-			if (taskinfo_read_at(t->task_dirfd, tid, &ti) != 0) {
+			if (psvc_taskinfo_read_at(t->task_dirfd, tid, &ti) != 0) {
 				e = ESRCH;
 			} else if (ti.state == 'Z' || ti.state == 'X') {
 				/* a zombie main thread stays in the list
@@ -167,7 +167,7 @@ static bool note_status(struct psvc_target *t, struct psvc_task *k, int st,
 		 * for the next psvc_follow_wait() */
 		int sig;
 		bool group;
-		if (!follow_status(t, k->tid, st, true, &sig, &group)) {
+		if (!psvc_follow_status(t, k->tid, st, true, &sig, &group)) {
 			if (WIFEXITED(st) || WIFSIGNALED(st)) {
 				psvc_task_gone(k);
 				return true;
@@ -212,7 +212,7 @@ static bool leader_became_zombie(struct psvc_target *t, struct psvc_task *k)
 	if (k->tid != t->pid)
 		return false;
 	snprintf(path, sizeof path, "%d/stat", (int)k->tid);
-	if (read_file_at(t->task_dirfd, path, buf, sizeof buf, &len) ||
+	if (psvc_read_file_at(t->task_dirfd, path, buf, sizeof buf, &len) ||
 	    !psvc_parse_stat(buf, len, &ti) || (ti.state != 'Z' && ti.state != 'X'))
 		return false;
 	k->info.state = ti.state;
@@ -285,16 +285,16 @@ int psvc_stop(struct psvc_target *t, const struct psvc_stop_opts *opts)
 	uint64_t timeout = opts ? opts->stop_timeout_ns : 0;
 	hold_update(t, true);	/* before the first task is seized */
 	t->t_first_stop = t->t_last_resume = 0;
-	mem_cache_begin(t);
+	psvc_cache_begin(t);
 	if (opts && opts->reserve_per_task)
-		mem_cache_reserve(&t->cache, t->ntasks *
+		psvc_cache_reserve(&t->cache, t->ntasks *
 				  ((opts->reserve_per_task + 4095) / 4096));
 
 	/* Wake up often enough to honour the tighter of the two limits. */
 	uint64_t period = 2000000;
 	if (t->max_freeze_ns && t->max_freeze_ns / 4 < period)
 		period = t->max_freeze_ns / 4 ? t->max_freeze_ns / 4 : 100000;
-	wake_timer_set(t, opts ? opts->wake_signal : 0, period, period, false);
+	psvc_wake_timer_set(t, opts ? opts->wake_signal : 0, period, period, false);
 
 	int err = 0;
 	size_t from = 0;
@@ -310,7 +310,7 @@ int psvc_stop(struct psvc_target *t, const struct psvc_stop_opts *opts)
 			for (size_t i = 0; i < n0 && !err; i++)
 				err = seize_one(t, t->tasks[i].tid, &nseized);
 		} else {
-			int n = list_tids(t, seize_one, &nseized);
+			int n = psvc_list_tids(t, seize_one, &nseized);
 			if (n < 0 && n != -ESRCH)
 				err = n;
 		}
@@ -437,8 +437,8 @@ void psvc_resume(struct psvc_target *t)
 		}
 	}
 	t->t_last_resume = psvc_now_ns();
-	wake_timer_disarm(t);
-	mem_cache_end(t);
+	psvc_wake_timer_disarm(t);
+	psvc_cache_end(t);
 	t->stopped = false;
 	for (size_t i = 0; i < t->ntasks; i++) {
 		struct psvc_task *k = &t->tasks[i];
@@ -484,7 +484,7 @@ static bool straggler_add(struct psvc_target *t, pid_t tid)
  * detaches it anyway when tinspect exits; a long-lived session calls this
  * between captures.
  */
-void stop_release_stragglers(struct psvc_target *t)
+void psvc_release_stragglers(struct psvc_target *t)
 {
 	for (size_t i = 0; i < t->nstragglers;) {
 		pid_t tid = t->stragglers[i];

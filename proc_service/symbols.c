@@ -18,7 +18,7 @@ static int lookup_in(struct psvc_target *t, struct psvc_module *m,
 {
 	if (psvc_module_load_elf(t, m))
 		return -ENOENT;
-	const struct elf_sym *s = elfsym_lookup(m->elf, name);
+	const struct psvc_elfsym *s = psvc_elfsym_lookup(m->elf, name);
 	if (!s)
 		return -ENOENT;
 	/* TLS symbols are offsets in the module's TLS block, not addresses */
@@ -59,7 +59,7 @@ int psvc_addr_to_symbol(struct psvc_target *t, uint64_t addr,
 	ret->size = 0;
 	if (psvc_module_load_elf(t, m))
 		return 0;
-	const struct elf_sym *s = elfsym_by_addr(m->elf, addr - m->bias);
+	const struct psvc_elfsym *s = psvc_elfsym_by_addr(m->elf, addr - m->bias);
 	if (s) {
 		ret->name = s->name;
 		ret->offset = addr - m->bias - s->value;
@@ -73,7 +73,7 @@ static int tls_in(struct psvc_target *t, struct psvc_module *m,
 {
 	if (psvc_module_load_elf(t, m))
 		return -ENOENT;
-	const struct elf_sym *s = elfsym_lookup(m->elf, name);
+	const struct psvc_elfsym *s = psvc_elfsym_lookup(m->elf, name);
 	if (!s || s->type != STT_TLS)
 		return -ENOENT;
 	ret->module = m;

@@ -40,7 +40,7 @@ bool psvc_exec_seen(const struct psvc_target *t)
 	if (!t->auxv_hash)
 		return false;
 	snprintf(path, sizeof path, "/proc/%d/auxv", (int)t->mm_tid);
-	if (read_whole_file(path, &buf, &len, 1 << 16))
+	if (psvc_read_whole_file(path, &buf, &len, 1 << 16))
 		return false;	/* gone or unreadable: the caller finds out */
 	if (len == 0) {
 		/* no mm: the leader exited (pthread_exit) and is a zombie
@@ -59,7 +59,7 @@ static void read_auxv(struct psvc_target *t)
 	char path[64], *buf;
 	size_t len;
 	snprintf(path, sizeof path, "/proc/%d/auxv", (int)t->mm_tid);
-	if (read_whole_file(path, &buf, &len, 1 << 16))
+	if (psvc_read_whole_file(path, &buf, &len, 1 << 16))
 		return;
 	t->auxv_hash = auxv_fingerprint(buf, len);
 	for (size_t off = 0; off + 16 <= len; off += 16) {
@@ -85,7 +85,7 @@ static void read_cmdline(struct psvc_target *t)
 	char path[64];
 	size_t len;
 	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)t->mm_tid);
-	if (read_whole_file(path, &t->cmdline_buf, &len, 1 << 20))
+	if (psvc_read_whole_file(path, &t->cmdline_buf, &len, 1 << 20))
 		return;
 	size_t n = 0;
 	for (size_t i = 0; i < len; i++)
@@ -126,7 +126,7 @@ static int read_exe_ident(struct psvc_target *t)
 static bool task_live(struct psvc_target *t, pid_t tid)
 {
 	struct psvc_taskinfo ti;
-	return taskinfo_read_at(t->task_dirfd, tid, &ti) == 0 && ti.valid &&
+	return psvc_taskinfo_read_at(t->task_dirfd, tid, &ti) == 0 && ti.valid &&
 	       ti.state != 'Z' && ti.state != 'X';
 }
 
@@ -145,7 +145,7 @@ static void choose_mm_task(struct psvc_target *t)
 	if (task_live(t, t->mm_tid))
 		return;
 	pid_t live = 0;
-	list_tids(t, first_live, &live);
+	psvc_list_tids(t, first_live, &live);
 	if (live)
 		t->mm_tid = live;
 }
@@ -175,9 +175,9 @@ int psvc_open(pid_t pid, const struct psvc_open_opts *opts,
 	}
 
 	struct psvc_taskinfo ti;
-	int err = taskinfo_read_at(t->task_dirfd, pid, &ti);
+	int err = psvc_taskinfo_read_at(t->task_dirfd, pid, &ti);
 	if (err == -ESRCH || (!err && (ti.state == 'Z' || ti.state == 'X') &&
-			      ntasks_hint(pid) <= 1)) {
+			      psvc_ntasks_hint(pid) <= 1)) {
 		/* A zombie whose every thread is gone is not a process to
 		 * inspect any more. */
 		psvc_close(t);
@@ -223,11 +223,11 @@ void psvc_close(struct psvc_target *t)
 		return;
 	psvc_resume(t);
 	psvc_follow_end(t);
-	stop_release_stragglers(t);
+	psvc_release_stragglers(t);
 	if (t->have_wake_timer)
 		timer_delete(t->wake_timer);
-	mem_cache_free(&t->cache);
-	modules_free(t);
+	psvc_cache_free(&t->cache);
+	psvc_modules_free(t);
 	psvc_tasks_free(t);
 	free(t->stragglers);
 	free(t->exe_path);
@@ -269,7 +269,7 @@ bool psvc_alive(struct psvc_target *t)
 	count_live(t, t->pid, &live);	/* the common case: a live leader */
 	if (live)
 		return true;
-	if (list_tids(t, count_live, &live) < 0)
+	if (psvc_list_tids(t, count_live, &live) < 0)
 		return false;
 	return live > 0;
 }
@@ -284,7 +284,7 @@ struct linux_dirent64 {
 	char d_name[];
 };
 
-int list_tids(struct psvc_target *t, int (*fn)(struct psvc_target *, pid_t,
+int psvc_list_tids(struct psvc_target *t, int (*fn)(struct psvc_target *, pid_t,
 					       void *), void *arg)
 {
 	/* A fresh descriptor each time: a directory offset would miss tasks
@@ -323,7 +323,7 @@ out:
 }
 
 /* How many tasks /proc/PID/task lists (0 if none/unreadable). */
-int ntasks_hint(pid_t pid)
+int psvc_ntasks_hint(pid_t pid)
 {
 	char path[64];
 	snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
@@ -375,7 +375,7 @@ static void *scan_reader(void *arg)
 		size_t end = i + SCAN_CHUNK < t->ntasks ? i + SCAN_CHUNK : t->ntasks;
 		for (; i < end; i++) {
 			struct psvc_task *k = &t->tasks[i];
-			if (taskinfo_read_at(t->task_dirfd, k->tid, &k->info) == 0)
+			if (psvc_taskinfo_read_at(t->task_dirfd, k->tid, &k->info) == 0)
 				k->info.before_stop = true;
 		}
 	}
@@ -411,7 +411,7 @@ int psvc_scan(struct psvc_target *t)
 	if (t->stopped)
 		return -EBUSY;
 	/* last capture's stragglers first, whatever follows */
-	stop_release_stragglers(t);
+	psvc_release_stragglers(t);
 	choose_mm_task(t);
 	/* a new program: everything known about the process is stale (its
 	 * executable, modules, libthread_db's view, even its class) */
@@ -419,10 +419,10 @@ int psvc_scan(struct psvc_target *t)
 		return -ESTALE;
 	/* following: let the threads held at an event stop go first, or
 	 * /proc would show them traced ('t') instead of what they do */
-	if (follow_drain(t) == -ESRCH)
+	if (psvc_follow_drain(t) == -ESRCH)
 		return -ESRCH;
 	psvc_tasks_clear(t);
-	int n = list_tids(t, scan_one, NULL);
+	int n = psvc_list_tids(t, scan_one, NULL);
 	if (n < 0)
 		return n;
 	if (t->ntasks == 0)

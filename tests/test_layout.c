@@ -456,9 +456,9 @@ Test(linkmap, a_sound_chain)
 	uint64_t ld[3] = { 0x100, 0x200, 0x300 }, e[3];
 	uint64_t rd = chain(&im, 3, ld, e);
 	struct psvc_layout_src s = src_of(&im);
-	struct linkmap_walk w;
+	struct psvc_linkmap w;
 	char why[256];
-	cr_assert_eq(linkmap_walk(&s, rd, 16, 1000, &w, why, sizeof why), 0);
+	cr_assert_eq(psvc_linkmap_walk(&s, rd, 16, 1000, &w, why, sizeof why), 0);
 	cr_assert_eq(w.n, 3);
 	cr_assert(!w.cut && !w.ndup);
 	for (size_t i = 0; i < 3; i++) {
@@ -468,7 +468,7 @@ Test(linkmap, a_sound_chain)
 		cr_assert_eq(w.v[i].addr, e[i]);
 		cr_assert_eq(w.v[i].l_ld, ld[i]);
 	}
-	linkmap_walk_free(&w);
+	psvc_linkmap_free(&w);
 }
 
 Test(linkmap, copies_are_one_entry_and_the_walk_is_bounded)
@@ -479,26 +479,26 @@ Test(linkmap, copies_are_one_entry_and_the_walk_is_bounded)
 		ld[i] = i == 0 ? 0x100 : i == 199 ? 0x300 : 0x200;	/* 198 copies */
 	uint64_t rd = chain(&im, 200, ld, e);
 	struct psvc_layout_src s = src_of(&im);
-	struct linkmap_walk w;
+	struct psvc_linkmap w;
 	char why[256];
-	cr_assert_eq(linkmap_walk(&s, rd, 16, 1000, &w, why, sizeof why), 0);
+	cr_assert_eq(psvc_linkmap_walk(&s, rd, 16, 1000, &w, why, sizeof why), 0);
 	cr_assert_eq(w.n, 3, "copies kept");
 	cr_assert_eq(w.ndup, 197);
 	cr_assert_eq(w.v[2].l_ld, 0x300, "the entry after the copies lost");
-	linkmap_walk_free(&w);
+	psvc_linkmap_free(&w);
 	/* distinct entries beyond what the maps justify: cut */
 	for (size_t i = 0; i < 200; i++)
 		ld[i] = 0x100 * (i + 1);
 	rd = chain(&im, 200, ld, e);
-	cr_assert_eq(linkmap_walk(&s, rd, 10, 1000, &w, why, sizeof why), 0);
+	cr_assert_eq(psvc_linkmap_walk(&s, rd, 10, 1000, &w, why, sizeof why), 0);
 	cr_assert_eq(w.n, 10);
 	cr_assert(w.cut);
-	linkmap_walk_free(&w);
+	psvc_linkmap_free(&w);
 	/* the hard cap on steps, whatever the entries */
-	cr_assert_eq(linkmap_walk(&s, rd, 1000, 50, &w, why, sizeof why), 0);
+	cr_assert_eq(psvc_linkmap_walk(&s, rd, 1000, 50, &w, why, sizeof why), 0);
 	cr_assert_eq(w.n, 50);
 	cr_assert(w.cut);
-	linkmap_walk_free(&w);
+	psvc_linkmap_free(&w);
 }
 
 Test(linkmap, loops_and_garbage)
@@ -507,34 +507,34 @@ Test(linkmap, loops_and_garbage)
 	uint64_t ld[4] = { 0x100, 0x200, 0x300, 0x400 }, e[4];
 	uint64_t rd = chain(&im, 4, ld, e);
 	struct psvc_layout_src s = src_of(&im);
-	struct linkmap_walk w;
+	struct psvc_linkmap w;
 	char why[256];
 	/* the last entry leads back to the second */
 	memcpy(im.bytes + (e[3] - BASE) + 24, &e[1], 8);
-	cr_assert_eq(linkmap_walk(&s, rd, 100, 1000, &w, why, sizeof why), -EPROTO);
+	cr_assert_eq(psvc_linkmap_walk(&s, rd, 100, 1000, &w, why, sizeof why), -EPROTO);
 	cr_assert(strstr(why, "a loop or garbage"), "%s", why);
 	cr_assert_eq(w.n, 0, "entries kept after a failure");
 	/* a self loop with a consistent-looking l_prev at the head */
 	rd = chain(&im, 1, ld, e);
 	memcpy(im.bytes + (e[0] - BASE) + 24, &e[0], 8);
-	cr_assert_eq(linkmap_walk(&s, rd, 100, 1000, &w, why, sizeof why), -EPROTO);
+	cr_assert_eq(psvc_linkmap_walk(&s, rd, 100, 1000, &w, why, sizeof why), -EPROTO);
 	/* r_map into unmapped memory */
 	rd = chain(&im, 2, ld, e);
 	uint64_t bad = 0xdead0000u;
 	memcpy(im.bytes + (rd - BASE) + 8, &bad, 8);
-	cr_assert_eq(linkmap_walk(&s, rd, 100, 1000, &w, why, sizeof why), -EFAULT);
+	cr_assert_eq(psvc_linkmap_walk(&s, rd, 100, 1000, &w, why, sizeof why), -EFAULT);
 	cr_assert(strstr(why, "0xdead0000"), "%s", why);
 	/* r_debug itself unreadable, wrong version, being changed */
-	cr_assert_eq(linkmap_walk(&s, UINT64_MAX - 8, 100, 1000, &w, why, sizeof why),
+	cr_assert_eq(psvc_linkmap_walk(&s, UINT64_MAX - 8, 100, 1000, &w, why, sizeof why),
 		     -EFAULT);
 	rd = chain(&im, 2, ld, e);
 	int32_t v = 7;
 	memcpy(im.bytes + (rd - BASE), &v, 4);
-	cr_assert_eq(linkmap_walk(&s, rd, 100, 1000, &w, why, sizeof why), -EPROTO);
+	cr_assert_eq(psvc_linkmap_walk(&s, rd, 100, 1000, &w, why, sizeof why), -EPROTO);
 	rd = chain(&im, 2, ld, e);
 	v = 1;	/* RT_ADD */
 	memcpy(im.bytes + (rd - BASE) + 24, &v, 4);
-	cr_assert_eq(linkmap_walk(&s, rd, 100, 1000, &w, why, sizeof why), -EAGAIN);
+	cr_assert_eq(psvc_linkmap_walk(&s, rd, 100, 1000, &w, why, sizeof why), -EAGAIN);
 }
 
 Test(linkmap, names_are_bounded)
@@ -550,11 +550,11 @@ Test(linkmap, names_are_bounded)
 	im.len += 100;
 	memcpy(im.bytes + (e[1] - BASE) + 8, &tail, 8);
 	struct psvc_layout_src s = src_of(&im);
-	struct linkmap_walk w;
+	struct psvc_linkmap w;
 	char why[256];
-	cr_assert_eq(linkmap_walk(&s, rd, 100, 1000, &w, why, sizeof why), 0);
+	cr_assert_eq(psvc_linkmap_walk(&s, rd, 100, 1000, &w, why, sizeof why), 0);
 	cr_assert_eq(w.n, 2);
 	cr_assert_str_eq(w.v[0].l_name, "");
 	cr_assert(strlen(w.v[1].l_name) <= 100, "read past the image");
-	linkmap_walk_free(&w);
+	psvc_linkmap_free(&w);
 }

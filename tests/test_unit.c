@@ -903,9 +903,9 @@ Test(procfs, maps_lines)
 		"7f0000002000-7f0000003000 r-xp 00000000 fd:00 99 /tmp/lib.so (deleted)\n"
 		"garbage line\n"
 		"1000-2000 r 0 1:2 3\n";	/* a perms field of one letter */
-	struct mapping *m;
+	struct psvc_mapping *m;
 	size_t n;
-	cr_assert_eq(maps_parse(text, &m, &n), 0);
+	cr_assert_eq(psvc_maps_parse(text, &m, &n), 0);
 	cr_assert_eq(n, 4);
 	cr_assert_eq(m[0].start, 0x55d0c0000000ull);
 	cr_assert_eq(m[0].offset, 0x1000);
@@ -916,7 +916,7 @@ Test(procfs, maps_lines)
 	cr_assert(m[2].deleted);
 	cr_assert_str_eq(m[2].path, "/tmp/lib.so");
 	cr_assert_str_eq(m[3].perms, "r");
-	maps_free(m, n);
+	psvc_maps_free(m, n);
 }
 
 Test(procfs, status_pid_beyond_any_pid)

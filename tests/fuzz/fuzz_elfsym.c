@@ -25,7 +25,7 @@ static const char *const lookups[] = {
 static void check(struct psvc_elf *e)
 {
 	char id[41];
-	elfsym_build_id(e, id);
+	psvc_elfsym_build_id(e, id);
 	size_t idlen = strnlen(id, sizeof id);
 	if (idlen == sizeof id || idlen % 2)
 		abort();
@@ -33,27 +33,27 @@ static void check(struct psvc_elf *e)
 		if (!isxdigit((unsigned char)id[i]) || isupper((unsigned char)id[i]))
 			abort();
 	for (size_t i = 0; i < sizeof lookups / sizeof *lookups; i++) {
-		const struct elf_sym *s = elfsym_lookup(e, lookups[i]);
+		const struct psvc_elfsym *s = psvc_elfsym_lookup(e, lookups[i]);
 		if (s && strcmp(s->name, lookups[i]))
 			abort();
 	}
-	uint64_t base = elfsym_first_load(e);
+	uint64_t base = psvc_elfsym_first_load(e);
 	if (base & 4095)
 		abort();
-	(void)elfsym_has_symtab(e);
+	(void)psvc_elfsym_has_symtab(e);
 	/* addresses around the load base and spread over the space */
 	for (uint64_t k = 0; k < 64; k++) {
 		uint64_t probes[] = { base + k * 8, base + (k << 12), k << 58,
 				      UINT64_MAX - k };
 		for (size_t p = 0; p < 4; p++) {
-			const struct elf_sym *s = elfsym_by_addr(e, probes[p]);
+			const struct psvc_elfsym *s = psvc_elfsym_by_addr(e, probes[p]);
 			if (!s)
 				continue;
 			/* it covers the address */
 			if (!(s->value == probes[p] ||
 			      (s->size && probes[p] - s->value < s->size)))
 				abort();
-			const struct elf_sym *byname = elfsym_lookup(e, s->name);
+			const struct psvc_elfsym *byname = psvc_elfsym_lookup(e, s->name);
 			if (!byname || strcmp(byname->name, s->name))
 				abort();
 		}
@@ -63,10 +63,10 @@ static void check(struct psvc_elf *e)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	int err = 0;
-	struct psvc_elf *e = elfsym_open_mem(data, size, &err);
+	struct psvc_elf *e = psvc_elfsym_open_mem(data, size, &err);
 	if (e) {
 		check(e);
-		elfsym_close(e);
+		psvc_elfsym_close(e);
 	} else if (err >= 0) {
 		abort();	/* a failure says why */
 	}
@@ -74,10 +74,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int fd = memfd_create("fuzz_elfsym", MFD_CLOEXEC);
 	if (fd < 0 || write(fd, data, size) != (ssize_t)size)
 		abort();
-	e = elfsym_open_fd(fd, &err);	/* takes fd, even on failure */
+	e = psvc_elfsym_open_fd(fd, &err);	/* takes fd, even on failure */
 	if (e) {
 		check(e);
-		elfsym_close(e);
+		psvc_elfsym_close(e);
 	}
 	return 0;
 }

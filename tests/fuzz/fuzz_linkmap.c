@@ -37,9 +37,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct image im = { data, size, 0 };
 	struct psvc_layout_src src = { NULL, img_read, &im };
 	const size_t max = 16, max_steps = 256;
-	struct linkmap_walk w;
+	struct psvc_linkmap w;
 	char why[256] = "";
-	int r = linkmap_walk(&src, BASE, max, max_steps, &w, why, sizeof why);
+	int r = psvc_linkmap_walk(&src, BASE, max, max_steps, &w, why, sizeof why);
 	if (r != 0 && r != -EFAULT && r != -EPROTO && r != -EAGAIN && r != -ENOMEM)
 		abort();
 	if (r) {
@@ -60,6 +60,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (w.v[i].l_ld && w.v[i].l_ld == w.v[j].l_ld)
 				abort();
 	}
-	linkmap_walk_free(&w);
+	psvc_linkmap_free(&w);
 	return 0;
 }

@@ -20,7 +20,7 @@ static void check_str(const char *s, size_t cap)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	/* as read_file_at() hands them over: the bytes, then a NUL */
+	/* as psvc_read_file_at() hands them over: the bytes, then a NUL */
 	char *buf = malloc(size + 1);
 	if (!buf)
 		return 0;
@@ -40,15 +40,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (memcmp(buf, data, size))
 		abort();	/* the parsers above only read */
 
-	struct mapping *m = NULL;
+	struct psvc_mapping *m = NULL;
 	size_t n = 0;
-	if (maps_parse(buf, &m, &n) == 0) {
+	if (psvc_maps_parse(buf, &m, &n) == 0) {
 		for (size_t i = 0; i < n; i++) {
 			check_str(m[i].perms, sizeof m[i].perms);
 			if (m[i].path)
 				(void)strlen(m[i].path);
 		}
-		maps_free(m, n);
+		psvc_maps_free(m, n);
 	}
 	free(buf);
 	return 0;
