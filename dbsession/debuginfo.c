@@ -103,12 +103,7 @@ struct dbg_files *dbg_files_new(struct psvc_target *t)
 	if (!f)
 		return NULL;
 	f->t = t;
-	char mine[64], theirs[64], path[64];
-	snprintf(path, sizeof path, "/proc/%d/ns/mnt", (int)psvc_mm_pid(t));
-	ssize_t a = readlink("/proc/self/ns/mnt", mine, sizeof mine - 1);
-	ssize_t b = readlink(path, theirs, sizeof theirs - 1);
-	/* unknown: look in both */
-	f->other_mntns = a <= 0 || b <= 0 || a != b || memcmp(mine, theirs, (size_t)a);
+	f->other_mntns = psvc_foreign_mntns(t);	/* unknown: look in both */
 	return f;
 }
 
@@ -165,7 +160,7 @@ int dbg_find_elf(Dwfl_Module *mod, void **userdata, const char *modname,
 		errno = ENOENT;
 		return -1;
 	}
-	/* the mapped file itself, checked (modules.c) */
+	/* the mapped file itself, checked (modfiles.c) */
 	int fd = psvc_module_open(f->t, m);
 	if (fd == -EMFILE || fd == -ENFILE)
 		out_of_fds(f, -fd, modname);
@@ -267,8 +262,10 @@ static int try_path(struct dbg_files *f, const char *path, const struct want *w,
 	for (int where = 0; where < (f->other_mntns ? 2 : 1); where++) {
 		const char *p = path;
 		if (where == 1) {
-			if (snprintf(buf, sizeof buf, "/proc/%d/root%s",
-				     (int)psvc_mm_pid(f->t), path) >= (int)sizeof buf)
+			char root[PATH_MAX];
+			if (psvc_root_dir(f->t, root, sizeof root) ||
+			    snprintf(buf, sizeof buf, "%s%s", root, path) >=
+				    (int)sizeof buf)
 				continue;
 			p = buf;
 		}

@@ -17,6 +17,7 @@
 #include <elfutils/libdwelf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,21 +222,23 @@ static int search(Dwarf *dw, const char *name, struct dwarf_tls *ret)
 	return 0;
 }
 
-/* The separate debug file of a build-id, if its build-id matches. */
-static int open_debug_file(pid_t pid, const char *build_id)
+/* The separate debug file of a build-id, if its build-id matches: in
+ * tinspect's file system, then in the target's (root). */
+static int open_debug_file(const char *root, const char *build_id)
 {
 	size_t n = strlen(build_id);
 	if (n < 4)
 		return -1;
-	char path[256];
+	char path[256 + PATH_MAX];
 	for (int where = 0; where < 2; where++) {
 		if (where == 0)
 			snprintf(path, sizeof path, "/usr/lib/debug/.build-id/%.2s/%s.debug",
 				 build_id, build_id + 2);
-		else
-			snprintf(path, sizeof path,
-				 "/proc/%d/root/usr/lib/debug/.build-id/%.2s/%s.debug",
-				 (int)pid, build_id, build_id + 2);
+		else if (!root[0] ||
+			 snprintf(path, sizeof path,
+				  "%s/usr/lib/debug/.build-id/%.2s/%s.debug",
+				  root, build_id, build_id + 2) >= (int)sizeof path)
+			continue;
 		/* a regular file, or nothing: never a FIFO to block on */
 		int fd = psvc_open_regular(path, NULL);
 		if (fd < 0)
@@ -275,7 +278,10 @@ int dwarf_find_tls(struct psvc_target *t, struct psvc_module *m,
 	close(fd);
 	if (err == 0 || !m->build_id[0])
 		return err;
-	fd = open_debug_file(psvc_mm_pid(t), m->build_id);
+	char root[PATH_MAX];
+	if (psvc_root_dir(t, root, sizeof root))
+		root[0] = '\0';
+	fd = open_debug_file(root, m->build_id);
 	if (fd < 0)
 		return err;
 	dw = dwarf_begin(fd, DWARF_C_READ);

@@ -543,7 +543,7 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 			 * has exited since, keep what the stop learnt (its
 			 * namespace TID) rather than a zeroed record */
 			struct psvc_taskinfo ti;
-			if (psvc_read_taskinfo(s->pid, k->tid, &ti) == 0 && ti.valid) {
+			if (psvc_task_facts(t, k->tid, &ti) == 0 && ti.valid) {
 				if (!ti.ns_tid)
 					ti.ns_tid = k->info.ns_tid;
 				ti.before_stop = false;

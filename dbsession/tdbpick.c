@@ -65,12 +65,11 @@ static bool same_as_loaded(struct dbs_session *s, const struct stat *st)
 static int try_dir(struct dbs_session *s, const char *dir, char *why,
 		   size_t whylen)
 {
-	char path[PATH_MAX], dpath[PATH_MAX];
-	int via = (int)psvc_mm_pid(s->t);	/* the leader may have exited */
-	if (snprintf(path, sizeof path, "/proc/%d/root%s/libthread_db.so.1",
-		     via, dir) >= (int)sizeof path ||
-	    snprintf(dpath, sizeof dpath, "/proc/%d/root%s", via, dir) >=
-		    (int)sizeof dpath)
+	char root[PATH_MAX], path[PATH_MAX], dpath[PATH_MAX];
+	if (psvc_root_dir(s->t, root, sizeof root) ||
+	    snprintf(path, sizeof path, "%s%s/libthread_db.so.1", root, dir) >=
+		    (int)sizeof path ||
+	    snprintf(dpath, sizeof dpath, "%s%s", root, dir) >= (int)sizeof dpath)
 		return -ENAMETOOLONG;
 	/* Everything is checked on descriptors and the library is loaded
 	 * from the very descriptor checked: the target's user may own the

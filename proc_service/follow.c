@@ -1,6 +1,8 @@
 /*
  * follow.c: staying attached between captures (watch --follow-threads), so
- * that every thread creation and exit is seen as it happens.
+ * that every thread creation and exit is seen as it happens.  Part of the
+ * live backend (its follow_start op); the psvc_follow_* calls do nothing
+ * for a target that is not followed.
  *
  * Every task is seized with PTRACE_O_TRACECLONE and left running.  The
  * kernel then attaches each new thread to us and stops it once before it
@@ -23,10 +25,12 @@
  * waitpid(); the target is never polled.
  *
  * A capture while following interrupts the already-seized tasks instead of
- * seizing them (stop.c) and resumes them with PTRACE_CONT (or LISTEN for a
+ * seizing them (live_stop.c) and resumes them with PTRACE_CONT (or LISTEN for a
  * group-stop) instead of detaching.  psvc_follow_end() detaches everything.
  */
-#include "psvc_int.h"
+#include "live.h"
+
+#include "array.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -42,7 +46,7 @@
 #define PTRACE_EVENT_STOP 128
 #endif
 
-/* Per followed TID, in t->followed's value. */
+/* Per followed TID, in L->followed's value. */
 enum {
 	F_STARTED = 1u << 0,	/* its first stop was seen (or it existed
 				 * when following began) */
@@ -55,47 +59,47 @@ enum {
  * attached whose clone event has not been seen yet (TracerPid says so). */
 bool psvc_follow_adopt(struct psvc_target *t, pid_t tid)
 {
-	if (psvc_tidmap_get(&t->followed, tid) >= 0)
+	struct psvc_live *L = psvc_live(t);
+	if (psvc_tidmap_get(&L->followed, tid) >= 0)
 		return true;
 	struct psvc_taskinfo ti;
-	if (psvc_taskinfo_read_at(t->task_dirfd, tid, &ti) != 0 ||
+	if (psvc_taskinfo_read_at(L->task_dirfd, tid, &ti) != 0 ||
 	    ti.tracer_pid != getpid())
 		return false;
-	psvc_tidmap_put(&t->followed, tid, 0);	/* its first stop is to come */
+	psvc_tidmap_put(&L->followed, tid, 0);	/* its first stop is to come */
 	return true;
 }
 
 static unsigned fstate(const struct psvc_target *t, pid_t tid)
 {
-	long v = psvc_tidmap_get(&t->followed, tid);
+	struct psvc_live *L = psvc_live(t);
+	long v = psvc_tidmap_get(&L->followed, tid);
 	return v < 0 ? 0 : (unsigned)v;
 }
 
 static void fset(struct psvc_target *t, pid_t tid, unsigned bits)
 {
-	psvc_tidmap_put(&t->followed, tid, fstate(t, tid) | bits);
+	struct psvc_live *L = psvc_live(t);
+	psvc_tidmap_put(&L->followed, tid, fstate(t, tid) | bits);
 }
 
 /* A clone seen: remember the parent until the child's first stop. */
 static void note_parent(struct psvc_target *t, pid_t child, pid_t parent)
 {
-	if (t->nparents == t->parents_cap) {
-		size_t ncap = t->parents_cap ? t->parents_cap * 2 : 64;
-		struct follow_parent *n = realloc(t->parents, ncap * sizeof *n);
-		if (!n)
-			return;
-		t->parents = n;
-		t->parents_cap = ncap;
-	}
-	t->parents[t->nparents++] = (struct follow_parent){ child, parent };
+	struct psvc_live *L = psvc_live(t);
+	if (array_grow(&L->parents, &L->parents_cap, L->nparents + 1,
+		       sizeof *L->parents, 64))
+		return;
+	L->parents[L->nparents++] = (struct follow_parent){ child, parent };
 }
 
 static pid_t take_parent(struct psvc_target *t, pid_t child)
 {
-	for (size_t i = 0; i < t->nparents; i++)
-		if (t->parents[i].child == child) {
-			pid_t p = t->parents[i].parent;
-			t->parents[i] = t->parents[--t->nparents];
+	struct psvc_live *L = psvc_live(t);
+	for (size_t i = 0; i < L->nparents; i++)
+		if (L->parents[i].child == child) {
+			pid_t p = L->parents[i].parent;
+			L->parents[i] = L->parents[--L->nparents];
 			return p;
 		}
 	return 0;
@@ -103,15 +107,11 @@ static pid_t take_parent(struct psvc_target *t, pid_t child)
 
 static void queue_event(struct psvc_target *t, const struct psvc_event *ev)
 {
-	if (t->nevents == t->events_cap) {
-		size_t ncap = t->events_cap ? t->events_cap * 2 : 64;
-		struct psvc_event *n = realloc(t->events, ncap * sizeof *n);
-		if (!n)
-			return;	/* an event is lost rather than the target held */
-		t->events = n;
-		t->events_cap = ncap;
-	}
-	t->events[t->nevents++] = *ev;
+	struct psvc_live *L = psvc_live(t);
+	if (array_grow(&L->events, &L->events_cap, L->nevents + 1,
+		       sizeof *L->events, 64))
+		return;	/* an event is lost rather than the target held */
+	L->events[L->nevents++] = *ev;
 }
 
 /* The thread pointer of a new thread at its first stop, kept until its
@@ -119,17 +119,9 @@ static void queue_event(struct psvc_target *t, const struct psvc_event *ev)
  * routine later (psvc_note_thread), whatever the task list holds then. */
 static uint64_t read_tp(struct psvc_target *t, pid_t tid)
 {
-	const struct arch_desc *a = t->arch;
 	uint64_t regs[ARCH_MAX_GREGS], tp = 0;
-	if (a->tp_greg_idx >= 0) {
-		struct iovec iov = { regs, a->ngregs * sizeof(uint64_t) };
-		if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_PRSTATUS, &iov) == 0)
-			tp = regs[a->tp_greg_idx];
-	} else {
-		struct iovec tiov = { &tp, sizeof tp };
-		if (ptrace(PTRACE_GETREGSET, tid, (void *)0x401, &tiov) != 0)
-			tp = 0;
-	}
+	if (psvc_ptrace_regs(t->arch, tid, regs, &tp))
+		tp = 0;
 	return tp;
 }
 
@@ -141,17 +133,13 @@ static uint64_t read_tp(struct psvc_target *t, pid_t tid)
  */
 static void keep_start(struct psvc_target *t, pid_t tid, uint64_t tp)
 {
-	if (t->nstarts == t->starts_cap) {
-		size_t ncap = t->starts_cap ? t->starts_cap * 2 : 64;
-		struct follow_start *n = realloc(t->starts, ncap * sizeof *n);
-		if (!n)
-			return;
-		t->starts = n;
-		t->starts_cap = ncap;
-	}
-	struct follow_start *f = &t->starts[t->nstarts++];
+	struct psvc_live *L = psvc_live(t);
+	if (array_grow(&L->starts, &L->starts_cap, L->nstarts + 1,
+		       sizeof *L->starts, 64))
+		return;
+	struct follow_start *f = &L->starts[L->nstarts++];
 	*f = (struct follow_start){ .tid = tid, .tp = tp };
-	if (tp && t->resolver && !t->exec_traced) {
+	if (tp && t->resolver && !L->exec_traced) {
 		f->start = t->resolver(t->resolver_arg, tid, tp);
 		f->resolved = true;
 	}
@@ -159,28 +147,24 @@ static void keep_start(struct psvc_target *t, pid_t tid, uint64_t tp)
 
 static struct follow_start take_start(struct psvc_target *t, pid_t tid)
 {
-	for (size_t i = 0; i < t->nstarts; i++)
-		if (t->starts[i].tid == tid) {
-			struct follow_start f = t->starts[i];
-			t->starts[i] = t->starts[--t->nstarts];
+	struct psvc_live *L = psvc_live(t);
+	for (size_t i = 0; i < L->nstarts; i++)
+		if (L->starts[i].tid == tid) {
+			struct follow_start f = L->starts[i];
+			L->starts[i] = L->starts[--L->nstarts];
 			return f;
 		}
 	return (struct follow_start){ .tid = tid };
 }
 
-void psvc_follow_set_resolver(struct psvc_target *t, psvc_start_fn fn, void *arg)
-{
-	t->resolver = fn;
-	t->resolver_arg = arg;
-}
-
 void psvc_follow_resolve(struct psvc_target *t)
 {
+	struct psvc_live *L = psvc_live(t);
 	/* after an exec the resolver reads the old program's view */
-	if (!t->follow || !t->resolver || t->exec_traced)
+	if (!t->follow || !t->resolver || L->exec_traced)
 		return;
-	for (size_t i = 0; i < t->nstarts; i++) {
-		struct follow_start *f = &t->starts[i];
+	for (size_t i = 0; i < L->nstarts; i++) {
+		struct follow_start *f = &L->starts[i];
 		if (f->resolved)
 			continue;
 		struct psvc_task *k = psvc_task_by_tid(t, f->tid);
@@ -192,8 +176,8 @@ void psvc_follow_resolve(struct psvc_target *t)
 		f->resolved = true;
 	}
 	/* and the creations already announced in this capture */
-	for (size_t i = 0; i < t->nevents; i++) {
-		struct psvc_event *ev = &t->events[i];
+	for (size_t i = 0; i < L->nevents; i++) {
+		struct psvc_event *ev = &L->events[i];
 		if (ev->kind != PSVC_EVENT_THREAD_CREATED || ev->start_known)
 			continue;
 		struct psvc_task *k = psvc_task_by_tid(t, ev->tid);
@@ -241,10 +225,11 @@ static void first_stop(struct psvc_target *t, pid_t tid, bool in_capture)
 
 static void seen_clone(struct psvc_target *t, pid_t parent, pid_t child)
 {
+	struct psvc_live *L = psvc_live(t);
 	/* the child may be known already: follow it either way */
 	unsigned st = fstate(t, child);
 	if (!(st & F_STARTED)) {
-		psvc_tidmap_put(&t->followed, child, st);
+		psvc_tidmap_put(&L->followed, child, st);
 		note_parent(t, child, parent);
 		return;
 	}
@@ -253,16 +238,16 @@ static void seen_clone(struct psvc_target *t, pid_t parent, pid_t child)
 	if (st & F_EXITED) {
 		/* it ran and exited before this clone event reached us:
 		 * now that its creation is told, tell its exit */
-		for (size_t i = 0; i < t->nexits; i++) {
-			if (t->exits[i].tid != child)
+		for (size_t i = 0; i < L->nexits; i++) {
+			if (L->exits[i].tid != child)
 				continue;
-			struct psvc_event ev = t->exits[i];
-			t->exits[i] = t->exits[--t->nexits];
+			struct psvc_event ev = L->exits[i];
+			L->exits[i] = L->exits[--L->nexits];
 			ev.time_ns = psvc_realtime_ns();
 			queue_event(t, &ev);
 			break;
 		}
-		psvc_tidmap_del(&t->followed, child);
+		psvc_tidmap_del(&L->followed, child);
 	}
 }
 
@@ -274,6 +259,7 @@ static void seen_clone(struct psvc_target *t, pid_t parent, pid_t child)
 bool psvc_follow_status(struct psvc_target *t, pid_t tid, int st, bool in_capture,
 		   int *ret_sig, bool *ret_group_stop)
 {
+	struct psvc_live *L = psvc_live(t);
 	*ret_sig = 0;
 	*ret_group_stop = false;
 	if (WIFEXITED(st) || WIFSIGNALED(st)) {
@@ -288,22 +274,15 @@ bool psvc_follow_status(struct psvc_target *t, pid_t tid, int st, bool in_captur
 			/* a new thread whose parent's clone event is still
 			 * to come (waitpid(-1) reports in no set order):
 			 * keep its exit until its creation is told */
-			if (t->nexits == t->exits_cap) {
-				size_t ncap = t->exits_cap ? t->exits_cap * 2 : 16;
-				struct psvc_event *n = realloc(t->exits, ncap * sizeof *n);
-				if (n) {
-					t->exits = n;
-					t->exits_cap = ncap;
-				}
-			}
-			if (t->nexits < t->exits_cap) {
-				t->exits[t->nexits++] = ev;
+			if (array_grow(&L->exits, &L->exits_cap, L->nexits + 1,
+				       sizeof *L->exits, 16) == 0) {
+				L->exits[L->nexits++] = ev;
 				fset(t, tid, F_EXITED);
 				return false;
 			}
 		}
 		queue_event(t, &ev);
-		psvc_tidmap_del(&t->followed, tid);
+		psvc_tidmap_del(&L->followed, tid);
 		take_parent(t, tid);
 		take_start(t, tid);
 		return false;
@@ -312,7 +291,7 @@ bool psvc_follow_status(struct psvc_target *t, pid_t tid, int st, bool in_captur
 		return false;
 	int event = st >> 16, sig = WSTOPSIG(st);
 	if (event == PTRACE_EVENT_EXEC) {
-		t->exec_traced = true;
+		L->exec_traced = true;
 		return true;
 	}
 	if (event == PTRACE_EVENT_CLONE) {
@@ -348,18 +327,20 @@ static void follow_continue(pid_t tid, int sig, bool group_stop)
 
 static int seize_follow(struct psvc_target *t, pid_t tid, void *arg)
 {
+	struct psvc_live *L = psvc_live(t);
 	unsigned *added = arg;
-	if (psvc_tidmap_get(&t->followed, tid) >= 0)
+	if (psvc_tidmap_get(&L->followed, tid) >= 0)
 		return 0;
 	if (ptrace(PTRACE_SEIZE, tid, 0, (void *)(long)FOLLOW_PTRACE_OPTS) != 0)
 		return 0;	/* gone, or someone else's: not followed */
-	psvc_tidmap_put(&t->followed, tid, F_STARTED | F_ANNOUNCED);
+	psvc_tidmap_put(&L->followed, tid, F_STARTED | F_ANNOUNCED);
 	(*added)++;
 	return 0;
 }
 
-int psvc_follow_start(struct psvc_target *t)
+int psvc_live_follow_start(struct psvc_target *t)
 {
+	struct psvc_live *L = psvc_live(t);
 	if (t->follow)
 		return 0;
 	if (t->stopped)
@@ -372,14 +353,14 @@ int psvc_follow_start(struct psvc_target *t)
 		unsigned added = 0;
 		int n = psvc_list_tids(t, seize_follow, &added);
 		if (n < 0) {
-			psvc_follow_end(t);
+			psvc_follow_teardown(t);
 			return n;
 		}
 		if (!added)
 			break;
 	}
-	if (psvc_tidmap_get(&t->followed, t->pid) < 0 && !t->followed.n) {
-		psvc_follow_end(t);
+	if (psvc_tidmap_get(&L->followed, t->pid) < 0 && !L->followed.n) {
+		psvc_follow_teardown(t);
 		return -EPERM;
 	}
 	return 0;
@@ -387,9 +368,10 @@ int psvc_follow_start(struct psvc_target *t)
 
 static void deliver(struct psvc_target *t, psvc_event_fn fn, void *arg)
 {
-	for (size_t i = 0; i < t->nevents; i++)
-		fn(arg, &t->events[i]);
-	t->nevents = 0;
+	struct psvc_live *L = psvc_live(t);
+	for (size_t i = 0; i < L->nevents; i++)
+		fn(arg, &L->events[i]);
+	L->nevents = 0;
 }
 
 /* One wait status outside a capture; returns true if it was the leader's
@@ -465,7 +447,8 @@ int psvc_follow_wait(struct psvc_target *t, uint64_t deadline_ns,
 
 size_t psvc_followed(const struct psvc_target *t)
 {
-	return t->follow ? t->followed.n : 0;
+	struct psvc_live *L = psvc_live(t);
+	return t->follow ? L->followed.n : 0;
 }
 
 /* Interrupt, wait for the stop (with a deadline: a thread in D state does
@@ -473,11 +456,12 @@ size_t psvc_followed(const struct psvc_target *t)
  * exits), detach. */
 static int detach_one(struct psvc_target *t, pid_t tid, void *arg)
 {
+	struct psvc_live *L = psvc_live(t);
 	uint64_t deadline = *(uint64_t *)arg;
-	if (psvc_tidmap_get(&t->followed, tid) < 0) {
+	if (psvc_tidmap_get(&L->followed, tid) < 0) {
 		/* a child the kernel attached whose clone we never saw */
 		struct psvc_taskinfo ti;
-		if (psvc_taskinfo_read_at(t->task_dirfd, tid, &ti) != 0 ||
+		if (psvc_taskinfo_read_at(L->task_dirfd, tid, &ti) != 0 ||
 		    ti.tracer_pid != getpid())
 			return 0;
 	}
@@ -504,14 +488,30 @@ static int detach_one(struct psvc_target *t, pid_t tid, void *arg)
 	return 0;
 }
 
-void psvc_note_thread(struct psvc_target *t, pid_t tid, uint64_t tp)
+void psvc_follow_teardown(struct psvc_target *t)
 {
-	struct psvc_task *k = psvc_task_by_tid(t, tid);
-	if (!k)
-		k = psvc_task_add(t, tid);
-	if (!k || !tp)
+	struct psvc_live *L = psvc_live(t);
+	if (!t->follow)
 		return;
-	psvc_task_set_tp(k, tp);
+	/* every task of ours, followed or attached behind our back; one
+	 * second in all for those that do not stop */
+	uint64_t deadline = psvc_now_ns() + 1000000000ull;
+	psvc_list_tids(t, detach_one, &deadline);
+	t->follow = false;
+	hold_update(t, false);
+	psvc_tidmap_clear(&L->followed);
+	free(L->parents);
+	L->parents = NULL;
+	L->nparents = L->parents_cap = 0;
+	free(L->events);
+	L->events = NULL;
+	L->nevents = L->events_cap = 0;
+	free(L->exits);
+	L->exits = NULL;
+	L->nexits = L->exits_cap = 0;
+	free(L->starts);
+	L->starts = NULL;
+	L->nstarts = L->starts_cap = 0;
 }
 
 void psvc_follow_end(struct psvc_target *t)
@@ -520,23 +520,5 @@ void psvc_follow_end(struct psvc_target *t)
 		return;
 	if (t->stopped)
 		psvc_resume(t);
-	/* every task of ours, followed or attached behind our back; one
-	 * second in all for those that do not stop */
-	uint64_t deadline = psvc_now_ns() + 1000000000ull;
-	psvc_list_tids(t, detach_one, &deadline);
-	t->follow = false;
-	hold_update(t, false);
-	psvc_tidmap_clear(&t->followed);
-	free(t->parents);
-	t->parents = NULL;
-	t->nparents = t->parents_cap = 0;
-	free(t->events);
-	t->events = NULL;
-	t->nevents = t->events_cap = 0;
-	free(t->exits);
-	t->exits = NULL;
-	t->nexits = t->exits_cap = 0;
-	free(t->starts);
-	t->starts = NULL;
-	t->nstarts = t->starts_cap = 0;
+	psvc_follow_teardown(t);
 }

@@ -1,21 +1,21 @@
 /*
- * mem.c: reading target memory.  process_vm_readv first, /proc/PID/mem when
- * that is not allowed (some hardened kernels) or forced.  While the target is
- * stopped, reads go through a cache of 4 KiB blocks valid for that stop:
- * libthread_db alone reads each struct pthread several times (GLIBC-NOTES.md
- * §1; uncached it cost ~85 ms for 1000 threads), and psvc_prefetch() fills
- * the blocks of thousands of threads in a few batched syscalls.
+ * mem.c: reading target memory, through the backend's read and read_runs.
+ * While the target is stopped, reads go through a cache of 4 KiB blocks
+ * valid for that stop: libthread_db alone reads each struct pthread several
+ * times (GLIBC-NOTES.md §1; uncached it cost ~85 ms for 1000 threads), and
+ * psvc_prefetch() fills the blocks of thousands of threads in a few
+ * batched reads.  After the resume the same cache answers "as it was at
+ * the stop" (psvc_read_frozen), never the live process.
  */
 #include "psvc_int.h"
 
+#include "array.h"
+
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/uio.h>
-#include <unistd.h>
 
 #define BLK_SHIFT 12
 #define BLK_SIZE ((uint64_t)1 << BLK_SHIFT)
@@ -23,60 +23,6 @@
 #ifndef IOV_MAX
 #define IOV_MAX 1024
 #endif
-
-static int open_proc_mem(struct psvc_target *t)
-{
-	if (t->mem_fd >= 0)
-		return 0;
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/mem", (int)t->mm_tid);
-	t->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (t->mem_fd < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
-	return 0;
-}
-
-/* One uncached read of exactly len bytes; 0 or -EFAULT / -ESRCH / ... */
-static int read_direct(struct psvc_target *t, uint64_t addr, void *buf,
-		       size_t len)
-{
-	if (len == 0)
-		return 0;
-	if (!t->use_proc_mem) {
-		struct iovec l = { buf, len };
-		struct iovec r = { (void *)(uintptr_t)addr, len };
-		t->read_syscalls++;
-		ssize_t n = process_vm_readv(t->mm_tid, &l, 1, &r, 1, 0);
-		if (n == (ssize_t)len)
-			return 0;
-		if (n >= 0)
-			return -EFAULT;
-		if (errno == EFAULT || errno == ESRCH || errno == ENOMEM)
-			return -errno;
-		/* EPERM / ENOSYS: the syscall is refused here, not the
-		 * address; /proc/PID/mem follows other rules. */
-		t->use_proc_mem = true;
-	}
-	int err = open_proc_mem(t);
-	if (err)
-		return err;
-	size_t done = 0;
-	while (done < len) {
-		t->read_syscalls++;
-		ssize_t n = pread(t->mem_fd, (char *)buf + done, len - done,
-				  (off_t)(addr + done));
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			/* EIO: unmapped; ESRCH-like errors once it is gone */
-			return errno == EIO ? -EFAULT : -errno;
-		}
-		if (n == 0)
-			return kill(t->pid, 0) == 0 ? -EFAULT : -ESRCH;
-		done += (size_t)n;
-	}
-	return 0;
-}
 
 /* ---- the block cache ----------------------------------------------------- */
 
@@ -135,14 +81,9 @@ static int cache_insert(struct mem_cache *c, uint64_t blk, unsigned char *data)
 
 static bool chunk_new(struct mem_cache *c, size_t nblocks)
 {
-	if (c->nchunks == c->chunks_cap) {
-		size_t ncap = c->chunks_cap ? c->chunks_cap * 2 : 16;
-		struct arena_chunk *nc = realloc(c->chunks, ncap * sizeof *nc);
-		if (!nc)
-			return false;
-		c->chunks = nc;
-		c->chunks_cap = ncap;
-	}
+	if (array_grow(&c->chunks, &c->chunks_cap, c->nchunks + 1,
+		       sizeof *c->chunks, 16))
+		return false;
 	void *p = mmap(NULL, nblocks * BLK_SIZE, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (p == MAP_FAILED)
@@ -210,7 +151,7 @@ static const unsigned char *cache_block(struct psvc_target *t, uint64_t blk,
 		*ret_err = -ENOMEM;
 		return NULL;
 	}
-	int err = read_direct(t, blk << BLK_SHIFT, data, BLK_SIZE);
+	int err = t->backend->read(t, blk << BLK_SHIFT, data, BLK_SIZE);
 	if (err == -ESRCH || err == -ENOMEM) {
 		*ret_err = err;
 		return NULL;
@@ -232,7 +173,7 @@ int psvc_read(struct psvc_target *t, uint64_t addr, void *buf, size_t len)
 	if (addr + len < addr)
 		return -EFAULT;
 	if (!t->cache_active)
-		return read_direct(t, addr, buf, len);
+		return t->backend->read(t, addr, buf, len);
 	unsigned char *out = buf;
 	while (len) {
 		uint64_t blk = addr >> BLK_SHIFT;
@@ -246,7 +187,7 @@ int psvc_read(struct psvc_target *t, uint64_t addr, void *buf, size_t len)
 			/* A block that is not readable as a whole (the end
 			 * of a mapping on a kernel with bigger pages, or an
 			 * odd /proc/PID/mem): the exact bytes may still be. */
-			return read_direct(t, addr, out, len);
+			return t->backend->read(t, addr, out, len);
 		}
 		memcpy(out, data + off, n);
 		out += n;
@@ -364,15 +305,9 @@ void psvc_prefetch(struct psvc_target *t, const struct psvc_range *r,
 		for (uint64_t b = first; b <= last; b++) {
 			if (cache_find(&t->cache, b))
 				continue;
-			if (nb == cap) {
-				size_t ncap = cap ? cap * 2 : 1024;
-				uint64_t *nbk = realloc(blks, ncap * sizeof *nbk);
-				if (!nbk) {
-					free(blks);
-					return;
-				}
-				blks = nbk;
-				cap = ncap;
+			if (array_grow(&blks, &cap, nb + 1, sizeof *blks, 1024)) {
+				free(blks);
+				return;
 			}
 			blks[nb++] = b;
 		}
@@ -391,12 +326,12 @@ void psvc_prefetch(struct psvc_target *t, const struct psvc_range *r,
 	nb = nu;
 
 	/* Runs of consecutive blocks become one remote iovec each. */
-	struct iovec liov[IOV_MAX], riov[IOV_MAX];
+	struct psvc_run runs[IOV_MAX];
 	uint64_t first_blk[IOV_MAX];
 	size_t i = 0;
 	while (i < nb) {
-		size_t niov = 0;
-		while (i < nb && niov < IOV_MAX) {
+		size_t nrun = 0;
+		while (i < nb && nrun < IOV_MAX) {
 			size_t j = i + 1;
 			while (j < nb && blks[j] == blks[j - 1] + 1 &&
 			       j - i < CHUNK_BLOCKS)
@@ -406,59 +341,15 @@ void psvc_prefetch(struct psvc_target *t, const struct psvc_range *r,
 				free(blks);
 				return;
 			}
-			first_blk[niov] = blks[i];
-			liov[niov] = (struct iovec){ buf, (j - i) * BLK_SIZE };
-			riov[niov] = (struct iovec){
-				(void *)(uintptr_t)(blks[i] << BLK_SHIFT),
-				(j - i) * BLK_SIZE };
-			niov++;
+			first_blk[nrun] = blks[i];
+			runs[nrun++] = (struct psvc_run){ blks[i] << BLK_SHIFT, buf,
+							  (j - i) * BLK_SIZE, 0 };
 			i = j;
 		}
-		/* Issue them; on a partial transfer (an unreadable run),
-		 * keep what was read of that run and go on with the next. */
-		size_t done = 0;
-		while (done < niov && !t->use_proc_mem) {
-			t->read_syscalls++;
-			ssize_t got = process_vm_readv(t->mm_tid, liov + done,
-						       niov - done, riov + done,
-						       niov - done, 0);
-			if (got < 0 && (errno == EPERM || errno == ENOSYS)) {
-				/* refused here: /proc/PID/mem, below */
-				t->use_proc_mem = true;
-				break;
-			}
-			if (got < 0 && errno != EFAULT && errno != ENOMEM)
-				break;	/* gone: leave to misses */
-			size_t k = done;
-			size_t left = got > 0 ? (size_t)got : 0;
-			while (k < niov && left >= liov[k].iov_len) {
-				left -= liov[k].iov_len;
-				cache_insert_run(t, first_blk[k], liov[k].iov_base,
-						 liov[k].iov_len);
-				k++;
-			}
-			/* run k stopped at an unreadable block: keep the whole
-			 * blocks before it (a stack copy is still good up to
-			 * there) */
-			if (k < niov)
-				cache_insert_run(t, first_blk[k], liov[k].iov_base, left);
-			done = k + 1;	/* run k failed (or all done) */
-		}
-		/* /proc/PID/mem: one pread per run; what follows an
-		 * unreadable block is left to the misses, block by block */
-		for (; done < niov && t->use_proc_mem; done++) {
-			if (open_proc_mem(t))
-				break;
-			t->read_syscalls++;
-			ssize_t got = pread(t->mem_fd, liov[done].iov_base,
-					    liov[done].iov_len,
-					    (off_t)(uintptr_t)riov[done].iov_base);
-			/* a short read stops at an unreadable block: the
-			 * whole blocks before it are good */
-			if (got > 0)
-				cache_insert_run(t, first_blk[done],
-						 liov[done].iov_base, (size_t)got);
-		}
+		/* what could be read of each run is cached (whole blocks) */
+		t->backend->read_runs(t, runs, nrun);
+		for (size_t k = 0; k < nrun; k++)
+			cache_insert_run(t, first_blk[k], runs[k].buf, runs[k].done);
 	}
 	free(blks);
 }

@@ -46,36 +46,6 @@ static bool path_is_mapped_file(struct psvc_target *t, struct psvc_module *m,
 	return ino && ino == m->ino;
 }
 
-/* A new descriptor on the module's file: the mapped inode itself through
- * map_files (right even if the file was replaced or deleted on disk), else
- * its path in the target's mount namespace; *ret_by_path says which, and
- * then the caller must check it is the mapped file (path_is_mapped_file). */
-static int module_open_fd(struct psvc_target *t, const struct psvc_module *m,
-			  bool *ret_by_path, struct stat *ret_st)
-{
-	char path[4200];
-	*ret_by_path = false;
-	int fd = -EACCES;
-	if (!t->no_map_files) {
-		snprintf(path, sizeof path, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
-			 (int)t->mm_tid, m->map_start, m->map_end);
-		fd = psvc_open_regular(path, ret_st);
-		if (fd >= 0 || fd == -EMFILE || fd == -ENFILE)
-			return fd;
-	}
-	if (!m->path || (m->flags & PSVC_MOD_DELETED))
-		return fd;
-	/* a path the target's user may own: only a regular file, opened
-	 * without blocking (regfile.c) */
-	if (snprintf(path, sizeof path, "/proc/%d/root%s", (int)t->mm_tid,
-		     m->path) >= (int)sizeof path)
-		return -ENAMETOOLONG;
-	fd = psvc_open_regular(path, ret_st);
-	if (fd >= 0)
-		*ret_by_path = true;
-	return fd;
-}
-
 /* A new descriptor on the very file the module's symbols were read from
  * (after they were: the file is checked then). */
 static int reopen_checked(struct psvc_target *t, struct psvc_module *m)
@@ -85,7 +55,7 @@ static int reopen_checked(struct psvc_target *t, struct psvc_module *m)
 		return err;
 	bool by_path;
 	struct stat st;
-	int fd = module_open_fd(t, m, &by_path, &st);
+	int fd = t->backend->open_mapped(t, m, &by_path, &st);
 	if (fd < 0 || !by_path)
 		return fd;
 	/* by path: the file there now must be the one that was checked */
@@ -168,7 +138,7 @@ int psvc_module_load_elf(struct psvc_target *t, struct psvc_module *m)
 	} else {
 		bool check_id;
 		struct stat st;
-		int fd = module_open_fd(t, m, &check_id, &st);
+		int fd = t->backend->open_mapped(t, m, &check_id, &st);
 		err = fd;
 		if (fd >= 0)
 			m->elf = psvc_elfsym_open_fd(fd, &err);

@@ -31,19 +31,6 @@
 
 /* ---- /proc/PID/maps ---------------------------------------------------------- */
 
-int psvc_maps_read(pid_t pid, struct psvc_mapping **ret, size_t *ret_n)
-{
-	char path[64], *buf;
-	size_t len;
-	snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
-	int err = psvc_read_whole_file(path, &buf, &len, 256u << 20);
-	if (err)
-		return err == -ENOENT ? -ESRCH : err;
-	err = psvc_maps_parse(buf, ret, ret_n);
-	free(buf);
-	return err;
-}
-
 static bool file_backed(const struct psvc_mapping *mp)
 {
 	return mp->ino != 0 && mp->path && mp->path[0] == '/';
@@ -429,7 +416,7 @@ int psvc_modules_load(struct psvc_target *t)
 {
 	struct psvc_mapping *maps;
 	size_t nmaps;
-	int err = psvc_maps_read(t->mm_tid, &maps, &nmaps);
+	int err = t->backend->maps(t, &maps, &nmaps);
 	if (err)
 		return err;
 	if (nmaps == 0) {
@@ -658,7 +645,7 @@ int psvc_maps_refresh(struct psvc_target *t)
 {
 	struct psvc_mapping *maps;
 	size_t nmaps;
-	int err = psvc_maps_read(t->mm_tid, &maps, &nmaps);
+	int err = t->backend->maps(t, &maps, &nmaps);
 	if (err)
 		return err;
 	psvc_maps_free(t->maps, t->nmaps);

@@ -7,28 +7,24 @@
  * map from one to the other is a hash (tasks.c), so that a container with
  * thousands of threads does not make every callback a scan.  Whether the
  * namespace is another one at all is decided once per capture, before
- * the stop.
+ * the stop.  The mount namespace only matters for where the target's
+ * files are (psvc_root_dir()).
  */
 #include "psvc_int.h"
 
 #include <errno.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
 bool psvc_foreign_pidns(struct psvc_target *t)
 {
 	if (t->foreign_pidns >= 0)
 		return t->foreign_pidns;
-	char path[64], mine[64], theirs[64];
-	snprintf(path, sizeof path, "/proc/%d/ns/pid", (int)t->mm_tid);
-	ssize_t a = readlink("/proc/self/ns/pid", mine, sizeof mine - 1);
-	ssize_t b = readlink(path, theirs, sizeof theirs - 1);
-	if (a > 0 && b > 0) {
-		t->foreign_pidns = a != b || memcmp(mine, theirs, (size_t)a) != 0;
+	int same = t->backend->same_ns(t, "pid");
+	if (same >= 0) {
+		t->foreign_pidns = !same;
 		return t->foreign_pidns;
 	}
-	/* No ns links (old kernel, no permission): NSpid of the leader. */
+	/* Not known (no ns links: an old kernel, no permission): NSpid of
+	 * the leader. */
 	struct psvc_task *k = psvc_task_by_tid(t, t->pid);
 	if (k && k->info.ns_tid)
 		t->foreign_pidns = k->info.ns_tid != t->pid;
@@ -39,6 +35,11 @@ bool psvc_same_pidns(struct psvc_target *t)
 {
 	psvc_foreign_pidns(t);
 	return t->foreign_pidns == 0;
+}
+
+bool psvc_foreign_mntns(struct psvc_target *t)
+{
+	return t->backend->same_ns(t, "mnt") != 1;	/* unknown: both */
 }
 
 struct psvc_task *psvc_task_by_ns_tid(struct psvc_target *t, pid_t ns_tid)
@@ -58,27 +59,6 @@ struct psvc_task *psvc_task_by_ns_tid(struct psvc_target *t, pid_t ns_tid)
 	return NULL;
 }
 
-/* The last field of the "NSpid:" line of a status file, 0 if none. */
-static pid_t parse_nspid(const char *buf)
-{
-	const char *p = strstr(buf, "\nNSpid:");
-	if (!p)
-		return 0;
-	p += 7;
-	long last = 0;
-	for (int n = 0; n < 64; n++) {	/* at most 32 nested namespaces */
-		while (*p == ' ' || *p == '\t')
-			p++;
-		char *end;
-		long v = strtol(p, &end, 10);
-		if (end == p)
-			break;
-		last = v;
-		p = end;
-	}
-	return last > 0 && last <= INT32_MAX ? (pid_t)last : 0;
-}
-
 void psvc_resolve_late_ns_tids(struct psvc_target *t)
 {
 	if (!psvc_foreign_pidns(t))
@@ -88,11 +68,10 @@ void psvc_resolve_late_ns_tids(struct psvc_target *t)
 		if (!(k->flags & PSVC_TASK_LATE) || k->info.ns_tid ||
 		    (k->flags & PSVC_TASK_GONE))
 			continue;
-		char path[64], buf[4096];
-		snprintf(path, sizeof path, "%d/status", (int)k->tid);
-		if (psvc_read_file_at(t->task_dirfd, path, buf, sizeof buf, NULL))
+		struct psvc_taskinfo ti;
+		if (t->backend->task_facts(t, k->tid, &ti))
 			continue;
-		k->info.ns_tid = parse_nspid(buf);
+		k->info.ns_tid = ti.ns_tid;
 		psvc_task_index_ns(t, k);
 	}
 }

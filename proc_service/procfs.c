@@ -1,5 +1,7 @@
 /*
- * procfs.c: the /proc facts of a task (stat, status, syscall, wchan).
+ * procfs.c: /proc text: reading a /proc file, and what it says about a task
+ * (stat, status, syscall, wchan) and about an address space (maps).  The
+ * live backend reads through it; the parsers are pure and unit-tested.
  * /proc text is untrusted input like everything else about the target: a
  * thread name may hold ')' or newlines, so stat is split at the *last* ')',
  * and every field is parsed with bounds.
@@ -419,32 +421,3 @@ int psvc_read_taskinfo(pid_t pid, pid_t tid, struct psvc_taskinfo *ret)
 	return err;
 }
 
-int psvc_stack_rlimit(struct psvc_target *t, uint64_t *ret_bytes)
-{
-	char path[64], buf[4096];
-	snprintf(path, sizeof path, "/proc/%d/limits", (int)t->mm_tid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = '\0';
-	/* "Max stack size            8388608              unlimited    bytes" */
-	const char *p = strstr(buf, "\nMax stack size");
-	if (!p)
-		return -ENOENT;
-	p += strlen("\nMax stack size");
-	while (*p == ' ')
-		p++;
-	if (!strncmp(p, "unlimited", 9))
-		return -ERANGE;
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(p, &end, 10);
-	if (end == p || errno)
-		return -EIO;
-	*ret_bytes = v;
-	return 0;
-}

@@ -1,11 +1,14 @@
 /*
- * proc_service (psvc_*): everything about reaching a live process.
+ * proc_service (psvc_*): everything about reaching a process.
  *
  * One struct psvc_target per inspected process.  It owns the process's task
- * list, the ptrace stop/resume sequence, memory reads with a per-stop cache,
- * /proc facts, the module map (r_debug/link_map cross-checked with
- * /proc/PID/maps) with ELF symbol tables, and the ps_* callbacks that
- * libthread_db calls (through struct ps_prochandle, see psvc_prochandle()).
+ * list, the stop/resume sequence, memory reads with a per-stop cache, the
+ * module map (r_debug/link_map cross-checked with the mappings) with ELF
+ * symbol tables, and the ps_* callbacks that libthread_db calls (through
+ * struct ps_prochandle, see psvc_prochandle()).  How the target is reached
+ * is a backend's business (proc_service/backend.h): a live process
+ * (psvc_open(): ptrace, process_vm_readv, /proc) now, a core file next;
+ * nothing declared here depends on which.
  *
  * Errors are negative errno values.  The meanings callers rely on:
  *   -ESRCH      the process (or a task) does not exist / vanished
@@ -130,13 +133,11 @@ int psvc_open(pid_t pid, const struct psvc_open_opts *opts,
 void psvc_close(struct psvc_target *t);
 
 pid_t psvc_pid(const struct psvc_target *t);
-/* The task to name in /proc/TID paths for per-process files of the target
- * (root, maps, exe...): psvc_pid() unless the leader has exited. */
-pid_t psvc_mm_pid(const struct psvc_target *t);
 const struct arch_desc *psvc_arch(const struct psvc_target *t);
-/* The ELF class/machine psvc_open found (for messages); 0 if unknown. */
-int psvc_exe_class(const struct psvc_target *t);
-unsigned psvc_exe_machine(const struct psvc_target *t);
+/* The directory that is the target's "/" (its mount namespace: the place
+ * of the files it names), e.g. "/proc/PID/root", into buf.  0 or
+ * -ENAMETOOLONG. */
+int psvc_root_dir(struct psvc_target *t, char *buf, size_t len);
 
 /* Whether any task of the process is still alive (not gone, not zombie):
  * false once it has exited, even before its parent reaps it. */
@@ -212,15 +213,18 @@ int psvc_task_fpregs(struct psvc_target *t, struct psvc_task *k, void *buf,
  */
 void psvc_resume(struct psvc_target *t);
 
-/* Tasks still seized because they never stopped (see stop_timeout_ns);
- * they are released by the next psvc_scan() or psvc_close(), or by the
- * kernel when tinspect exits. */
-size_t psvc_nstragglers(const struct psvc_target *t);
-/* The thread that seized them has exited (the kernel detached them): they
- * are not ours any more. */
+/* Tasks that never stopped (see stop_timeout_ns) stay seized until the
+ * next psvc_scan() or psvc_close(), or until the thread that called
+ * psvc_stop() exits: then the kernel detaches them, and this says so
+ * (call it after that thread has exited). */
 void psvc_forget_stragglers(struct psvc_target *t);
 
-/* ---- following threads between captures (follow.c) ---------------------- */
+/* The facts of a task as they are now (for a task found during the stop,
+ * whose facts could not be read before it).  0, or -ESRCH. */
+int psvc_task_facts(struct psvc_target *t, pid_t tid,
+		    struct psvc_taskinfo *ret);
+
+/* ---- following threads between captures (follow.c; live targets) --------- */
 
 enum psvc_event_kind {
 	PSVC_EVENT_THREAD_CREATED,
@@ -254,7 +258,9 @@ typedef void (*psvc_event_fn)(void *arg, const struct psvc_event *ev);
 /*
  * Stay attached: seize every task with PTRACE_O_TRACECLONE and
  * PTRACE_O_TRACEEXEC, without stopping any.  Captures then interrupt and
- * continue instead of seizing and detaching.  Returns 0 or a negative errno (-EPERM: nothing seized).
+ * continue instead of seizing and detaching.  Returns 0 or a negative
+ * errno (-EPERM: nothing seized; -EOPNOTSUPP: the target cannot change,
+ * a core file).
  */
 int psvc_follow_start(struct psvc_target *t);
 /*
@@ -456,7 +462,7 @@ void psvc_diagnose_eperm(pid_t pid, struct psvc_eperm_diag *ret);
 /* The decision alone (pure, unit-tested). */
 enum psvc_eperm_cause psvc_eperm_decide(const struct psvc_eperm_facts *f);
 
-/* ---- namespaces, mappings, TLS symbols (ns.c) ------------------------ */
+/* ---- namespaces (ns.c) ---------------------------------------------- */
 
 /*
  * Whether the target lives in another PID namespace than tinspect: its
@@ -467,19 +473,24 @@ bool psvc_foreign_pidns(struct psvc_target *t);
 /* True only when the target is known to share our PID namespace (a TID
  * of ours is then its TID too); false when it does not or cannot be told. */
 bool psvc_same_pidns(struct psvc_target *t);
+/* Whether the target may see another file system than tinspect (another
+ * mount namespace, or it cannot be told): its paths are then to be looked
+ * up under psvc_root_dir() too. */
+bool psvc_foreign_mntns(struct psvc_target *t);
 /* A task of the current capture by its TID in the target's own PID
  * namespace.  O(1); NULL if unknown. */
 struct psvc_task *psvc_task_by_ns_tid(struct psvc_target *t, pid_t ns_tid);
 /*
  * During a stop: give the tasks found by a rescan (PSVC_TASK_LATE, whose
- * /proc facts are otherwise read after the resume) their namespace TID,
- * so that libthread_db can be asked about them.  Reads one /proc status
- * file per late task, and only when the target is in another PID
- * namespace.
+ * facts are otherwise read after the resume) their namespace TID, so that
+ * libthread_db can be asked about them.  Reads the facts of each late task,
+ * and only when the target is in another PID namespace.
  */
 void psvc_resolve_late_ns_tids(struct psvc_target *t);
 
-/* One line of /proc/PID/maps. */
+/* ---- mappings (modules.c) ---------------------------------------------- */
+
+/* One mapping of the address space (a line of /proc/PID/maps). */
 struct psvc_map {
 	uint64_t start, end, offset;
 	char perms[5];		/* "rw-p" */
@@ -488,19 +499,21 @@ struct psvc_map {
 };
 /*
  * The mapping that holds addr and the one just below it (ret_below may be
- * NULL; its start is 0 if there is none), from the /proc/PID/maps that
+ * NULL; its start is 0 if there is none), from the mappings that
  * psvc_modules_load() read last (before the stop).  -ENOENT if no mapping
  * holds addr.
  */
 int psvc_map_lookup(struct psvc_target *t, uint64_t addr,
 		    struct psvc_map *ret, struct psvc_map *ret_below);
-/* Re-read /proc/PID/maps (e.g. after the resume, for threads created
+/* Re-read the mappings (e.g. after the resume, for threads created
  * during the stop) without rebuilding the module map. */
 int psvc_maps_refresh(struct psvc_target *t);
 
-/* The soft RLIMIT_STACK of the process (/proc/PID/limits): 0 and the
- * bytes, -ERANGE if unlimited, another negative errno if unreadable. */
+/* The soft RLIMIT_STACK of the process: 0 and the bytes, -ERANGE if
+ * unlimited, another negative errno if unknown. */
 int psvc_stack_rlimit(struct psvc_target *t, uint64_t *ret_bytes);
+
+/* ---- thread-local symbols, module files (symbols.c, modfiles.c) ---------- */
 
 /* A thread-local variable's symbol: an offset in its module's TLS block. */
 struct psvc_tls_symbol {
@@ -518,8 +531,8 @@ int psvc_lookup_tls_symbol(struct psvc_target *t, const char *name,
 			   unsigned want_flags, struct psvc_tls_symbol *ret);
 /*
  * A new descriptor on the module's ELF file (the one its symbols were
- * read from: the mapped inode, or a build-id-checked path through
- * /proc/PID/root), for DWARF readers.  The caller closes it.
+ * read from: the mapped inode, or a build-id-checked path in the target's
+ * file system), for DWARF readers.  The caller closes it.
  */
 int psvc_module_open_fd(struct psvc_target *t, struct psvc_module *m);
 /* Hex build-id of the module as mapped in the target (its PT_NOTE in

@@ -1,20 +1,19 @@
 /*
  * Private to proc_service/: the layout of struct psvc_target and the helpers
- * its files share.  Nothing outside this directory includes it.
+ * its files share, by file.  Nothing outside this directory (but the unit
+ * tests and the fuzz targets) includes it.  The seam between the target and
+ * the ways of reaching it is backend.h.
  */
 #ifndef TINSPECT_PSVC_INT_H
 #define TINSPECT_PSVC_INT_H
 
 #include "psvc.h"
+#include "backend.h"
 
 #include <elf.h>
+#include <signal.h>
 #include <stdio.h>
-#include <sys/ptrace.h>
 #include <time.h>
-
-/* How follow mode seizes: every clone attaches the new thread to us, and
- * an execve stops the exec'ing thread once so that we know. */
-#define FOLLOW_PTRACE_OPTS (PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC)
 
 /* tidmap.c: an open-addressing map from a TID to a 32-bit value. */
 struct psvc_tidmap {
@@ -45,6 +44,7 @@ struct mem_cache {
 	size_t nchunks, chunks_cap;
 };
 
+/* One mapping of the address space (the backend's maps op). */
 struct psvc_mapping {
 	uint64_t start, end, offset;
 	dev_t dev;
@@ -55,76 +55,47 @@ struct psvc_mapping {
 };
 
 struct psvc_elf;
+struct psvc_backend;
 
-struct follow_start {
-	pid_t tid;
-	uint64_t tp;		/* thread pointer at its first stop */
-	uint64_t start;		/* its start routine, 0 unknown */
-	bool resolved;		/* start was asked for */
-};
-
-struct follow_parent {
-	pid_t child, parent;	/* parent 0: child's first stop seen first */
-};
-
+/*
+ * One inspected target, whatever backend reaches it (backend.h).  Only
+ * what every backend shares is here; a backend keeps its own state behind
+ * backend_data (the live one: struct psvc_live, live.h).
+ */
 struct psvc_target {
+	const struct psvc_backend *backend;
+	void *backend_data;
 	pid_t pid;
-	/* the task whose /proc/TID files (maps, mem, auxv, exe, root, ns)
-	 * and memory are read: the leader, or while the leader is a zombie
-	 * (main called pthread_exit; the others run on) a live thread, as
-	 * the leader has no mm then */
-	pid_t mm_tid;
 	const struct arch_desc *arch;
-	int exe_class;
-	unsigned exe_machine;
-	int mem_fd;		/* /proc/PID/mem, -1 until needed */
-	bool use_proc_mem;	/* process_vm_readv unusable: use mem_fd */
-	int task_dirfd;		/* /proc/PID/task */
 
-	/* auxv */
-	uint64_t auxv_hash;	/* of the whole vector: moves on execve */
+	/* from the auxiliary vector (psvc_target_set_auxv) */
 	uint64_t at_phdr, at_phnum, at_base, at_entry, at_sysinfo_ehdr;
 
-	/* tasks of the current capture */
+	/* tasks of the current capture (tasks.c) */
 	struct psvc_task *tasks;
 	size_t ntasks, tasks_cap;
 	struct psvc_tidmap by_tid;
+	struct psvc_tidmap by_nstid;	/* TID in the target's PID namespace ->
+					 * index, filled only when it differs */
 
-	/* stop state */
-	bool stopped;		/* some task may be stopped by us */
+	/* the capture (target.c; the backend sets stopped and the times) */
+	bool stopped;		/* some task may be held by us */
+	bool follow;		/* tasks stay attached between captures (the
+				 * live backend's follow mode) */
 	uint64_t t_first_stop, t_last_resume;
 	uint64_t max_freeze_ns;
 	const volatile sig_atomic_t *cancel;
-	timer_t wake_timer;
-	bool have_wake_timer;
-	pid_t wake_tid;		/* the thread the timer signals */
-	/* Seized tasks that never stopped (uninterruptible sleep): they stop
-	 * when they wake and must be detached then (stop.c). */
-	pid_t *stragglers;
-	size_t nstragglers, stragglers_cap;
-
-	/* follow.c: attached between captures */
-	bool follow;
-	bool exec_traced;		/* a PTRACE_EVENT_EXEC was seen: the
-					 * process runs another program */
-	struct psvc_tidmap followed;		/* TID -> F_* bits */
-	struct follow_parent *parents;	/* clones half seen */
-	size_t nparents, parents_cap;
-	struct psvc_event *events;	/* not delivered yet */
-	size_t nevents, events_cap;
-	struct psvc_event *exits;	/* exits before their creation */
-	size_t nexits, exits_cap;
-	struct follow_start *starts;	/* first stops not announced yet */
-	size_t nstarts, starts_cap;
+	volatile sig_atomic_t *holding;	/* psvc_open_opts.holding */
+	/* asked for the start routine of a new thread (follow mode) */
 	psvc_start_fn resolver;
 	void *resolver_arg;
 
-	/* memory */
+	/* memory (mem.c) */
 	struct mem_cache cache;
 	bool cache_active;	/* reads go through the cache */
-	uint64_t read_syscalls;
+	uint64_t read_syscalls;	/* counted by the backend */
 
-	/* modules */
+	/* modules (modules.c) */
 	struct psvc_module *mods;
 	size_t nmods;
 	enum psvc_modmap_source modmap_source;
@@ -134,11 +105,14 @@ struct psvc_target {
 	struct psvc_mapping *maps;
 	size_t nmaps;
 
-	/* process facts */
+	/* process facts (the backend's, at open) */
 	char *exe_path;
 	char *cmdline_buf;
 	const char **argv;
 	size_t argc;
+
+	/* namespaces (ns.c) */
+	int foreign_pidns;	/* -1 unknown, 0 same as ours, 1 other */
 
 	struct ps_prochandle *ph;
 	/* shim.c: bytes libthread_db sees instead of target memory (the
@@ -148,16 +122,9 @@ struct psvc_target {
 		size_t len;
 		unsigned char bytes[16];
 	} *pins;
-	size_t npins;
+	size_t npins, pins_cap;
 	uint64_t pins_lo, pins_hi;	/* the span of all pins */
 	uint64_t tdb_budget, tdb_reads;
-
-	/* namespaces (ns.c) */
-	struct psvc_tidmap by_nstid;	/* TID in the target's PID namespace ->
-				 * index, filled only when it differs */
-	int foreign_pidns;	/* -1 unknown, 0 same as ours, 1 other */
-	bool no_map_files;	/* test hook: never use /proc/PID/map_files */
-	volatile sig_atomic_t *holding;	/* psvc_open_opts.holding */
 };
 
 /* Tell the caller's signal handler whether anything is held (stopped or
@@ -168,7 +135,7 @@ static inline void hold_update(struct psvc_target *t, bool now)
 		*t->holding = now || t->stopped || t->follow;
 }
 
-/* mem.c */
+/* mem.c: the per-stop cache of target memory */
 void psvc_cache_begin(struct psvc_target *t);
 void psvc_cache_end(struct psvc_target *t);
 void psvc_cache_free(struct mem_cache *c);
@@ -177,7 +144,6 @@ void psvc_cache_reserve(struct mem_cache *c, size_t nblocks);
 
 /* modules.c */
 void psvc_modules_free(struct psvc_target *t);
-int psvc_maps_read(pid_t pid, struct psvc_mapping **ret, size_t *ret_n);
 /* procfs.c: the text of /proc/PID/maps (NUL-terminated, split in place)
  * into mappings; lines it cannot read are skipped.  Pure. */
 int psvc_maps_parse(char *buf, struct psvc_mapping **ret, size_t *ret_n);
@@ -241,39 +207,18 @@ uint64_t psvc_mem_first_load(struct psvc_target *t, uint64_t base);
 /* Its hex build-id; -ENOENT if it has none, -EFAULT if unreadable. */
 int psvc_mem_build_id(struct psvc_target *t, uint64_t base, char out[41]);
 
-/* procfs.c */
+/* procfs.c: /proc text, read and parsed (no target needed) */
 /* Read a /proc file (at most cap - 1 bytes, NUL-terminated).  Not for
  * other files: a short read is taken as the end. */
 int psvc_read_file_at(int dirfd, const char *path, char *buf, size_t cap,
 		 size_t *ret_len);
+/* A whole file of at most limit bytes, malloc'ed and NUL-terminated;
+ * -EFBIG beyond. */
 int psvc_read_whole_file(const char *path, char **ret, size_t *ret_len,
 		    size_t limit);
 
+/* The facts of task tid through a descriptor on /proc/PID/task. */
 int psvc_taskinfo_read_at(int taskdir, pid_t tid, struct psvc_taskinfo *ti);
-
-/* target.c */
-/* true when /proc/PID/auxv no longer matches the one read at psvc_open():
- * the process executed a new program */
-bool psvc_exec_seen(const struct psvc_target *t);
-/* Call fn for every TID in /proc/PID/task; returns the count or the first
- * error fn returned. */
-int psvc_list_tids(struct psvc_target *t,
-	      int (*fn)(struct psvc_target *, pid_t, void *), void *arg);
-int psvc_ntasks_hint(pid_t pid);
-
-/* follow.c */
-bool psvc_follow_adopt(struct psvc_target *t, pid_t tid);
-/* Handle every event already waiting (before a scan), without blocking.
- * -ESRCH once the process has exited. */
-int psvc_follow_drain(struct psvc_target *t);
-bool psvc_follow_status(struct psvc_target *t, pid_t tid, int st, bool in_capture,
-		   int *ret_sig, bool *ret_group_stop);
-
-/* stop.c */
-void psvc_wake_timer_set(struct psvc_target *t, int sig, uint64_t value_ns,
-		    uint64_t interval_ns, bool absolute);
-void psvc_wake_timer_disarm(struct psvc_target *t);
-void psvc_release_stragglers(struct psvc_target *t);
 
 /* tasks.c: the task list of the capture, its indexes, and the task-state
  * transitions (the only writers of psvc_task.flags) */
@@ -303,9 +248,6 @@ void psvc_task_stopped(struct psvc_task *k, int resume_sig, bool jobctl,
 void psvc_task_straggler(struct psvc_task *k);
 /* Its registers were read (err 0), or why not. */
 void psvc_task_regs(struct psvc_task *k, int err);
-/* Known to libthread_db with thread pointer tp (follow mode's new
- * threads, whose registers were read at their first stop). */
-void psvc_task_set_tp(struct psvc_task *k, uint64_t tp);
 /* Let go (detached or continued); CAPTURED stays. */
 void psvc_task_released(struct psvc_task *k);
 /* No longer held by the capture, but still attached: a straggler the

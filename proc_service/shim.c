@@ -7,6 +7,8 @@
  */
 #include "psvc_int.h"
 
+#include "array.h"
+
 #include <errno.h>
 #include <proc_service.h>
 #include <stdlib.h>
@@ -40,10 +42,8 @@ int psvc_pin(struct psvc_target *t, uint64_t addr, const void *bytes,
 	uint64_t end;
 	if (len == 0 || len > sizeof t->pins->bytes || !psvc_add_ok(addr, len, &end))
 		return -EINVAL;
-	struct pin *np = realloc(t->pins, (t->npins + 1) * sizeof *np);
-	if (!np)
+	if (array_grow(&t->pins, &t->pins_cap, t->npins + 1, sizeof *t->pins, 64))
 		return -ENOMEM;
-	t->pins = np;
 	struct pin *p = &t->pins[t->npins++];
 	p->addr = addr;
 	p->len = len;
@@ -59,7 +59,7 @@ void psvc_unpin_all(struct psvc_target *t)
 {
 	free(t->pins);
 	t->pins = NULL;
-	t->npins = 0;
+	t->npins = t->pins_cap = 0;
 }
 
 void psvc_tdb_budget(struct psvc_target *t, uint64_t reads)

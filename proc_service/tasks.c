@@ -19,6 +19,7 @@
  *       (and JOBCTL for a job-control stop, resume_sig for a signal stop)
  *     did not stop in time (D state) ......... STRAGGLER, still SEIZED
  *   registers read (or why not) .............. HAVE_REGS / regs_errno
+ *   thread pointer known from elsewhere ...... HAVE_REGS (psvc_note_thread)
  *   let go: detached or continued ............ not SEIZED, not STOPPED;
  *     CAPTURED stays: it was part of the snapshot
  *   handed over (a straggler kept by the
@@ -152,8 +153,15 @@ void psvc_task_regs(struct psvc_task *k, int err)
 		k->flags |= PSVC_TASK_HAVE_REGS;
 }
 
-void psvc_task_set_tp(struct psvc_task *k, uint64_t tp)
+/* Follow mode's new threads: their thread pointer was read at their first
+ * stop, which makes them known to libthread_db (ps_get_thread_area). */
+void psvc_note_thread(struct psvc_target *t, pid_t tid, uint64_t tp)
 {
+	struct psvc_task *k = psvc_task_by_tid(t, tid);
+	if (!k)
+		k = psvc_task_add(t, tid);
+	if (!k || !tp)
+		return;
 	k->tp = tp;
 	k->flags |= PSVC_TASK_HAVE_REGS;
 }

@@ -1,5 +1,6 @@
 /*
- * stop.c: stopping every task of the target together and letting them go.
+ * live_stop.c: stopping every task of a live process together and letting
+ * them go (the live backend's stop and resume).
  *
  * The sequence follows elfutils' linux-pid-attach.c and strace, with the
  * measured constraints of DESIGN.md: PTRACE_SEIZE + PTRACE_INTERRUPT (never
@@ -9,7 +10,9 @@
  * the target, the kernel's detach-on-tracer-exit lets it run on if tinspect
  * is killed at any point.
  */
-#include "psvc_int.h"
+#include "live.h"
+
+#include "array.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -25,60 +28,6 @@
 #ifndef PTRACE_EVENT_STOP
 #define PTRACE_EVENT_STOP 128
 #endif
-
-/*
- * The one timer that ends tinspect's blocking waits: a signal to the
- * calling thread, whose handler does nothing but make waitpid() return
- * EINTR.  While stopped it fires periodically, so that a task that does
- * not stop (D state) cannot hold the deadlines off; while following it
- * fires once, at the next update (follow.c).
- */
-void psvc_wake_timer_set(struct psvc_target *t, int sig, uint64_t value_ns,
-		    uint64_t interval_ns, bool absolute)
-{
-	if (!sig)
-		return;
-	pid_t me = (pid_t)syscall(SYS_gettid);
-	if (t->have_wake_timer && t->wake_tid != me) {
-		/* a capture in another thread than the last one */
-		timer_delete(t->wake_timer);
-		t->have_wake_timer = false;
-	}
-	if (!t->have_wake_timer) {
-		struct sigevent sev = { 0 };
-		sev.sigev_notify = SIGEV_THREAD_ID;
-		sev.sigev_signo = sig;
-		sev._sigev_un._tid = me;
-		if (timer_create(CLOCK_MONOTONIC, &sev, &t->wake_timer))
-			return;
-		t->have_wake_timer = true;
-		t->wake_tid = me;
-	}
-	struct itimerspec its = { 0 };
-	its.it_value.tv_sec = (time_t)(value_ns / 1000000000u);
-	its.it_value.tv_nsec = (long)(value_ns % 1000000000u);
-	its.it_interval.tv_sec = (time_t)(interval_ns / 1000000000u);
-	its.it_interval.tv_nsec = (long)(interval_ns % 1000000000u);
-	timer_settime(t->wake_timer, absolute ? TIMER_ABSTIME : 0, &its, NULL);
-}
-
-void psvc_wake_timer_disarm(struct psvc_target *t)
-{
-	if (!t->have_wake_timer)
-		return;
-	struct itimerspec its = { 0 };
-	timer_settime(t->wake_timer, 0, &its, NULL);
-}
-
-int psvc_check_freeze(struct psvc_target *t)
-{
-	if (t->cancel && *t->cancel)
-		return -EINTR;
-	if (t->max_freeze_ns && t->t_first_stop &&
-	    psvc_now_ns() - t->t_first_stop > t->max_freeze_ns)
-		return -ETIMEDOUT;
-	return 0;
-}
 
 static bool straggler_take(struct psvc_target *t, pid_t tid);
 static bool straggler_add(struct psvc_target *t, pid_t tid);
@@ -130,7 +79,7 @@ static int seize_one(struct psvc_target *t, pid_t tid, void *arg)
 			/* an exiting task (zombie) refuses with EPERM too:
 			 * that is a task gone, not a permission problem */
 			struct psvc_taskinfo ti;
-			if (psvc_taskinfo_read_at(t->task_dirfd, tid, &ti) != 0) {
+			if (psvc_taskinfo_read_at(psvc_live(t)->task_dirfd, tid, &ti) != 0) {
 				e = ESRCH;
 			} else if (ti.state == 'Z' || ti.state == 'X') {
 				/* a zombie main thread stays in the list
@@ -212,7 +161,7 @@ static bool leader_became_zombie(struct psvc_target *t, struct psvc_task *k)
 	if (k->tid != t->pid)
 		return false;
 	snprintf(path, sizeof path, "%d/stat", (int)k->tid);
-	if (psvc_read_file_at(t->task_dirfd, path, buf, sizeof buf, &len) ||
+	if (psvc_read_file_at(psvc_live(t)->task_dirfd, path, buf, sizeof buf, &len) ||
 	    !psvc_parse_stat(buf, len, &ti) || (ti.state != 'Z' && ti.state != 'X'))
 		return false;
 	k->info.state = ti.state;
@@ -274,22 +223,9 @@ static int wait_stops(struct psvc_target *t, size_t from, uint64_t timeout_ns,
 	return 0;
 }
 
-int psvc_stop(struct psvc_target *t, const struct psvc_stop_opts *opts)
+int psvc_live_stop(struct psvc_target *t, const struct psvc_stop_opts *opts)
 {
-	if (t->stopped)
-		return -EBUSY;
-	t->max_freeze_ns = opts ? opts->max_freeze_ns : 0;
-	t->cancel = opts ? opts->cancel : NULL;
-	if (t->cancel && *t->cancel)
-		return -EINTR;	/* asked to stop before anything was held */
 	uint64_t timeout = opts ? opts->stop_timeout_ns : 0;
-	hold_update(t, true);	/* before the first task is seized */
-	t->t_first_stop = t->t_last_resume = 0;
-	psvc_cache_begin(t);
-	if (opts && opts->reserve_per_task)
-		psvc_cache_reserve(&t->cache, t->ntasks *
-				  ((opts->reserve_per_task + 4095) / 4096));
-
 	/* Wake up often enough to honour the tighter of the two limits. */
 	uint64_t period = 2000000;
 	if (t->max_freeze_ns && t->max_freeze_ns / 4 < period)
@@ -327,10 +263,8 @@ int psvc_stop(struct psvc_target *t, const struct psvc_stop_opts *opts)
 			break;
 		}
 	}
-	if (err) {
-		psvc_resume(t);
-		return err;
-	}
+	if (err)
+		return err;	/* psvc_stop() resumes everything */
 	int nstopped = 0, nheld = 0, nperm = 0;
 	for (size_t i = 0; i < t->ntasks; i++) {
 		struct psvc_task *k = &t->tasks[i];
@@ -344,69 +278,19 @@ int psvc_stop(struct psvc_target *t, const struct psvc_stop_opts *opts)
 	}
 	if (nstopped + nheld == 0) {
 		/* nothing to show: refused, or gone from the start */
-		psvc_resume(t);
 		return nperm ? -EPERM : -ESRCH;
 	}
 	if (psvc_exec_seen(t)) {
 		/* an execve between psvc_scan() and the seizing: what we hold
 		 * is another program (one /proc read, about 10 us, while
 		 * frozen; a stopped process cannot exec) */
-		psvc_resume(t);
 		return -ESTALE;
 	}
 	return nstopped;
 }
 
-void psvc_read_regs(struct psvc_target *t)
+void psvc_live_resume(struct psvc_target *t)
 {
-	const struct arch_desc *a = t->arch;
-	for (size_t i = 0; i < t->ntasks; i++) {
-		struct psvc_task *k = &t->tasks[i];
-		if (!(k->flags & PSVC_TASK_STOPPED))
-			continue;
-		struct iovec iov = { k->gregs, a->ngregs * sizeof(uint64_t) };
-		if (ptrace(PTRACE_GETREGSET, k->tid, (void *)NT_PRSTATUS,
-			   &iov) != 0) {
-			psvc_task_regs(k, errno);
-			continue;
-		}
-		if (iov.iov_len != a->ngregs * sizeof(uint64_t)) {
-			/* another layout (a 32-bit task): not ours to read */
-			psvc_task_regs(k, ENOEXEC);
-			continue;
-		}
-		if (a->tp_greg_idx >= 0) {
-			k->tp = k->gregs[a->tp_greg_idx];
-		} else {
-			uint64_t tp = 0;
-			struct iovec tiov = { &tp, sizeof tp };
-			/* NT_ARM_TLS: TPIDR_EL0 (GLIBC-NOTES.md §4) */
-			if (ptrace(PTRACE_GETREGSET, k->tid, (void *)0x401,
-				   &tiov) == 0)
-				k->tp = tp;
-		}
-		psvc_task_regs(k, 0);
-	}
-}
-
-int psvc_task_fpregs(struct psvc_target *t, struct psvc_task *k, void *buf,
-		     size_t len)
-{
-	(void)t;
-	if (!(k->flags & PSVC_TASK_STOPPED))
-		return -ESRCH;
-	struct iovec iov = { buf, len };
-	if (ptrace(PTRACE_GETREGSET, k->tid, (void *)NT_PRFPREG, &iov) != 0)
-		return -errno;
-	return 0;
-}
-
-void psvc_resume(struct psvc_target *t)
-{
-	if (!t->stopped) {
-		hold_update(t, false);
-		return;
-	}
 	for (size_t i = 0; i < t->ntasks; i++) {
 		struct psvc_task *k = &t->tasks[i];
 		if (!(k->flags & PSVC_TASK_SEIZED))
@@ -436,10 +320,8 @@ void psvc_resume(struct psvc_target *t)
 				psvc_task_released(k);
 		}
 	}
-	t->t_last_resume = psvc_now_ns();
+	t->t_last_resume = psvc_now_ns();	/* the target runs again */
 	psvc_wake_timer_disarm(t);
-	psvc_cache_end(t);
-	t->stopped = false;
 	for (size_t i = 0; i < t->ntasks; i++) {
 		struct psvc_task *k = &t->tasks[i];
 		/* a straggler that is followed stays ours: its interrupt
@@ -451,14 +333,14 @@ void psvc_resume(struct psvc_target *t)
 		if ((k->flags & PSVC_TASK_SEIZED) && straggler_add(t, k->tid))
 			psvc_task_handed_over(k);	/* kept in the list */
 	}
-	hold_update(t, false);
 }
 
 static bool straggler_take(struct psvc_target *t, pid_t tid)
 {
-	for (size_t i = 0; i < t->nstragglers; i++)
-		if (t->stragglers[i] == tid) {
-			t->stragglers[i] = t->stragglers[--t->nstragglers];
+	struct psvc_live *L = psvc_live(t);
+	for (size_t i = 0; i < L->nstragglers; i++)
+		if (L->stragglers[i] == tid) {
+			L->stragglers[i] = L->stragglers[--L->nstragglers];
 			return true;
 		}
 	return false;
@@ -466,15 +348,11 @@ static bool straggler_take(struct psvc_target *t, pid_t tid)
 
 static bool straggler_add(struct psvc_target *t, pid_t tid)
 {
-	if (t->nstragglers == t->stragglers_cap) {
-		size_t ncap = t->stragglers_cap ? t->stragglers_cap * 2 : 16;
-		pid_t *n = realloc(t->stragglers, ncap * sizeof *n);
-		if (!n)
-			return false;
-		t->stragglers = n;
-		t->stragglers_cap = ncap;
-	}
-	t->stragglers[t->nstragglers++] = tid;
+	struct psvc_live *L = psvc_live(t);
+	if (array_grow(&L->stragglers, &L->stragglers_cap, L->nstragglers + 1,
+		       sizeof *L->stragglers, 16))
+		return false;
+	L->stragglers[L->nstragglers++] = tid;
 	return true;
 }
 
@@ -486,8 +364,9 @@ static bool straggler_add(struct psvc_target *t, pid_t tid)
  */
 void psvc_release_stragglers(struct psvc_target *t)
 {
-	for (size_t i = 0; i < t->nstragglers;) {
-		pid_t tid = t->stragglers[i];
+	struct psvc_live *L = psvc_live(t);
+	for (size_t i = 0; i < L->nstragglers;) {
+		pid_t tid = L->stragglers[i];
 		int st;
 		pid_t w = waitpid(tid, &st, __WALL | WNOHANG);
 		bool done = w < 0;	/* ECHILD: gone, nothing left to do */
@@ -499,36 +378,13 @@ void psvc_release_stragglers(struct psvc_target *t)
 			       errno == ESRCH;
 		}
 		if (done)
-			t->stragglers[i] = t->stragglers[--t->nstragglers];
+			L->stragglers[i] = L->stragglers[--L->nstragglers];
 		else
 			i++;
 	}
 }
 
-void psvc_forget_stragglers(struct psvc_target *t)
+void psvc_live_tracer_exited(struct psvc_target *t)
 {
-	t->nstragglers = 0;
-}
-
-size_t psvc_nstragglers(const struct psvc_target *t)
-{
-	return t->nstragglers;
-}
-
-uint64_t psvc_freeze_ns(const struct psvc_target *t)
-{
-	if (!t->t_first_stop)
-		return 0;
-	uint64_t end = t->t_last_resume ? t->t_last_resume : psvc_now_ns();
-	return end - t->t_first_stop;
-}
-
-uint64_t psvc_first_stop_ns(const struct psvc_target *t)
-{
-	return t->t_first_stop;
-}
-
-bool psvc_is_stopped(const struct psvc_target *t)
-{
-	return t->stopped;
+	psvc_live(t)->nstragglers = 0;
 }

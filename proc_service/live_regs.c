@@ -1,0 +1,51 @@
+/*
+ * live_regs.c: the registers of a stopped task, with PTRACE_GETREGSET.
+ *
+ * The general registers are the NT_PRSTATUS regset, word for word what
+ * libthread_db's prgregset_t is (GLIBC-NOTES.md §4).  The thread pointer
+ * is what ps_get_thread_area hands libthread_db to find the thread's
+ * struct pthread: on x86_64 fs_base, one of the general registers; on
+ * aarch64 TPIDR_EL0, a regset of its own (NT_ARM_TLS).  The capture reads
+ * both for every stopped task; follow mode reads the thread pointer of a
+ * new thread at its first stop.  This is the one place either is read.
+ */
+#include "live.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+
+int psvc_ptrace_regs(const struct arch_desc *a, pid_t tid, uint64_t *gregs,
+		     uint64_t *ret_tp)
+{
+	struct iovec iov = { gregs, a->ngregs * sizeof(uint64_t) };
+	if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_PRSTATUS, &iov) != 0)
+		return -errno;
+	if (iov.iov_len != a->ngregs * sizeof(uint64_t))
+		return -ENOEXEC;	/* another layout (a 32-bit task) */
+	if (a->tp_greg_idx >= 0) {
+		*ret_tp = gregs[a->tp_greg_idx];
+	} else {
+		uint64_t tp = 0;
+		struct iovec tiov = { &tp, sizeof tp };
+		if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_ARM_TLS, &tiov) == 0)
+			*ret_tp = tp;
+	}
+	return 0;
+}
+
+int psvc_live_regs(struct psvc_target *t, struct psvc_task *k)
+{
+	return psvc_ptrace_regs(t->arch, k->tid, k->gregs, &k->tp);
+}
+
+int psvc_live_fpregs(struct psvc_target *t, struct psvc_task *k, void *buf,
+		     size_t len)
+{
+	(void)t;
+	struct iovec iov = { buf, len };
+	if (ptrace(PTRACE_GETREGSET, k->tid, (void *)NT_PRFPREG, &iov) != 0)
+		return -errno;
+	return 0;
+}
