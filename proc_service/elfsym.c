@@ -29,7 +29,6 @@ struct psvc_elf {
 	uint32_t *hash;		/* name hash: index + 1, 0 = empty */
 	size_t hcap;
 	char build_id[41];
-	uint64_t first_load;
 	uint64_t load_lo, load_hi;	/* as libdwfl takes them */
 	unsigned e_type;
 	bool has_symtab;
@@ -194,14 +193,11 @@ static struct psvc_elf *load_tables(struct psvc_elf *e, int *ret_err)
 	size_t phnum = 0;
 	bool first = true;
 	e->e_type = eh.e_type;
-	e->first_load = UINT64_MAX;
 	if (elf_getphdrnum(e->elf, &phnum) == 0) {
 		for (size_t i = 0; i < phnum && i < 4096; i++) {
 			GElf_Phdr ph;
 			if (!gelf_getphdr(e->elf, (int)i, &ph) || ph.p_type != PT_LOAD)
 				continue;
-			if (ph.p_vaddr < e->first_load)
-				e->first_load = ph.p_vaddr;
 			/* libdwfl's view (dwfl_report_elf.c): the first
 			 * segment in header order, aligned down; the end of
 			 * the last one */
@@ -212,9 +208,6 @@ static struct psvc_elf *load_tables(struct psvc_elf *e, int *ret_err)
 				e->load_hi = ph.p_vaddr + ph.p_memsz;
 		}
 	}
-	if (e->first_load == UINT64_MAX)
-		e->first_load = 0;
-	e->first_load &= ~(uint64_t)4095;
 
 	/* .symtab first: its names win ties (they are the same symbols). */
 	for (int pass = 0; pass < 2; pass++) {
@@ -375,9 +368,4 @@ void psvc_elfsym_load_span(const struct psvc_elf *e, uint64_t *ret_lo,
 	*ret_lo = e ? e->load_lo : 0;
 	*ret_hi = e ? e->load_hi : 0;
 	*ret_e_type = e ? e->e_type : 0;
-}
-
-uint64_t psvc_elfsym_first_load(const struct psvc_elf *e)
-{
-	return e ? e->first_load : 0;
 }

@@ -325,6 +325,8 @@ static void follow_continue(pid_t tid, int sig, bool group_stop)
 		ptrace(PTRACE_CONT, tid, 0, (void *)(long)sig);
 }
 
+static void follow_teardown(struct psvc_target *t);
+
 static int seize_follow(struct psvc_target *t, pid_t tid, void *arg)
 {
 	struct psvc_live *L = psvc_live(t);
@@ -353,14 +355,14 @@ int psvc_live_follow_start(struct psvc_target *t)
 		unsigned added = 0;
 		int n = psvc_list_tids(t, seize_follow, &added);
 		if (n < 0) {
-			psvc_follow_teardown(t);
+			follow_teardown(t);
 			return n;
 		}
 		if (!added)
 			break;
 	}
 	if (psvc_tidmap_get(&L->followed, t->pid) < 0 && !L->followed.n) {
-		psvc_follow_teardown(t);
+		follow_teardown(t);
 		return -EPERM;
 	}
 	return 0;
@@ -488,7 +490,7 @@ static int detach_one(struct psvc_target *t, pid_t tid, void *arg)
 	return 0;
 }
 
-void psvc_follow_teardown(struct psvc_target *t)
+static void follow_teardown(struct psvc_target *t)
 {
 	struct psvc_live *L = psvc_live(t);
 	if (!t->follow)
@@ -520,5 +522,5 @@ void psvc_follow_end(struct psvc_target *t)
 		return;
 	if (t->stopped)
 		psvc_resume(t);
-	psvc_follow_teardown(t);
+	follow_teardown(t);
 }

@@ -146,7 +146,5 @@ int psvc_follow_drain(struct psvc_target *t);
  * be resumed by the caller (with *ret_sig, or LISTEN for a group stop). */
 bool psvc_follow_status(struct psvc_target *t, pid_t tid, int st,
 			bool in_capture, int *ret_sig, bool *ret_group_stop);
-/* Detach from everything and forget the follow state (nothing stopped). */
-void psvc_follow_teardown(struct psvc_target *t);
 
 #endif

@@ -69,7 +69,7 @@ struct psvc_target {
 	const struct arch_desc *arch;
 
 	/* from the auxiliary vector (psvc_target_set_auxv) */
-	uint64_t at_phdr, at_phnum, at_base, at_entry, at_sysinfo_ehdr;
+	uint64_t at_phdr, at_phnum, at_base, at_sysinfo_ehdr;
 
 	/* tasks of the current capture (tasks.c) */
 	struct psvc_task *tasks;
@@ -186,8 +186,6 @@ const struct psvc_elfsym *psvc_elfsym_by_addr(const struct psvc_elf *e, uint64_t
 bool psvc_elfsym_has_symtab(const struct psvc_elf *e);
 /* hex build-id into out[41], "" if none */
 void psvc_elfsym_build_id(const struct psvc_elf *e, char out[41]);
-/* lowest p_vaddr of a PT_LOAD, page-truncated; and ELF type */
-uint64_t psvc_elfsym_first_load(const struct psvc_elf *e);
 /* As libdwfl takes them (dwfl_report_elf.c): the first PT_LOAD's p_vaddr
  * aligned down to its p_align, the end of the last PT_LOAD, e_type. */
 void psvc_elfsym_load_span(const struct psvc_elf *e, uint64_t *ret_lo,

@@ -42,7 +42,6 @@ void psvc_target_set_auxv(struct psvc_target *t, const void *buf, size_t len)
 		case AT_PHDR: t->at_phdr = val; break;
 		case AT_PHNUM: t->at_phnum = val; break;
 		case AT_BASE: t->at_base = val; break;
-		case AT_ENTRY: t->at_entry = val; break;
 		case AT_SYSINFO_EHDR: t->at_sysinfo_ehdr = val; break;
 		default: break;
 		}
