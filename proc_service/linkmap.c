@@ -13,6 +13,8 @@
  */
 #include "psvc_int.h"
 
+#include "array.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <link.h>
@@ -148,15 +150,9 @@ int psvc_linkmap_walk(const struct psvc_layout_src *src, uint64_t r_debug,
 			ret->ndup++;	/* the same object again */
 			continue;
 		}
-		if (ret->n == cap) {
-			size_t ncap = cap ? cap * 2 : 32;
-			struct psvc_linkmap_entry *nv = realloc(ret->v, ncap * sizeof *nv);
-			if (!nv) {
-				err = -ENOMEM;
-				break;
-			}
-			ret->v = nv;
-			cap = ncap;
+		if (array_grow(&ret->v, &cap, ret->n + 1, sizeof *ret->v, 32)) {
+			err = -ENOMEM;
+			break;
 		}
 		struct psvc_linkmap_entry *out = &ret->v[ret->n];
 		out->l_name = read_name(src, e.l_name);

@@ -166,28 +166,37 @@ static const unsigned char *cache_block(struct psvc_target *t, uint64_t blk,
 	return err ? NULL : data;
 }
 
-int psvc_read(struct psvc_target *t, uint64_t addr, void *buf, size_t len)
+/*
+ * Copy [addr, addr + len) out of the stop's cache, block by block.  fill:
+ * a block not cached yet is read from the target now (during the stop);
+ * otherwise it is -ENODATA (after the resume, "as it was at the stop").
+ */
+static int cached_copy(struct psvc_target *t, uint64_t addr,
+		       unsigned char *out, size_t len, bool fill)
 {
 	if (len == 0)
 		return 0;
 	if (addr + len < addr)
 		return -EFAULT;
-	if (!t->cache_active)
-		return t->backend->read(t, addr, buf, len);
-	unsigned char *out = buf;
 	while (len) {
 		uint64_t blk = addr >> BLK_SHIFT;
 		size_t off = (size_t)(addr & (BLK_SIZE - 1));
 		size_t n = BLK_SIZE - off < len ? BLK_SIZE - off : len;
-		int err;
-		const unsigned char *data = cache_block(t, blk, &err);
+		int err = -ENODATA;
+		const unsigned char *data;
+		if (fill) {
+			data = cache_block(t, blk, &err);
+		} else {
+			const struct page_slot *s = cache_find(&t->cache, blk);
+			data = s ? s->data : NULL;
+		}
 		if (!data) {
-			if (err != -EFAULT)
-				return err;
 			/* A block that is not readable as a whole (the end
 			 * of a mapping on a kernel with bigger pages, or an
 			 * odd /proc/PID/mem): the exact bytes may still be. */
-			return t->backend->read(t, addr, out, len);
+			if (fill && err == -EFAULT)
+				return t->backend->read(t, addr, out, len);
+			return err;
 		}
 		memcpy(out, data + off, n);
 		out += n;
@@ -195,6 +204,18 @@ int psvc_read(struct psvc_target *t, uint64_t addr, void *buf, size_t len)
 		len -= n;
 	}
 	return 0;
+}
+
+int psvc_read(struct psvc_target *t, uint64_t addr, void *buf, size_t len)
+{
+	if (!t->cache_active) {
+		if (len == 0)
+			return 0;
+		if (addr + len < addr)
+			return -EFAULT;
+		return t->backend->read(t, addr, buf, len);
+	}
+	return cached_copy(t, addr, buf, len, true);
 }
 
 int psvc_read_string(struct psvc_target *t, uint64_t addr, char *buf,
@@ -229,24 +250,7 @@ int psvc_read_string(struct psvc_target *t, uint64_t addr, char *buf,
 int psvc_read_frozen(struct psvc_target *t, uint64_t addr, void *buf,
 		     size_t len)
 {
-	if (len == 0)
-		return 0;
-	if (addr + len < addr)
-		return -EFAULT;
-	unsigned char *out = buf;
-	while (len) {
-		uint64_t blk = addr >> BLK_SHIFT;
-		size_t off = (size_t)(addr & (BLK_SIZE - 1));
-		size_t n = BLK_SIZE - off < len ? BLK_SIZE - off : len;
-		struct page_slot *s = cache_find(&t->cache, blk);
-		if (!s || !s->data)
-			return -ENODATA;
-		memcpy(out, s->data + off, n);
-		out += n;
-		addr += n;
-		len -= n;
-	}
-	return 0;
+	return cached_copy(t, addr, buf, len, false);
 }
 
 uint64_t psvc_frozen_extent(struct psvc_target *t, uint64_t addr, uint64_t len)

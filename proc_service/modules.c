@@ -13,6 +13,8 @@
  */
 #include "psvc_int.h"
 
+#include "array.h"
+
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +32,15 @@
 #define MAX_LINK_MAP 65536
 
 /* ---- /proc/PID/maps ---------------------------------------------------------- */
+
+/* The mappings lookups answer from (psvc_map_lookup) from now on. */
+static void set_maps(struct psvc_target *t, struct psvc_mapping *maps,
+		     size_t nmaps)
+{
+	psvc_maps_free(t->maps, t->nmaps);
+	t->maps = maps;
+	t->nmaps = nmaps;
+}
 
 static bool file_backed(const struct psvc_mapping *mp)
 {
@@ -75,14 +86,8 @@ void psvc_modules_free(struct psvc_target *t)
 static struct psvc_module *module_new(struct psvc_module **mods, size_t *n,
 				      size_t *cap)
 {
-	if (*n == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 32;
-		struct psvc_module *nm = realloc(*mods, ncap * sizeof *nm);
-		if (!nm)
-			return NULL;
-		*mods = nm;
-		*cap = ncap;
-	}
+	if (array_grow(mods, cap, *n + 1, sizeof **mods, 32))
+		return NULL;
 	struct psvc_module *m = &(*mods)[(*n)++];
 	memset(m, 0, sizeof *m);
 	return m;
@@ -429,9 +434,7 @@ int psvc_modules_load(struct psvc_target *t)
 	if (t->mods && fp == t->mod_fingerprint) {
 		/* same modules, but keep the fresh maps: anonymous mappings
 		 * (thread stacks) are not in the fingerprint */
-		psvc_maps_free(t->maps, t->nmaps);
-		t->maps = maps;
-		t->nmaps = nmaps;
+		set_maps(t, maps, nmaps);
 		return 0;
 	}
 
@@ -566,8 +569,7 @@ int psvc_modules_load(struct psvc_target *t)
 	psvc_modules_free(t);
 	t->mods = mods;
 	t->nmods = n;
-	t->maps = maps;
-	t->nmaps = nmaps;
+	set_maps(t, maps, nmaps);
 	t->modmap_source = src;
 	t->mod_fingerprint = fp;
 	t->mod_generation++;
@@ -646,10 +648,7 @@ int psvc_maps_refresh(struct psvc_target *t)
 	struct psvc_mapping *maps;
 	size_t nmaps;
 	int err = t->backend->maps(t, &maps, &nmaps);
-	if (err)
-		return err;
-	psvc_maps_free(t->maps, t->nmaps);
-	t->maps = maps;
-	t->nmaps = nmaps;
-	return 0;
+	if (!err)
+		set_maps(t, maps, nmaps);
+	return err;
 }

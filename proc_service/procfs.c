@@ -8,6 +8,8 @@
  */
 #include "psvc_int.h"
 
+#include "array.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -325,15 +327,9 @@ int psvc_maps_parse(char *buf, struct psvc_mapping **ret, size_t *ret_n)
 		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end,
 			   perms, &off, &maj, &min, &ino, &pos) < 7)
 			continue;
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 256;
-			struct psvc_mapping *nm = realloc(m, ncap * sizeof *nm);
-			if (!nm) {
-				err = -ENOMEM;
-				break;
-			}
-			m = nm;
-			cap = ncap;
+		if (array_grow(&m, &cap, n + 1, sizeof *m, 256)) {
+			err = -ENOMEM;
+			break;
 		}
 		struct psvc_mapping *mp = &m[n++];
 		memset(mp, 0, sizeof *mp);
