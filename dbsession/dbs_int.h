@@ -7,6 +7,7 @@
 #include "dbsession.h"
 
 #include <elfutils/libdwfl.h>
+#include <stdarg.h>
 #include <proc_service.h>
 #include <thread_db.h>
 
@@ -208,8 +209,6 @@ struct tdb_check_io {
 int tdb_check_layouts(const struct tdb_check_io *io,
 		      uint32_t *ret_sizeof_pthread, char *why, size_t whylen);
 
-/* session.c: addr as module + symbol + offset (strings owned by ret) */
-void symbolize(struct psvc_target *t, uint64_t addr, struct dbs_symbol *ret);
 
 /* ---- locks.c ------------------------------------------------------------- */
 
@@ -279,13 +278,28 @@ bool condwait_object(const struct dbs_lock_input *in, uint64_t pd,
  * cached per module generation. */
 uint32_t condwait_cleanup_offset(struct dbs_session *s);
 
+/* ---- symbolize.c --------------------------------------------------------- */
+
 /* C++ demangling of a symbol name: a malloc'ed copy (demangled if it
  * is a mangled name that demangles), NULL on ENOMEM. */
 char *dbs_demangle(const char *name);
+/* addr as module + symbol + offset (strings owned by ret) */
+void dbs_symbolize(struct psvc_target *t, uint64_t addr, struct dbs_symbol *ret);
+/* The symbol that covers addr (within its size; a sizeless one only at
+ * its very address), demangled, and its size: 0, or -ENOENT. */
+int dbs_symbol_covering(struct psvc_target *t, uint64_t addr,
+			struct dbs_symbol *ret, uint64_t *ret_size);
 
-/* util.c */
-int snap_add_error(char ***errs, size_t *n, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+/* ---- messages.c ----------------------------------------------------------- */
+
+/* A malloc'ed copy, NULL for NULL (or on ENOMEM). */
 char *dbs_strdup(const char *s);
+/* A formatted, malloc'ed message; NULL on ENOMEM. */
+char *dbs_vformat(const char *fmt, va_list ap)
+	__attribute__((format(printf, 1, 0)));
+char *dbs_format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Add a formatted message to the list *errs of *n: 0 or -ENOMEM. */
+int dbs_add_error(char ***errs, size_t *n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 #endif

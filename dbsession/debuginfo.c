@@ -58,12 +58,11 @@ static void add_note(struct dbg_files *f, const char *fmt, ...)
 
 static void add_note(struct dbg_files *f, const char *fmt, ...)
 {
-	char *msg;
 	va_list ap;
 	va_start(ap, fmt);
-	int r = vasprintf(&msg, fmt, ap);
+	char *msg = dbs_vformat(fmt, ap);
 	va_end(ap);
-	if (r < 0)
+	if (!msg)
 		return;
 	for (size_t i = 0; i < f->nnotes; i++)
 		if (!strcmp(f->notes[i], msg)) {

@@ -329,7 +329,7 @@ void keys_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 		return;
 	if (!k->task_read[i]) {
 		if (th->stopped)
-			snap_add_error(&th->errors, &th->nerrors,
+			dbs_add_error(&th->errors, &th->nerrors,
 				       "keys: cannot read the thread's specific[] "
 				       "(no struct pthread)");
 		return;
@@ -353,7 +353,7 @@ void keys_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 			nunknown++;
 	}
 	if (nunknown)
-		snap_add_error(&th->errors, &th->nerrors,
+		dbs_add_error(&th->errors, &th->nerrors,
 			       "keys: %zu value(s) not read (their block is "
 			       "unreadable)", nunknown);
 }
@@ -364,7 +364,7 @@ void keys_finish(struct dbs_session *s, struct dbs_snapshot *snap)
 	if (!k)
 		return;
 	if (snap && !k->gathered) {
-		snap_add_error(&snap->warnings, &snap->nwarnings,
+		dbs_add_error(&snap->warnings, &snap->nwarnings,
 			       "--keys: %s", k->why ? k->why
 				: "the key table could not be read during the stop");
 	} else if (snap) {
@@ -380,7 +380,7 @@ void keys_finish(struct dbs_session *s, struct dbs_snapshot *snap)
 			psvc_field_get(e, k->L.ks_size, &k->L.ks_destr, 0,
 				       &d->destructor, sizeof d->destructor);
 			if (d->destructor)
-				symbolize(s->t, d->destructor, &d->destructor_sym);
+				dbs_symbolize(s->t, d->destructor, &d->destructor_sym);
 		}
 	}
 	stop_clear(k);

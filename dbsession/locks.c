@@ -175,28 +175,6 @@ const char *dbs_stall_end_name(enum dbs_stall_end e)
 	return "wait";
 }
 
-/* ---- demangling ------------------------------------------------------------- */
-
-/* libstdc++'s demangler (cxxabi.h), callable from C. */
-extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len,
-			    int *status);
-
-char *dbs_demangle(const char *name)
-{
-	if (!name)
-		return NULL;
-	/* Only _Z names, and not absurdly long ones: symbol names come from
-	 * ELF files we do not trust, and the demangler recurses. */
-	if (name[0] == '_' && name[1] == 'Z' && strnlen(name, 4097) <= 4096) {
-		int st = -1;
-		char *d = __cxa_demangle(name, NULL, NULL, &st);
-		if (d && st == 0)
-			return d;
-		free(d);
-	}
-	return strdup(name);
-}
-
 /* ---- little-endian words ---------------------------------------------------- */
 
 static uint32_t u32_at(const unsigned char *w, size_t n, size_t off)
@@ -2114,18 +2092,7 @@ static int frozen_read(void *ctx, uint64_t addr, void *buf, size_t len)
 static int session_symbol(void *ctx, uint64_t addr, struct dbs_symbol *ret,
 			  uint64_t *ret_size)
 {
-	struct psvc_symbol ps;
-	if (psvc_addr_to_symbol(ctx, addr, &ps) || !ps.name)
-		return -ENOENT;
-	/* a symbol that does not cover addr is no evidence */
-	if (ps.size ? ps.offset >= ps.size : ps.offset != 0)
-		return -ENOENT;
-	ret->addr = addr;
-	ret->module = ps.module->path ? strdup(ps.module->path) : NULL;
-	ret->name = dbs_demangle(ps.name);
-	ret->offset = ps.offset;
-	*ret_size = ps.size;
-	return 0;
+	return dbs_symbol_covering(ctx, addr, ret, ret_size);
 }
 
 /* offsetof(struct pthread, tid), from libc's libthread_db descriptor
@@ -2176,7 +2143,7 @@ int dbs_locks_run(struct dbs_session *s, struct dbs_snapshot *snap)
 {
 	load_tid_offset(s);
 	if (s->tid_off_why)
-		snap_add_error(&snap->warnings, &snap->nwarnings,
+		dbs_add_error(&snap->warnings, &snap->nwarnings,
 			       "locks: threads waiting in pthread_join cannot be "
 			       "matched to the thread they join: %s",
 			       s->tid_off_why);

@@ -86,7 +86,7 @@ static int add(struct dbs_snapshot *snap, size_t which, const char *module)
 	r->note = with_pid(runtime_notes[which].note, snap->pid);
 	snap->nruntimes++;
 	if (r->note)
-		snap_add_error(&snap->warnings, &snap->nwarnings, "%s", r->note);
+		dbs_add_error(&snap->warnings, &snap->nwarnings, "%s", r->note);
 	return 0;
 }
 

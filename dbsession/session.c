@@ -29,30 +29,6 @@ const char *dbs_tdb_status_name(enum dbs_tdb_status s)
 	return "error";
 }
 
-char *dbs_strdup(const char *s)
-{
-	return s ? strdup(s) : NULL;
-}
-
-int snap_add_error(char ***errs, size_t *n, const char *fmt, ...)
-{
-	char *msg;
-	va_list ap;
-	va_start(ap, fmt);
-	int r = vasprintf(&msg, fmt, ap);
-	va_end(ap);
-	if (r < 0)
-		return -ENOMEM;
-	char **ne = realloc(*errs, (*n + 1) * sizeof *ne);
-	if (!ne) {
-		free(msg);
-		return -ENOMEM;
-	}
-	ne[(*n)++] = msg;
-	*errs = ne;
-	return 0;
-}
-
 /* ---- libthread_db agent ------------------------------------------------------ */
 
 static bool exe_is_static_unsymbolled(struct psvc_target *t)
@@ -137,13 +113,11 @@ static void ta_setup(struct dbs_session *s)
 	if (tdb_check_layouts(&io, &s->sizeof_pthread, why, sizeof why)) {
 		psvc_unpin_all(s->t);
 		s->tdb_status = DBS_TDB_ERROR;
-		if (asprintf(&s->tdb_detail, "descriptors refused: %s", why) < 0)
-			s->tdb_detail = NULL;
-		if (asprintf(&s->tdb_warning, "libthread_db is not used for this "
-			     "process: %s (corrupt or hostile thread "
-			     "descriptors); threads are listed from /proc only",
-			     why) < 0)
-			s->tdb_warning = NULL;
+		s->tdb_detail = dbs_format("descriptors refused: %s", why);
+		s->tdb_warning = dbs_format("libthread_db is not used for this "
+					    "process: %s (corrupt or hostile thread "
+					    "descriptors); threads are listed from "
+					    "/proc only", why);
 		return;
 	}
 
@@ -308,7 +282,7 @@ static void on_event(void *arg, const struct psvc_event *pe)
 			  (long)(pe->time_ns % 1000000000u) },
 	};
 	if (ev.kind == DBS_EVENT_THREAD_CREATED && pe->start_known && pe->start) {
-		symbolize(s->t, pe->start, &ev.start);
+		dbs_symbolize(s->t, pe->start, &ev.start);
 		ev.have_start = true;
 	}
 	c->fn(c->arg, &ev);
@@ -425,19 +399,6 @@ static void gather_tdb(struct dbs_session *s, struct tdb_result *res)
 	}
 }
 
-void symbolize(struct psvc_target *t, uint64_t addr, struct dbs_symbol *ret)
-{
-	struct psvc_symbol sym;
-	ret->addr = addr;
-	if (psvc_addr_to_symbol(t, addr, &sym) != 0)
-		return;
-	ret->module = dbs_strdup(sym.module->path);
-	/* C++ start routines read as code does: thread_native_entry(Thread*),
-	 * not _ZL19thread_native_entryP6Thread */
-	ret->name = sym.name ? dbs_demangle(sym.name) : NULL;
-	ret->offset = sym.offset;
-}
-
 static void fill_proc(struct dbs_session *s, struct dbs_thread *th,
 		      const struct psvc_taskinfo *ti)
 {
@@ -513,7 +474,7 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 	if (s->unwinder) {
 		int err = unwinder_sync(s->unwinder);
 		if (err)
-			snap_add_error(&snap->errors, &snap->nerrors,
+			dbs_add_error(&snap->errors, &snap->nerrors,
 				       "stacks: cannot load the modules: %s",
 				       strerror(-err));
 		snap->stacks = true;
@@ -522,12 +483,12 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 	if (s->ta)
 		snap->thread_db_path = dbs_strdup(s->lib.path);
 	if (s->tdb_warning)
-		snap_add_error(&snap->warnings, &snap->nwarnings, "%s",
+		dbs_add_error(&snap->warnings, &snap->nwarnings, "%s",
 			       s->tdb_warning);
 	/* runtimes.c: JVM, CPython, Go: locks tinspect cannot see */
 	runtimes_detect(s, snap);
 	if (psvc_modmap_note(t))
-		snap_add_error(&snap->warnings, &snap->nwarnings, "module map: %s",
+		dbs_add_error(&snap->warnings, &snap->nwarnings, "module map: %s",
 			       psvc_modmap_note(t));
 
 	for (size_t i = 0; i < n; i++) {
@@ -559,7 +520,7 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 			snap->threads_stopped++;
 		if (th->straggler) {
 			snap->stragglers++;
-			snap_add_error(&th->errors, &th->nerrors,
+			dbs_add_error(&th->errors, &th->nerrors,
 				       "did not stop within the stop timeout "
 				       "(state %c%s%s); left out of the snapshot",
 				       th->state ? th->state : '?',
@@ -569,14 +530,14 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 			/* an exited main thread (pthread_exit) stays a zombie
 			 * while others run: nothing to attach to, no error */
 		} else if (k->seize_errno && k->info.tracer_pid > 0)
-			snap_add_error(&th->errors, &th->nerrors,
+			dbs_add_error(&th->errors, &th->nerrors,
 				       "could not attach: %s (traced by PID %d)",
 				       strerror(k->seize_errno), (int)k->info.tracer_pid);
 		else if (k->seize_errno)
-			snap_add_error(&th->errors, &th->nerrors,
+			dbs_add_error(&th->errors, &th->nerrors,
 				       "could not attach: %s", strerror(k->seize_errno));
 		if (k->regs_errno)
-			snap_add_error(&th->errors, &th->nerrors,
+			dbs_add_error(&th->errors, &th->nerrors,
 				       "registers: %s", strerror(k->regs_errno));
 		if (k->flags & PSVC_TASK_HAVE_REGS) {
 			th->have_regs = true;
@@ -599,18 +560,18 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 				th->td_state = r->ti.ti_state;
 				th->is_main = r->ti.ti_startfunc == NULL;
 				if (!th->is_main)
-					symbolize(t, (uint64_t)(uintptr_t)r->ti.ti_startfunc,
+					dbs_symbolize(t, (uint64_t)(uintptr_t)r->ti.ti_startfunc,
 						  &th->start);
 				if (th->ns_tid && r->ti.ti_lid != th->ns_tid)
-					snap_add_error(&th->errors, &th->nerrors,
+					dbs_add_error(&th->errors, &th->nerrors,
 						       "libthread_db: descriptor says LWP %d",
 						       (int)r->ti.ti_lid);
 			} else if (r->err == TD_OK) {
-				snap_add_error(&th->errors, &th->nerrors,
+				dbs_add_error(&th->errors, &th->nerrors,
 					       "libthread_db: thread not initialised "
 					       "or already joined");
 			} else if (r->step) {
-				snap_add_error(&th->errors, &th->nerrors,
+				dbs_add_error(&th->errors, &th->nerrors,
 					       "libthread_db: %s: %s", r->step,
 					       tdb_strerror(r->err));
 			}
@@ -636,7 +597,7 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 			/* what counts as a thread error: an unwind that
 			 * failed in native code (README "Exit status") */
 			if (dbs_stack_end_is_error(th->stack.end))
-				snap_add_error(&th->errors, &th->nerrors,
+				dbs_add_error(&th->errors, &th->nerrors,
 					       "stack: %s", th->stack.error
 						       ? th->stack.error : "unwinding failed");
 		}
@@ -658,7 +619,7 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 		size_t nn;
 		dbg_files_take_notes(unwinder_files(s->unwinder), &notes, &nn);
 		for (size_t i = 0; i < nn; i++) {
-			snap_add_error(&snap->warnings, &snap->nwarnings,
+			dbs_add_error(&snap->warnings, &snap->nwarnings,
 				       "stacks: %s", notes[i]);
 			free(notes[i]);
 		}
@@ -747,7 +708,7 @@ static int update_body(struct dbs_session *s, struct dbs_snapshot **ret)
 	keys_finish(s, snap);
 	/* the locks use the frames: after build_snapshot unwound them */
 	if (snap && dbs_locks_run(s, snap))
-		snap_add_error(&snap->errors, &snap->nerrors,
+		dbs_add_error(&snap->errors, &snap->nerrors,
 			       "lock analysis: out of memory");
 	psvc_release_capture(t);	/* the copies are analysed: let go */
 	psvc_follow_service(t);

@@ -37,7 +37,7 @@ void stack_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 	}
 	if (err) {
 		/* DBS_BOUNDS_UNKNOWN, and why */
-		snap_add_error(&th->errors, &th->nerrors, "stack bounds: the stack "
+		dbs_add_error(&th->errors, &th->nerrors, "stack bounds: the stack "
 			       "pointer %#" PRIx64 " is in no mapping", sp);
 		return;
 	}

@@ -35,12 +35,11 @@ static void warn(struct dbs_session *s, const char *fmt, ...)
 
 static void warn(struct dbs_session *s, const char *fmt, ...)
 {
-	char *msg;
 	va_list ap;
 	va_start(ap, fmt);
-	int r = vasprintf(&msg, fmt, ap);
+	char *msg = dbs_vformat(fmt, ap);
 	va_end(ap);
-	if (r < 0)
+	if (!msg)
 		return;
 	free(s->tdb_warning);
 	s->tdb_warning = msg;

@@ -310,11 +310,10 @@ static void resolve_one(struct dbs_session *s, struct tls_var_int *v,
 		v->pub.size = rq->size;
 		dbs_tls_type_name(rq->type, rq->size, v->pub.type_name,
 				  sizeof v->pub.type_name);
-		if (asprintf(&v->pub.error, is_errno
-			     ? "libc's errno was not found (no libc TLS symbol)"
-			     : "no thread-local variable \"%s\" in the executable "
-			       "or any loaded library", rq->name) < 0)
-			v->pub.error = NULL;
+		v->pub.error = is_errno
+			? dbs_strdup("libc's errno was not found (no libc TLS symbol)")
+			: dbs_format("no thread-local variable \"%s\" in the "
+				     "executable or any loaded library", rq->name);
 		return;
 	}
 	if (is_errno) {
@@ -334,10 +333,10 @@ static void resolve_one(struct dbs_session *s, struct tls_var_int *v,
 			v->use_tlsbase = true;	/* GLIBC-NOTES.md §8 */
 		} else {
 			v->pub.found = false;
-			if (asprintf(&v->pub.error, "%s is not in the dynamic "
-				     "linker's link_map: its TLS cannot be located",
-				     sym.module->path ? sym.module->path : "the module") < 0)
-				v->pub.error = NULL;
+			v->pub.error = dbs_format("%s is not in the dynamic "
+						  "linker's link_map: its TLS cannot "
+						  "be located", sym.module->path
+						  ? sym.module->path : "the module");
 			return;
 		}
 	} else {
@@ -561,9 +560,8 @@ static void set_error(struct dbs_tls_value *val, struct dbs_thread *th,
 		      const char *name, const char *what, const char *detail)
 {
 	val->status = DBS_TLS_ERROR;
-	if (asprintf(&val->error, "%s: %s", what, detail) < 0)
-		val->error = NULL;
-	snap_add_error(&th->errors, &th->nerrors, "tls %s: %s", name,
+	val->error = dbs_format("%s: %s", what, detail);
+	dbs_add_error(&th->errors, &th->nerrors, "tls %s: %s", name,
 		       val->error ? val->error : "error");
 }
 
@@ -629,7 +627,7 @@ void tls_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 		if (var->pub.size >= sizeof p)
 			memcpy(&p, val->bytes, sizeof p);
 		if (var->pub.type == DBS_TLS_POINTER && p)
-			symbolize(s->t, p, &val->ptr_sym);
+			dbs_symbolize(s->t, p, &val->ptr_sym);
 		if (var->pub.type == DBS_TLS_STRING && p && st->strs) {
 			if (c->str_err) {
 				val->error = dbs_strdup(strerror(-c->str_err));
@@ -657,7 +655,7 @@ void tls_finish(struct dbs_session *s, struct dbs_snapshot *snap)
 		copy_vars(st, snap);
 		for (size_t v = 0; v < st->nvars; v++)
 			if (!st->vars[v].pub.found && st->vars[v].pub.error)
-				snap_add_error(&snap->warnings, &snap->nwarnings,
+				dbs_add_error(&snap->warnings, &snap->nwarnings,
 					       "%s %s: %s",
 					       st->vars[v].pub.is_errno ? "--errno"
 									: "--tls",
