@@ -174,6 +174,21 @@ void jw_hex(struct jw *w, uint64_t v);
 void jw_real(struct jw *w, double v);
 /* The bytes as one string of lowercase hex digits. */
 void jw_hexbytes(struct jw *w, const void *s, size_t n);
+/* "k": value, for the common kinds of value in an object */
+void jw_kstr(struct jw *w, const char *k, const char *v);
+void jw_kint(struct jw *w, const char *k, int64_t v);
+void jw_khex(struct jw *w, const char *k, uint64_t v);
+void jw_kbool(struct jw *w, const char *k, bool v);
+void jw_knull(struct jw *w, const char *k);
+
+/* json.c, json_locks.c: the parts of the snapshot document each writes
+ * for the other.  A symbol object; "k": a tid, or null for 0 (unknown);
+ * a thread's "blocked_on" value; the process's lock members. */
+void json_symbol(struct jw *w, const tinspect_symbol *s);
+void json_tid(struct jw *w, const char *k, pid_t tid);
+void json_blocked_on(struct jw *w, const tinspect_snapshot *snap,
+		     const tinspect_thread *th);
+void json_locks(struct jw *w, const tinspect_snapshot *snap);
 
 /* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if it is
  * invalid or NUL. */

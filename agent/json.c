@@ -1,7 +1,8 @@
 /*
  * json.c: the versioned JSON document (schema/tinspect-snapshot.schema.json),
  * streamed to the output in document order (jwriter.c): a 10000-thread
- * snapshot is never held as a tree.
+ * snapshot is never held as a tree.  The process, the capture, the threads
+ * here; what blocked threads wait on and the lock graph in json_locks.c.
  * Every string that comes from the target (thread names, paths, command
  * line, ELF symbol names) is attacker-controlled bytes: the writer makes it
  * valid UTF-8 (invalid sequences become U+FFFD, and the raw bytes are kept
@@ -18,37 +19,6 @@
 #include <time.h>
 
 #include "config.h"
-
-/* "key": value, for the common value kinds */
-static void k_str(struct jw *w, const char *k, const char *v)
-{
-	jw_key(w, k);
-	jw_str(w, v);
-}
-
-static void k_int(struct jw *w, const char *k, int64_t v)
-{
-	jw_key(w, k);
-	jw_int(w, v);
-}
-
-static void k_hex(struct jw *w, const char *k, uint64_t v)
-{
-	jw_key(w, k);
-	jw_hex(w, v);
-}
-
-static void k_bool(struct jw *w, const char *k, bool v)
-{
-	jw_key(w, k);
-	jw_bool(w, v);
-}
-
-static void k_null(struct jw *w, const char *k)
-{
-	jw_key(w, k);
-	jw_null(w);
-}
 
 /* "errors": [...] of a thread, or "errors"/"warnings" of the capture */
 static void thread_errors(struct jw *w, const tinspect_thread *th)
@@ -74,13 +44,13 @@ static void capture_messages(struct jw *w, const tinspect_snapshot *snap)
 	jw_arr_end(w);
 }
 
-static void symbol_json(struct jw *w, const tinspect_symbol *s)
+void json_symbol(struct jw *w, const tinspect_symbol *s)
 {
 	jw_obj(w);
-	k_hex(w, "addr", tinspect_symbol_addr(s));
-	k_str(w, "module", tinspect_symbol_module(s));
-	k_str(w, "symbol", tinspect_symbol_name(s));
-	k_int(w, "offset", (int64_t)tinspect_symbol_offset(s));
+	jw_khex(w, "addr", tinspect_symbol_addr(s));
+	jw_kstr(w, "module", tinspect_symbol_module(s));
+	jw_kstr(w, "symbol", tinspect_symbol_name(s));
+	jw_kint(w, "offset", (int64_t)tinspect_symbol_offset(s));
 	jw_obj_end(w);
 }
 
@@ -92,15 +62,15 @@ static void syscall_json(struct jw *w, const tinspect_thread *th)
 		return;
 	}
 	jw_obj(w);
-	k_int(w, "nr", sc.nr);
-	k_str(w, "name", sc.name);
+	jw_kint(w, "nr", sc.nr);
+	jw_kstr(w, "name", sc.name);
 	jw_key(w, "args");
 	jw_arr(w);
 	for (int i = 0; i < 6; i++)
 		jw_hex(w, sc.args[i]);
 	jw_arr_end(w);
-	k_bool(w, "restarting", sc.restarting);
-	k_str(w, "source", sc.source == TINSPECT_SYSCALL_REGISTERS ? "registers" : "proc");
+	jw_kbool(w, "restarting", sc.restarting);
+	jw_kstr(w, "source", sc.source == TINSPECT_SYSCALL_REGISTERS ? "registers" : "proc");
 	jw_obj_end(w);
 }
 
@@ -111,26 +81,26 @@ static void frame_json(struct jw *w, const tinspect_frame *f)
 	const char *mangled = tinspect_frame_mangled(f);
 	int line = tinspect_frame_line(f);
 	jw_obj(w);
-	k_hex(w, "pc", tinspect_frame_pc(f));
-	k_bool(w, "inlined", tinspect_frame_inlined(f));
-	k_str(w, "module", module);
-	k_str(w, "build_id", tinspect_frame_build_id(f));
-	k_str(w, "symbol", symbol);
+	jw_khex(w, "pc", tinspect_frame_pc(f));
+	jw_kbool(w, "inlined", tinspect_frame_inlined(f));
+	jw_kstr(w, "module", module);
+	jw_kstr(w, "build_id", tinspect_frame_build_id(f));
+	jw_kstr(w, "symbol", symbol);
 	if (mangled)
-		k_str(w, "mangled", mangled);
+		jw_kstr(w, "mangled", mangled);
 	if (symbol)
-		k_int(w, "offset", (int64_t)tinspect_frame_offset(f));
+		jw_kint(w, "offset", (int64_t)tinspect_frame_offset(f));
 	else
-		k_null(w, "offset");
-	k_str(w, "file", tinspect_frame_file(f));
+		jw_knull(w, "offset");
+	jw_kstr(w, "file", tinspect_frame_file(f));
 	if (line)
-		k_int(w, "line", line);
+		jw_kint(w, "line", line);
 	else
-		k_null(w, "line");
+		jw_knull(w, "line");
 	if (module)
-		k_hex(w, "module_offset", tinspect_frame_module_offset(f));
+		jw_khex(w, "module_offset", tinspect_frame_module_offset(f));
 	else
-		k_null(w, "module_offset");
+		jw_knull(w, "module_offset");
 	jw_obj_end(w);
 }
 
@@ -147,12 +117,12 @@ static void stack_json(struct jw *w, const tinspect_thread *th)
 	for (size_t i = 0, n = tinspect_thread_nframes(th); i < n; i++)
 		frame_json(w, tinspect_thread_frame(th, i));
 	jw_arr_end(w);
-	k_str(w, "end", tinspect_stack_end_name(end));
-	k_bool(w, "truncated", end == TINSPECT_STACK_TRUNCATED);
-	k_str(w, "error", tinspect_thread_stack_error(th));
+	jw_kstr(w, "end", tinspect_stack_end_name(end));
+	jw_kbool(w, "truncated", end == TINSPECT_STACK_TRUNCATED);
+	jw_kstr(w, "error", tinspect_thread_stack_error(th));
 	uint64_t from, to;
 	tinspect_thread_stack_copied(th, &from, &to);
-	k_int(w, "copied_bytes", (int64_t)(to - from));
+	jw_kint(w, "copied_bytes", (int64_t)(to - from));
 	jw_obj_end(w);
 }
 
@@ -234,9 +204,9 @@ static void k_address(struct jw *w, const tinspect_tls_value *v)
 {
 	uint64_t a;
 	if (tinspect_tls_value_address(v, &a) == 0)
-		k_hex(w, "address", a);
+		jw_khex(w, "address", a);
 	else
-		k_null(w, "address");
+		jw_knull(w, "address");
 }
 
 static void tls_entry_json(struct jw *w, const tinspect_tls_value *v)
@@ -247,8 +217,8 @@ static void tls_entry_json(struct jw *w, const tinspect_tls_value *v)
 	const unsigned char *b = tinspect_tls_value_bytes(v, NULL);
 	jw_obj(w);
 	k_address(w, v);
-	k_str(w, "type", tinspect_tls_var_type_name(var));
-	k_str(w, "status", tls_status_name(status));
+	jw_kstr(w, "type", tinspect_tls_var_type_name(var));
+	jw_kstr(w, "status", tls_status_name(status));
 	jw_key(w, "value");
 	if (status == TINSPECT_TLS_OK)
 		tls_value_json(w, v);
@@ -260,8 +230,8 @@ static void tls_entry_json(struct jw *w, const tinspect_tls_value *v)
 		bool truncated;
 		const char *str = tinspect_tls_value_string(v, &len, &truncated);
 		memcpy(&p, b, sizeof p);
-		k_hex(w, "pointer", p);
-		k_bool(w, "truncated", truncated);
+		jw_khex(w, "pointer", p);
+		jw_kbool(w, "truncated", truncated);
 		if (str && !agent_utf8_lossless(str, len)) {
 			jw_key(w, "value_hex");
 			jw_hexbytes(w, str, len);
@@ -270,11 +240,11 @@ static void tls_entry_json(struct jw *w, const tinspect_tls_value *v)
 	const tinspect_symbol *pointee = tinspect_tls_value_pointee(v);
 	if (pointee) {
 		jw_key(w, "symbol");
-		symbol_json(w, pointee);
+		json_symbol(w, pointee);
 	}
 	const char *err = tinspect_tls_value_error(v);
 	if (err)
-		k_str(w, "error", err);
+		jw_kstr(w, "error", err);
 	jw_obj_end(w);
 }
 
@@ -289,15 +259,15 @@ static void errno_json(struct jw *w, const tinspect_tls_value *v)
 	const char *name = ok && e ? strerrorname_np(e) : NULL;
 	jw_obj(w);
 	if (ok)
-		k_int(w, "value", e);
+		jw_kint(w, "value", e);
 	else
-		k_null(w, "value");
-	k_str(w, "name", name);
+		jw_knull(w, "value");
+	jw_kstr(w, "name", name);
 	k_address(w, v);
-	k_str(w, "status", tls_status_name(status));
+	jw_kstr(w, "status", tls_status_name(status));
 	const char *err = tinspect_tls_value_error(v);
 	if (err)
-		k_str(w, "error", err);
+		jw_kstr(w, "error", err);
 	jw_obj_end(w);
 }
 
@@ -363,28 +333,28 @@ static void stack_bounds_json(struct jw *w, const tinspect_thread *th)
 	static const char *const names[] = { "unknown", "ok", "low", "overflow",
 					     "not_a_stack" };
 	jw_obj(w);
-	k_str(w, "status", names[st.status]);
-	k_bool(w, "main", st.main);
-	k_hex(w, "low", st.low);
-	k_hex(w, "high", st.high);
+	jw_kstr(w, "status", names[st.status]);
+	jw_kbool(w, "main", st.main);
+	jw_khex(w, "low", st.low);
+	jw_khex(w, "high", st.high);
 	jw_key(w, "guard");
 	if (st.guard_high) {
 		jw_obj(w);
-		k_hex(w, "low", st.guard_low);
-		k_hex(w, "high", st.guard_high);
+		jw_khex(w, "low", st.guard_low);
+		jw_khex(w, "high", st.guard_high);
 		jw_obj_end(w);
 	} else {
 		jw_null(w);
 	}
 	if (st.limit)
-		k_hex(w, "limit", st.limit);
+		jw_khex(w, "limit", st.limit);
 	else
-		k_null(w, "limit");
-	k_int(w, "used_bytes", (int64_t)st.used);
+		jw_knull(w, "limit");
+	jw_kint(w, "used_bytes", (int64_t)st.used);
 	if (st.limit && st.status != TINSPECT_BOUNDS_OVERFLOW)
-		k_int(w, "available_bytes", (int64_t)st.avail);
+		jw_kint(w, "available_bytes", (int64_t)st.avail);
 	else
-		k_null(w, "available_bytes");
+		jw_knull(w, "available_bytes");
 	jw_obj_end(w);
 }
 
@@ -433,11 +403,11 @@ static void thread_extras_json(struct jw *w, const tinspect_snapshot *snap,
 			uint64_t value = 0;
 			int err = tinspect_thread_key_value(th, i, &key, &value);
 			jw_obj(w);
-			k_int(w, "key", key);
+			jw_kint(w, "key", key);
 			if (err)
-				k_null(w, "value");
+				jw_knull(w, "value");
 			else
-				k_hex(w, "value", value);
+				jw_khex(w, "value", value);
 			jw_obj_end(w);
 		}
 		jw_arr_end(w);
@@ -454,9 +424,9 @@ static void process_extras_json(struct jw *w, const tinspect_snapshot *snap)
 	for (size_t i = 0, n = tinspect_snapshot_nruntimes(snap); i < n; i++) {
 		const tinspect_runtime *rt = tinspect_snapshot_runtime(snap, i);
 		jw_obj(w);
-		k_str(w, "name", tinspect_runtime_name(rt));
-		k_str(w, "module", tinspect_runtime_module(rt));
-		k_str(w, "note", tinspect_runtime_note(rt));
+		jw_kstr(w, "name", tinspect_runtime_name(rt));
+		jw_kstr(w, "module", tinspect_runtime_module(rt));
+		jw_kstr(w, "note", tinspect_runtime_note(rt));
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);
@@ -468,18 +438,18 @@ static void process_extras_json(struct jw *w, const tinspect_snapshot *snap)
 			const tinspect_tls_var *v = tinspect_snapshot_tls_var(snap, i);
 			bool found = tinspect_tls_var_found(v);
 			jw_obj(w);
-			k_str(w, "name", tinspect_tls_var_name(v));
-			k_bool(w, "builtin", tinspect_tls_var_is_errno(v));
-			k_bool(w, "found", found);
-			k_str(w, "module", tinspect_tls_var_module(v));
+			jw_kstr(w, "name", tinspect_tls_var_name(v));
+			jw_kbool(w, "builtin", tinspect_tls_var_is_errno(v));
+			jw_kbool(w, "found", found);
+			jw_kstr(w, "module", tinspect_tls_var_module(v));
 			if (found)
-				k_hex(w, "offset", tinspect_tls_var_offset(v));
+				jw_khex(w, "offset", tinspect_tls_var_offset(v));
 			else
-				k_null(w, "offset");
-			k_str(w, "type", tinspect_tls_var_type_name(v));
-			k_str(w, "c_type", tinspect_tls_var_c_type(v));
-			k_str(w, "source", found ? tinspect_tls_var_source(v) : NULL);
-			k_str(w, "error", tinspect_tls_var_error(v));
+				jw_knull(w, "offset");
+			jw_kstr(w, "type", tinspect_tls_var_type_name(v));
+			jw_kstr(w, "c_type", tinspect_tls_var_c_type(v));
+			jw_kstr(w, "source", found ? tinspect_tls_var_source(v) : NULL);
+			jw_kstr(w, "error", tinspect_tls_var_error(v));
 			jw_obj_end(w);
 		}
 		jw_arr_end(w);
@@ -489,17 +459,17 @@ static void process_extras_json(struct jw *w, const tinspect_snapshot *snap)
 	jw_key(w, "keys");
 	if (tinspect_snapshot_keys_read(snap)) {
 		jw_obj(w);
-		k_int(w, "max", (int64_t)tinspect_snapshot_keys_max(snap));
+		jw_kint(w, "max", (int64_t)tinspect_snapshot_keys_max(snap));
 		jw_key(w, "in_use");
 		jw_arr(w);
 		for (size_t i = 0, n = tinspect_snapshot_nkeys(snap); i < n; i++) {
 			const tinspect_key *d = tinspect_snapshot_key(snap, i);
 			const tinspect_symbol *dtor = tinspect_key_destructor(d);
 			jw_obj(w);
-			k_int(w, "key", tinspect_key_id(d));
+			jw_kint(w, "key", tinspect_key_id(d));
 			jw_key(w, "destructor");
 			if (dtor)
-				symbol_json(w, dtor);
+				json_symbol(w, dtor);
 			else
 				jw_null(w);
 			jw_obj_end(w);
@@ -509,291 +479,6 @@ static void process_extras_json(struct jw *w, const tinspect_snapshot *snap)
 	} else {
 		jw_null(w);
 	}
-}
-
-/* ---- locks (issue 4) ---------------------------------------------------- */
-
-static void k_tid(struct jw *w, const char *k, pid_t tid)
-{
-	if (tid > 0)
-		k_int(w, k, tid);
-	else
-		k_null(w, k);
-}
-
-static const char *mode_name(enum tinspect_wait_mode m)
-{
-	return m == TINSPECT_MODE_READ ? "read" : m == TINSPECT_MODE_WRITE ? "write" : NULL;
-}
-
-/* "ledger_lock", "bank_locks+0x28", or null */
-static void symbol_text(struct jw *w, const tinspect_symbol *s)
-{
-	if (!s) {
-		jw_null(w);
-		return;
-	}
-	uint64_t off = tinspect_symbol_offset(s);
-	if (!off) {
-		jw_str(w, tinspect_symbol_name(s));
-		return;
-	}
-	char tail[24];
-	snprintf(tail, sizeof tail, "+0x%" PRIx64, off);
-	jw_str_cat(w, tinspect_symbol_name(s), tail);
-}
-
-static void evidence_json(struct jw *w, unsigned ev)
-{
-	jw_arr(w);
-	for (unsigned bit = 1; bit; bit <<= 1)
-		if ((ev & bit) && tinspect_evidence_name(bit))
-			jw_str(w, tinspect_evidence_name(bit));
-	jw_arr_end(w);
-}
-
-/* A reference to a lock, self-describing; null for none. */
-static void lockref_json(struct jw *w, const tinspect_lock *l)
-{
-	if (!l) {
-		jw_null(w);
-		return;
-	}
-	jw_obj(w);
-	k_int(w, "index", (int64_t)tinspect_lock_index(l));
-	k_hex(w, "addr", tinspect_lock_addr(l));
-	k_str(w, "kind", tinspect_lock_kind_name(tinspect_lock_kind(l)));
-	jw_key(w, "symbol");
-	symbol_text(w, tinspect_lock_symbol(l));
-	jw_obj_end(w);
-}
-
-static void blocked_on_json(struct jw *w, const tinspect_snapshot *snap,
-			    const tinspect_thread *th)
-{
-	const tinspect_wait *b = tinspect_thread_wait(th);
-	if (!b) {
-		jw_null(w);
-		return;
-	}
-	const tinspect_lock *l = tinspect_wait_lock(b);
-	uint64_t object = tinspect_wait_object(b);
-	jw_obj(w);
-	k_str(w, "kind", tinspect_lock_kind_name(tinspect_wait_kind(b)));
-	k_str(w, "mode", mode_name(tinspect_wait_mode(b)));
-	k_hex(w, "futex", tinspect_wait_futex(b));
-	k_hex(w, "futex_op", tinspect_wait_futex_op(b));
-	k_hex(w, "futex_val", tinspect_wait_futex_val(b));
-	k_str(w, "syscall", tinspect_snapshot_syscall_name(snap, tinspect_wait_syscall(b)));
-	if (object)
-		k_hex(w, "object", object);
-	else
-		k_null(w, "object");
-	jw_key(w, "symbol");
-	symbol_text(w, l ? tinspect_lock_symbol(l) : NULL);
-	k_tid(w, "owner", tinspect_wait_owner(b));
-	k_str(w, "owner_state", tinspect_owner_state_name(l ? tinspect_lock_owner_state(l)
-							    : TINSPECT_OWNER_NONE));
-	if (l)
-		k_int(w, "lock", (int64_t)tinspect_lock_index(l));
-	else
-		k_null(w, "lock");
-	jw_key(w, "evidence");
-	evidence_json(w, tinspect_wait_evidence(b));
-	k_bool(w, "in_graph", tinspect_wait_in_graph(b));
-	k_bool(w, "parked", tinspect_wait_parked(b));
-	k_str(w, "frame", tinspect_wait_frame(b));
-	/* the function that waits: what an unidentified futex is about */
-	const tinspect_frame *cf = agent_wait_caller(th);
-	char cname[512];
-	k_str(w, "caller", cf ? agent_frame_name(cf, cname, sizeof cname) : NULL);
-	k_str(w, "note", tinspect_wait_note(b));
-	jw_obj_end(w);
-}
-
-static void lock_state_json(struct jw *w, const tinspect_lock *l)
-{
-	struct tinspect_mutex_state m;
-	struct tinspect_rwlock_state r;
-	struct tinspect_cond_state c;
-	struct tinspect_sem_state s;
-	struct tinspect_barrier_state b;
-	struct tinspect_join_state j;
-	jw_obj(w);
-	if (tinspect_lock_mutex(l, &m, sizeof m) == 0) {
-		k_str(w, "type", tinspect_mutex_type_name(m.type));
-		k_bool(w, "robust", m.robust);
-		k_bool(w, "pi", m.pi);
-		k_bool(w, "pp", m.pp);
-		k_bool(w, "pshared", m.pshared);
-		k_bool(w, "elision", m.elision);
-		k_hex(w, "lock_word", m.lock);
-		k_int(w, "owner_field", m.owner_field);
-		k_int(w, "count", m.count);
-		k_int(w, "nusers", m.nusers);
-		k_hex(w, "kind_word", (uint32_t)m.kind_word);
-		k_bool(w, "owner_died", m.owner_died);
-		k_bool(w, "inconsistent", m.inconsistent);
-		k_bool(w, "notrecoverable", m.notrecoverable);
-		if (m.pp)
-			k_int(w, "ceiling", m.ceiling);
-		else
-			k_null(w, "ceiling");
-	} else if (tinspect_lock_rwlock(l, &r, sizeof r) == 0) {
-		k_hex(w, "readers_word", r.readers_word);
-		k_int(w, "readers", r.nreaders);
-		k_bool(w, "write_phase", r.write_phase);
-		k_bool(w, "write_locked", r.write_locked);
-		k_bool(w, "readers_waiting", r.readers_waiting);
-		k_int(w, "cur_writer", r.cur_writer);
-		k_int(w, "writers", r.writers);
-		k_bool(w, "shared", r.shared);
-		k_int(w, "flags", r.flags);
-	} else if (tinspect_lock_cond(l, &c, sizeof c) == 0) {
-		k_hex(w, "wseq", c.wseq);
-		k_hex(w, "g1_start", c.g1_start);
-		k_hex(w, "wrefs", c.wrefs);
-		k_int(w, "waiters", c.nwaiters);
-		jw_key(w, "g_signals");
-		jw_arr(w);
-		jw_int(w, c.g_signals[0]);
-		jw_int(w, c.g_signals[1]);
-		jw_arr_end(w);
-		k_bool(w, "pshared", c.pshared);
-		k_str(w, "clock", c.monotonic ? "monotonic" : "realtime");
-		if (c.mutex)
-			k_hex(w, "mutex", c.mutex);
-		else
-			k_null(w, "mutex");
-	} else if (tinspect_lock_sem(l, &s, sizeof s) == 0) {
-		k_int(w, "value", s.value);
-		k_int(w, "waiters", s.nwaiters);
-		k_bool(w, "pshared", s.pshared);
-	} else if (tinspect_lock_barrier(l, &b, sizeof b) == 0) {
-		k_int(w, "count", b.count);
-		k_int(w, "arrived", (int64_t)b.in - (int64_t)b.current_round);
-		k_int(w, "in", b.in);
-		k_int(w, "current_round", b.current_round);
-		k_bool(w, "pshared", b.pshared);
-	} else if (tinspect_lock_join(l, &j, sizeof j) == 0) {
-		k_tid(w, "target", j.target);
-		k_hex(w, "pthread", j.pthread);
-	}
-	jw_obj_end(w);
-}
-
-static void lock_json(struct jw *w, const tinspect_lock *l)
-{
-	enum tinspect_lock_kind kind = tinspect_lock_kind(l);
-	const tinspect_symbol *sym = tinspect_lock_symbol(l);
-	unsigned holders = tinspect_lock_holders(l);
-	size_t nwords;
-	const unsigned char *words = tinspect_lock_words(l, &nwords);
-	jw_obj(w);
-	k_str(w, "kind", tinspect_lock_kind_name(kind));
-	k_hex(w, "addr", tinspect_lock_addr(l));
-	k_bool(w, "object_known", tinspect_lock_object_known(l));
-	jw_key(w, "symbol");
-	if (sym)
-		symbol_json(w, sym);
-	else
-		jw_null(w);
-	k_tid(w, "owner", tinspect_lock_owner(l));
-	k_str(w, "owner_state", tinspect_owner_state_name(tinspect_lock_owner_state(l)));
-	k_bool(w, "orphaned", tinspect_lock_orphaned(l));
-	if (holders)
-		k_int(w, "holders", holders);
-	else
-		k_null(w, "holders");
-	jw_key(w, "waiters");
-	jw_arr(w);
-	for (size_t i = 0, n = tinspect_lock_nwaiters(l); i < n; i++) {
-		enum tinspect_wait_mode mode = TINSPECT_MODE_NONE;
-		pid_t tid = tinspect_lock_waiter(l, i, &mode);
-		jw_obj(w);
-		k_int(w, "tid", tid);
-		k_str(w, "mode", mode_name(mode));
-		jw_obj_end(w);
-	}
-	jw_arr_end(w);
-	jw_key(w, "words");
-	if (words)
-		jw_hexbytes(w, words, nwords);
-	else
-		jw_null(w);
-	k_str(w, "note", tinspect_lock_note(l));
-	/* the decoded state under the kind's own name ("mutex": {...});
-	 * a futex has none */
-	if (tinspect_lock_decoded(l) && kind != TINSPECT_LOCK_FUTEX) {
-		jw_key(w, tinspect_lock_kind_name(kind));
-		lock_state_json(w, l);
-	}
-	jw_obj_end(w);
-}
-
-static void locks_json(struct jw *w, const tinspect_snapshot *snap)
-{
-	jw_key(w, "locks");
-	jw_arr(w);
-	for (size_t i = 0, n = tinspect_snapshot_nlocks(snap); i < n; i++)
-		lock_json(w, tinspect_snapshot_lock(snap, i));
-	jw_arr_end(w);
-
-	/* "threads" and "locks" of a cycle or a stall, in their order */
-	jw_key(w, "deadlocks");
-	jw_arr(w);
-	for (size_t i = 0, n = tinspect_snapshot_ncycles(snap); i < n; i++) {
-		const tinspect_cycle *c = tinspect_snapshot_cycle(snap, i);
-		size_t len = tinspect_cycle_length(c);
-		jw_obj(w);
-		jw_key(w, "threads");
-		jw_arr(w);
-		for (size_t k = 0; k < len; k++)
-			jw_int(w, tinspect_cycle_tid(c, k));
-		jw_arr_end(w);
-		jw_key(w, "locks");
-		jw_arr(w);
-		for (size_t k = 0; k < len; k++)
-			lockref_json(w, tinspect_cycle_lock(c, k));
-		jw_arr_end(w);
-		jw_obj_end(w);
-	}
-	jw_arr_end(w);
-
-	jw_key(w, "stalls");
-	jw_arr(w);
-	for (size_t i = 0, n = tinspect_snapshot_nstalls(snap); i < n; i++) {
-		const tinspect_stall *st = tinspect_snapshot_stall(snap, i);
-		size_t len = tinspect_stall_length(st);
-		long sc = tinspect_stall_end_syscall(st);
-		jw_obj(w);
-		jw_key(w, "threads");
-		jw_arr(w);
-		for (size_t k = 0; k < len; k++)
-			jw_int(w, tinspect_stall_tid(st, k));
-		jw_arr_end(w);
-		jw_key(w, "locks");
-		jw_arr(w);
-		for (size_t k = 0; k + 1 < len; k++)
-			lockref_json(w, tinspect_stall_lock(st, k));
-		jw_arr_end(w);
-		jw_key(w, "end");
-		jw_obj(w);
-		k_int(w, "tid", tinspect_stall_tid(st, len - 1));
-		k_str(w, "reason", tinspect_stall_end_name(tinspect_stall_end(st)));
-		k_str(w, "syscall", sc >= 0 ? tinspect_snapshot_syscall_name(snap, sc) : NULL);
-		jw_key(w, "lock");
-		lockref_json(w, tinspect_stall_end_lock(st));
-		jw_obj_end(w);
-		jw_obj_end(w);
-	}
-	jw_arr_end(w);
-
-	jw_key(w, "orphaned_locks");
-	jw_arr(w);
-	for (size_t i = 0, n = tinspect_snapshot_norphans(snap); i < n; i++)
-		lockref_json(w, tinspect_snapshot_orphan(snap, i));
-	jw_arr_end(w);
 }
 
 static void thread_proc_json(struct jw *w, const tinspect_thread *th)
@@ -818,23 +503,23 @@ static void thread_proc_json(struct jw *w, const tinspect_thread *th)
 		jw_obj_end(w);
 		jw_key(w, "signals");
 		jw_obj(w);
-		k_hex(w, "blocked", blocked);
-		k_hex(w, "pending", pending);
+		jw_khex(w, "blocked", blocked);
+		jw_khex(w, "pending", pending);
 		jw_obj_end(w);
 		jw_key(w, "sched");
 		jw_obj(w);
-		k_str(w, "policy", agent_policy_name(policy));
-		k_int(w, "priority", priority);
-		k_int(w, "nice", nice);
-		k_int(w, "rt_priority", rt_priority);
-		k_int(w, "processor", processor);
+		jw_kstr(w, "policy", agent_policy_name(policy));
+		jw_kint(w, "priority", priority);
+		jw_kint(w, "nice", nice);
+		jw_kint(w, "rt_priority", rt_priority);
+		jw_kint(w, "processor", processor);
 		jw_key(w, "affinity");
 		jw_strn(w, affinity, alen);
 		jw_obj_end(w);
 	} else {
-		k_null(w, "cpu");
-		k_null(w, "signals");
-		k_null(w, "sched");
+		jw_knull(w, "cpu");
+		jw_knull(w, "signals");
+		jw_knull(w, "sched");
 	}
 }
 
@@ -845,28 +530,28 @@ static void thread_json(struct jw *w, const tinspect_snapshot *snap,
 	const char *name = tinspect_thread_name(th, &name_len);
 	enum tinspect_proc_read pr = tinspect_thread_proc_read(th);
 	jw_obj(w);
-	k_int(w, "tid", tinspect_thread_tid(th));
-	k_tid(w, "ns_tid", tinspect_thread_ns_tid(th));	/* 0: unknown */
+	jw_kint(w, "tid", tinspect_thread_tid(th));
+	json_tid(w, "ns_tid", tinspect_thread_ns_tid(th));	/* 0: unknown */
 	jw_key(w, "name");
 	jw_strn(w, name, name_len);
 	if (name && !agent_utf8_lossless(name, name_len)) {
 		jw_key(w, "name_hex");
 		jw_hexbytes(w, name, name_len);
 	}
-	k_bool(w, "main", tinspect_thread_is_main(th));
+	jw_kbool(w, "main", tinspect_thread_is_main(th));
 
 	if (pr != TINSPECT_PROC_FAILED) {
 		char state = tinspect_thread_state(th);
 		char st[2] = { state, 0 };
-		k_str(w, "state", state ? st : "?");
-		k_str(w, "state_name", agent_state_name(state));
-		k_str(w, "wchan", tinspect_thread_wchan(th));
+		jw_kstr(w, "state", state ? st : "?");
+		jw_kstr(w, "state_name", agent_state_name(state));
+		jw_kstr(w, "wchan", tinspect_thread_wchan(th));
 	} else {
-		k_null(w, "state");
-		k_null(w, "state_name");
-		k_null(w, "wchan");
+		jw_knull(w, "state");
+		jw_knull(w, "state_name");
+		jw_knull(w, "wchan");
 	}
-	k_str(w, "proc_read", pr == TINSPECT_PROC_FAILED ? "failed" :
+	jw_kstr(w, "proc_read", pr == TINSPECT_PROC_FAILED ? "failed" :
 			      pr == TINSPECT_PROC_BEFORE_STOP ? "before_stop" :
 			      "after_resume");
 	jw_key(w, "syscall");
@@ -877,9 +562,9 @@ static void thread_json(struct jw *w, const tinspect_snapshot *snap,
 	jw_key(w, "regs");
 	if (tinspect_thread_regs(th, &pc, &sp, &tp) == 0) {
 		jw_obj(w);
-		k_hex(w, "pc", pc);
-		k_hex(w, "sp", sp);
-		k_hex(w, "tp", tp);
+		jw_khex(w, "pc", pc);
+		jw_khex(w, "sp", sp);
+		jw_khex(w, "tp", tp);
 		jw_obj_end(w);
 	} else {
 		jw_null(w);
@@ -891,11 +576,11 @@ static void thread_json(struct jw *w, const tinspect_snapshot *snap,
 	if (tinspect_thread_pthread(th, &pthread, &td_state) == 0) {
 		const tinspect_symbol *start = tinspect_thread_start_routine(th);
 		jw_obj(w);
-		k_hex(w, "id", pthread);
-		k_str(w, "td_state", tinspect_td_state_name(td_state));
+		jw_khex(w, "id", pthread);
+		jw_kstr(w, "td_state", tinspect_td_state_name(td_state));
 		jw_key(w, "start_routine");
 		if (start)
-			symbol_json(w, start);
+			json_symbol(w, start);
 		else
 			jw_null(w);	/* the initial thread */
 		jw_obj_end(w);
@@ -904,11 +589,11 @@ static void thread_json(struct jw *w, const tinspect_snapshot *snap,
 	}
 	jw_key(w, "stack");
 	stack_json(w, th);
-	k_bool(w, "stopped", tinspect_thread_stopped(th));
-	k_bool(w, "straggler", tinspect_thread_straggler(th));
-	k_bool(w, "jobctl_stopped", tinspect_thread_jobctl_stopped(th));
+	jw_kbool(w, "stopped", tinspect_thread_stopped(th));
+	jw_kbool(w, "straggler", tinspect_thread_straggler(th));
+	jw_kbool(w, "jobctl_stopped", tinspect_thread_jobctl_stopped(th));
 	jw_key(w, "blocked_on");
-	blocked_on_json(w, snap, th);
+	json_blocked_on(w, snap, th);
 	thread_errors(w, th);
 	thread_extras_json(w, snap, tk, th);
 	jw_obj_end(w);
@@ -924,13 +609,13 @@ static void snapshot_json(struct jw *w, const tinspect_snapshot *snap,
 			  const struct agent_opts *o, const struct tls_keys *tk)
 {
 	jw_obj(w);
-	k_str(w, "format_version", TINSPECT_FORMAT_VERSION);
+	jw_kstr(w, "format_version", TINSPECT_FORMAT_VERSION);
 	if (o->update)
-		k_int(w, "update", (int64_t)o->update);
+		jw_kint(w, "update", (int64_t)o->update);
 	jw_key(w, "tool");
 	jw_obj(w);
-	k_str(w, "name", "tinspect");
-	k_str(w, "version", TINSPECT_VERSION);
+	jw_kstr(w, "name", "tinspect");
+	jw_kstr(w, "version", TINSPECT_VERSION);
 	jw_obj_end(w);
 
 	char ts[64];
@@ -942,40 +627,40 @@ static void snapshot_json(struct jw *w, const tinspect_snapshot *snap,
 	gmtime_r(&t, &tm);
 	size_t l = strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(ts + l, sizeof ts - l, ".%06ldZ", nsec / 1000);
-	k_str(w, "captured_at", ts);
+	jw_kstr(w, "captured_at", ts);
 
 	jw_key(w, "process");
 	jw_obj(w);
-	k_int(w, "pid", tinspect_snapshot_pid(snap));
-	k_str(w, "exe", tinspect_snapshot_exe(snap));
+	jw_kint(w, "pid", tinspect_snapshot_pid(snap));
+	jw_kstr(w, "exe", tinspect_snapshot_exe(snap));
 	jw_key(w, "cmdline");
 	jw_arr(w);
 	for (size_t i = 0, n = tinspect_snapshot_argc(snap); i < n; i++)
 		jw_str(w, tinspect_snapshot_arg(snap, i));
 	jw_arr_end(w);
-	k_str(w, "arch", tinspect_snapshot_arch(snap));
-	k_str(w, "glibc_version", tinspect_snapshot_glibc_version(snap));
+	jw_kstr(w, "arch", tinspect_snapshot_arch(snap));
+	jw_kstr(w, "glibc_version", tinspect_snapshot_glibc_version(snap));
 	jw_key(w, "thread_db");
 	jw_obj(w);
-	k_str(w, "status", tinspect_tdb_status_name(tinspect_snapshot_tdb_status(snap)));
-	k_str(w, "detail", tinspect_snapshot_tdb_detail(snap));
-	k_str(w, "library", tinspect_snapshot_tdb_library(snap));
+	jw_kstr(w, "status", tinspect_tdb_status_name(tinspect_snapshot_tdb_status(snap)));
+	jw_kstr(w, "detail", tinspect_snapshot_tdb_detail(snap));
+	jw_kstr(w, "library", tinspect_snapshot_tdb_library(snap));
 	jw_obj_end(w);
-	k_str(w, "module_map", modmap_name(tinspect_snapshot_modmap(snap)));
-	k_int(w, "module_generation", (int64_t)tinspect_snapshot_module_generation(snap));
+	jw_kstr(w, "module_map", modmap_name(tinspect_snapshot_modmap(snap)));
+	jw_kint(w, "module_generation", (int64_t)tinspect_snapshot_module_generation(snap));
 	process_extras_json(w, snap);
 	jw_obj_end(w);
 
 	jw_key(w, "capture");
 	jw_obj(w);
-	k_str(w, "mode", "all-stop");
-	k_int(w, "freeze_us", (int64_t)(tinspect_snapshot_freeze_ns(snap) / 1000));
-	k_int(w, "duration_us", (int64_t)(tinspect_snapshot_duration_ns(snap) / 1000));
-	k_int(w, "threads_seen", (int64_t)tinspect_snapshot_threads_seen(snap));
-	k_int(w, "threads_stopped", (int64_t)tinspect_snapshot_threads_stopped(snap));
-	k_int(w, "threads_vanished", (int64_t)tinspect_snapshot_threads_vanished(snap));
-	k_int(w, "stragglers", (int64_t)tinspect_snapshot_stragglers(snap));
-	k_int(w, "threads_with_errors",
+	jw_kstr(w, "mode", "all-stop");
+	jw_kint(w, "freeze_us", (int64_t)(tinspect_snapshot_freeze_ns(snap) / 1000));
+	jw_kint(w, "duration_us", (int64_t)(tinspect_snapshot_duration_ns(snap) / 1000));
+	jw_kint(w, "threads_seen", (int64_t)tinspect_snapshot_threads_seen(snap));
+	jw_kint(w, "threads_stopped", (int64_t)tinspect_snapshot_threads_stopped(snap));
+	jw_kint(w, "threads_vanished", (int64_t)tinspect_snapshot_threads_vanished(snap));
+	jw_kint(w, "stragglers", (int64_t)tinspect_snapshot_stragglers(snap));
+	jw_kint(w, "threads_with_errors",
 	      (int64_t)tinspect_snapshot_threads_with_errors(snap));
 	static const struct {
 		const char *key;
@@ -992,11 +677,11 @@ static void snapshot_json(struct jw *w, const tinspect_snapshot *snap,
 	jw_key(w, "timings");
 	jw_obj(w);
 	for (size_t i = 0; i < sizeof timings / sizeof *timings; i++)
-		k_int(w, timings[i].key,
+		jw_kint(w, timings[i].key,
 		      (int64_t)(tinspect_snapshot_timing_ns(snap, timings[i].step) / 1000));
 	jw_obj_end(w);
-	k_bool(w, "stacks", tinspect_snapshot_has_stacks(snap));
-	k_int(w, "stack_bytes_copied", (int64_t)tinspect_snapshot_stack_bytes_copied(snap));
+	jw_kbool(w, "stacks", tinspect_snapshot_has_stacks(snap));
+	jw_kint(w, "stack_bytes_copied", (int64_t)tinspect_snapshot_stack_bytes_copied(snap));
 	capture_messages(w, snap);
 	jw_obj_end(w);
 
@@ -1005,7 +690,7 @@ static void snapshot_json(struct jw *w, const tinspect_snapshot *snap,
 	for (size_t i = 0, n = tinspect_snapshot_nthreads(snap); i < n; i++)
 		thread_json(w, snap, tk, tinspect_snapshot_thread(snap, i));
 	jw_arr_end(w);
-	locks_json(w, snap);
+	json_locks(w, snap);
 	jw_obj_end(w);
 }
 

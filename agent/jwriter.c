@@ -404,3 +404,33 @@ int jw_finish(struct jw *w)
 	funlockfile(w->out);
 	return bad || err ? -1 : 0;
 }
+
+void jw_kstr(struct jw *w, const char *k, const char *v)
+{
+	jw_key(w, k);
+	jw_str(w, v);
+}
+
+void jw_kint(struct jw *w, const char *k, int64_t v)
+{
+	jw_key(w, k);
+	jw_int(w, v);
+}
+
+void jw_khex(struct jw *w, const char *k, uint64_t v)
+{
+	jw_key(w, k);
+	jw_hex(w, v);
+}
+
+void jw_kbool(struct jw *w, const char *k, bool v)
+{
+	jw_key(w, k);
+	jw_bool(w, v);
+}
+
+void jw_knull(struct jw *w, const char *k)
+{
+	jw_key(w, k);
+	jw_null(w);
+}

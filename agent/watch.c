@@ -111,18 +111,6 @@ static void jline_put(struct jline *l)
 	mb_put(&l->m);
 }
 
-static void k_int(struct jw *w, const char *k, int64_t v)
-{
-	jw_key(w, k);
-	jw_int(w, v);
-}
-
-static void k_str(struct jw *w, const char *k, const char *v)
-{
-	jw_key(w, k);
-	jw_str(w, v);
-}
-
 /* ---- summary lines ---------------------------------------------------------- */
 
 /*
@@ -163,7 +151,7 @@ static void tally_json(struct jw *w, const char *k, struct tally *t)
 	jw_key(w, k);
 	jw_obj(w);
 	for (size_t i = 0; i < t->n; i++) {
-		k_int(w, t->v[i].name, (int64_t)t->v[i].n);
+		jw_kint(w, t->v[i].name, (int64_t)t->v[i].n);
 		free(t->v[i].name);
 	}
 	jw_obj_end(w);
@@ -238,9 +226,9 @@ static void summary_locks_json(struct jw *w, const tinspect_snapshot *snap)
 		jw_obj(w);
 		jw_key(w, "addr");
 		jw_hex(w, tinspect_lock_addr(v[i]));
-		k_str(w, "kind", tinspect_lock_kind_name(tinspect_lock_kind(v[i])));
-		k_str(w, "symbol", sym ? tinspect_symbol_name(sym) : NULL);
-		k_int(w, "waiters", (int64_t)tinspect_lock_nwaiters(v[i]));
+		jw_kstr(w, "kind", tinspect_lock_kind_name(tinspect_lock_kind(v[i])));
+		jw_kstr(w, "symbol", sym ? tinspect_symbol_name(sym) : NULL);
+		jw_kint(w, "waiters", (int64_t)tinspect_lock_nwaiters(v[i]));
 		jw_key(w, "owner");
 		if (tinspect_lock_owner_state(v[i]) == TINSPECT_OWNER_LIVE)
 			jw_int(w, tinspect_lock_owner(v[i]));
@@ -286,12 +274,12 @@ static void summary_json(const tinspect_snapshot *snap, unsigned long update)
 	if (!jline_open(&l, "summary", tinspect_snapshot_pid(snap), sec, nsec))
 		return;
 	struct jw *w = &l.w;
-	k_int(w, "update", (int64_t)update);
-	k_int(w, "freeze_us", (int64_t)(tinspect_snapshot_freeze_ns(snap) / 1000));
-	k_int(w, "duration_us", (int64_t)(tinspect_snapshot_duration_ns(snap) / 1000));
-	k_int(w, "threads", (int64_t)tinspect_snapshot_nthreads(snap));
-	k_int(w, "threads_stopped", (int64_t)tinspect_snapshot_threads_stopped(snap));
-	k_int(w, "module_generation", (int64_t)tinspect_snapshot_module_generation(snap));
+	jw_kint(w, "update", (int64_t)update);
+	jw_kint(w, "freeze_us", (int64_t)(tinspect_snapshot_freeze_ns(snap) / 1000));
+	jw_kint(w, "duration_us", (int64_t)(tinspect_snapshot_duration_ns(snap) / 1000));
+	jw_kint(w, "threads", (int64_t)tinspect_snapshot_nthreads(snap));
+	jw_kint(w, "threads_stopped", (int64_t)tinspect_snapshot_threads_stopped(snap));
+	jw_kint(w, "module_generation", (int64_t)tinspect_snapshot_module_generation(snap));
 
 	struct tally by_state = { 0 }, by_start = { 0 };
 	for (size_t i = 0, n = tinspect_snapshot_nthreads(snap); i < n; i++) {
@@ -393,19 +381,19 @@ static void event_line(void *arg, const tinspect_event *ev)
 		return;
 	struct jw *w = &l.w;
 	int status = tinspect_event_wait_status(ev);
-	k_str(w, "event", created ? "thread_created" : "thread_exited");
-	k_int(w, "tid", tinspect_event_tid(ev));
+	jw_kstr(w, "event", created ? "thread_created" : "thread_exited");
+	jw_kint(w, "tid", tinspect_event_tid(ev));
 	if (created) {
 		const tinspect_symbol *start = tinspect_event_start(ev);
-		k_int(w, "parent_tid", tinspect_event_parent(ev));
+		jw_kint(w, "parent_tid", tinspect_event_parent(ev));
 		jw_key(w, "start_routine");
 		if (start) {
 			jw_obj(w);
 			jw_key(w, "addr");
 			jw_hex(w, tinspect_symbol_addr(start));
-			k_str(w, "module", tinspect_symbol_module(start));
-			k_str(w, "symbol", tinspect_symbol_name(start));
-			k_int(w, "offset", (int64_t)tinspect_symbol_offset(start));
+			jw_kstr(w, "module", tinspect_symbol_module(start));
+			jw_kstr(w, "symbol", tinspect_symbol_name(start));
+			jw_kint(w, "offset", (int64_t)tinspect_symbol_offset(start));
 			jw_obj_end(w);
 		} else {
 			jw_null(w);
@@ -445,8 +433,8 @@ static void stream_event(const struct watch_opts *w, pid_t pid, const char *what
 	struct jline l;
 	if (!jline_open(&l, "event", pid, ts.tv_sec, ts.tv_nsec))
 		return;
-	k_str(&l.w, "event", what);
-	k_str(&l.w, "detail", detail);
+	jw_kstr(&l.w, "event", what);
+	jw_kstr(&l.w, "detail", detail);
 	jline_put(&l);
 }
 
