@@ -104,6 +104,13 @@ int tin_snapshot_wrap(struct dbs_snapshot *d, tinspect_snapshot **ret)
 	return 0;
 }
 
+struct dbs_snapshot *tin_snapshot_unwrap(tinspect_snapshot *s)
+{
+	struct dbs_snapshot *d = s->d;
+	unwrap(s);
+	return d;
+}
+
 void tinspect_snapshot_free(tinspect_snapshot *snap)
 {
 	if (!snap)

@@ -87,6 +87,9 @@ struct tinspect_snapshot {
  * The tests wrap snapshots they build by hand this way.
  */
 int tin_snapshot_wrap(struct dbs_snapshot *d, tinspect_snapshot **ret);
+/* Free the handles only, and give the snapshot back (the fuzz target
+ * analyses one snapshot again after rendering it). */
+struct dbs_snapshot *tin_snapshot_unwrap(tinspect_snapshot *s);
 
 /* The lock of index i of a snapshot; NULL if out of range. */
 const struct tinspect_lock *tin_lock_at(const struct tinspect_snapshot *s, size_t i);
