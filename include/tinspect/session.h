@@ -99,7 +99,7 @@ struct tinspect_options {
 	const struct tinspect_tls_request *tls;
 	size_t ntls;
 };
-#define TINSPECT_OPTIONS_INIT { sizeof(struct tinspect_options) }
+#define TINSPECT_OPTIONS_INIT { .size = sizeof(struct tinspect_options) }
 
 /*
  * The TYPE of a thread-local variable by name: int long unsigned ulong
