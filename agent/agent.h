@@ -1,7 +1,8 @@
 /*
  * agent: the tinspect program.  Command line, exit statuses, signal
  * handling and the two renderers.  Renderers only read a finished snapshot;
- * they never touch the process.
+ * they never touch the process.  The program is an embedder of libtinspect
+ * like any other: it uses the public API (include/tinspect/) only.
  */
 #ifndef TINSPECT_AGENT_H
 #define TINSPECT_AGENT_H
@@ -11,7 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "dbsession.h"
+#include <tinspect/tinspect.h>
 
 /* Exit statuses: documented in --help, README.md and tinspect(1). */
 enum agent_exit {
@@ -57,79 +58,76 @@ struct outq *outq_start(int fd, size_t limit, volatile sig_atomic_t *cancel,
 			int cancel_value);
 bool outq_put(struct outq *q, const char *data, size_t len);
 unsigned long outq_take_dropped(struct outq *q);
-int outq_error(struct outq *q);
 int outq_finish(struct outq *q);
 
 /* Run the watch loop on an initialised session.  0 when the target exited
  * or --count updates were made; a negative errno otherwise (-EINTR: a
  * signal asked to stop, everything resumed and detached).  When the target
- * executes a new program, *sp is replaced by a session on it (dopts). */
-int agent_watch(struct dbs_session **sp, pid_t pid, const struct dbs_options *dopts,
+ * executes a new program, *sp is replaced by a session on it (opts). */
+int agent_watch(tinspect_session **sp, pid_t pid, const struct tinspect_options *opts,
 		const struct watch_opts *w, const struct agent_opts *ao);
 
 /* JSON document format; bump the minor for additions, the major for
  * changes that break readers. */
 #define TINSPECT_FORMAT_VERSION "2.1"
 
-int render_text(FILE *out, const struct dbs_snapshot *snap,
+int render_text(FILE *out, const tinspect_snapshot *snap,
 		const struct agent_opts *o);
-int render_json(FILE *out, const struct dbs_snapshot *snap,
+int render_json(FILE *out, const tinspect_snapshot *snap,
 		const struct agent_opts *o);
 
 /* text helpers shared by the renderers (text.c) */
 const char *agent_state_name(char state);
 const char *agent_policy_name(unsigned policy);
-const char *agent_td_state_name(int td_state);
 /* Bytes from the target, printable ASCII as is, the rest as \xNN. */
 void agent_put_escaped(FILE *out, const char *s);
 /* name+0xoff in module, or 0xaddr (module+0xoff) */
-void agent_put_symbol(FILE *out, const struct dbs_symbol *s);
-/* A stack as gdb's "bt" prints it, two spaces in; in_group: frames
- * outside any module without their pc (it differs between the threads
- * of a group). */
-void agent_put_stack(FILE *out, const struct dbs_stack *st, bool in_group);
+void agent_put_symbol(FILE *out, const tinspect_symbol *s);
+/* A thread's stack as gdb's "bt" prints it, two spaces in; in_group:
+ * frames outside any module without their pc (it differs between the
+ * threads of a group). */
+void agent_put_stack(FILE *out, const tinspect_thread *th, bool in_group);
 
 /* ---- the report for a person in an incident (issue 9) --------------------
  * report.c: the first screen.  The verdict (deadlocks, orphaned locks,
  * stalls, or why none can be proven), threads by state and by what they
  * wait on, the most contended locks; then the details of what the verdict
  * names. */
-void report_summary(FILE *out, const struct dbs_snapshot *snap,
+void report_summary(FILE *out, const tinspect_snapshot *snap,
 		    const struct agent_opts *o);
 /* The deadlocks' stacks, the stall chains, the orphaned locks. */
-void report_lock_details(FILE *out, const struct dbs_snapshot *snap,
+void report_lock_details(FILE *out, const tinspect_snapshot *snap,
 			 const struct agent_opts *o);
 /* Every lock waited on, by address: the reference list, last. */
-void report_all_locks(FILE *out, const struct dbs_snapshot *snap);
+void report_all_locks(FILE *out, const tinspect_snapshot *snap);
 /* "  waiting for ..." of one thread (detail view), and its one-line form
  * for --brief ("futex 0x... (called from f)", "mutex m held by 12"). */
-void report_put_waiting(FILE *out, const struct dbs_snapshot *snap,
-			const struct dbs_thread *th);
-void report_put_wait_short(FILE *out, const struct dbs_snapshot *snap,
-			   const struct dbs_thread *th);
+void report_put_waiting(FILE *out, const tinspect_snapshot *snap,
+			const tinspect_thread *th);
+void report_put_wait_short(FILE *out, const tinspect_thread *th);
 /* thread "name" (tid) */
-void report_put_thread_ref(FILE *out, const struct dbs_snapshot *snap, pid_t tid);
+void report_put_thread_ref(FILE *out, const tinspect_snapshot *snap, pid_t tid);
 
 /* stackgroups.c: threads grouped by identical stack, as pt-pmp and
  * eu-stack | sort | uniq -c users do by hand. */
 struct stack_groups;
-struct stack_groups *stack_groups_build(const struct dbs_snapshot *snap);
+struct stack_groups *stack_groups_build(const tinspect_snapshot *snap);
 void stack_groups_free(struct stack_groups *g);
 /* Print the groups, largest first (threads listed in full with verbose). */
-void stack_groups_print(FILE *out, const struct dbs_snapshot *snap,
+void stack_groups_print(FILE *out, const tinspect_snapshot *snap,
 			const struct stack_groups *g, bool verbose);
 /* The group of thread index i (1-based number as printed) and its size;
  * 0 if the thread has no stack. */
 size_t stack_groups_of(const struct stack_groups *g, size_t i, size_t *ret_size);
 /* The first frame of a blocked thread outside libc and the dynamic
  * linker: the function that called into the wait; NULL if none. */
-const struct dbs_frame *agent_wait_caller(const struct dbs_thread *th);
+const tinspect_frame *agent_wait_caller(const tinspect_thread *th);
 /* A frame's function for one line: symbol, else module+0xoffset, else
  * "??"; into buf (always terminated), escaped. */
-const char *agent_frame_name(const struct dbs_frame *f, char *buf, size_t len);
+const char *agent_frame_name(const tinspect_frame *f, char *buf, size_t len);
 
 /* brief.c: --brief, one line per thread like gdb's "info threads". */
-void brief_threads(FILE *out, const struct dbs_snapshot *snap);
+void brief_threads(FILE *out, const tinspect_snapshot *snap);
 /*
  * jwriter.c: a streaming JSON writer (RFC 8259), in document order, to a
  * FILE.  Every string is written as valid UTF-8 whatever its bytes: an
@@ -176,18 +174,30 @@ void jw_hex(struct jw *w, uint64_t v);
 void jw_real(struct jw *w, double v);
 /* The bytes as one string of lowercase hex digits. */
 void jw_hexbytes(struct jw *w, const void *s, size_t n);
+/* "k": value, for the common kinds of value in an object */
+void jw_kstr(struct jw *w, const char *k, const char *v);
+void jw_kint(struct jw *w, const char *k, int64_t v);
+void jw_khex(struct jw *w, const char *k, uint64_t v);
+void jw_kbool(struct jw *w, const char *k, bool v);
+void jw_knull(struct jw *w, const char *k);
+
+/* json.c, json_locks.c: the parts of the snapshot document each writes
+ * for the other.  A symbol object; "k": a tid, or null for 0 (unknown);
+ * a thread's "blocked_on" value; the process's lock members. */
+void json_symbol(struct jw *w, const tinspect_symbol *s);
+void json_tid(struct jw *w, const char *k, pid_t tid);
+void json_blocked_on(struct jw *w, const tinspect_snapshot *snap,
+		     const tinspect_thread *th);
+void json_locks(struct jw *w, const tinspect_snapshot *snap);
 
 /* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if it is
  * invalid or NUL. */
 size_t agent_utf8_seq(const unsigned char *s, size_t n);
 /* Whether the bytes are written as they are (no U+FFFD). */
 bool agent_utf8_lossless(const char *s, size_t n);
-
-/* Copy the JSON text src[0..n) (jansson's output) into dst with every
- * U+2028 and U+2029 written as \u2028 and \u2029, as jw_* write them.
- * Outside strings JSON text is ASCII, so the bytes can only be inside
- * one.  dst holds at least 2 * n bytes; returns its length. */
-size_t agent_json_escape_separators(char *dst, const char *src, size_t n);
+/* Whether a and b are the same JSON string once written (equal after
+ * every invalid byte became U+FFFD): the same key of an object. */
+bool agent_json_same_key(const char *a, const char *b);
 
 /* Write bytes as a C-like quoted string: printable ASCII as is, '"' and
  * '\\' escaped, everything else as \xNN. */

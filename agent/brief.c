@@ -8,19 +8,22 @@
 
 #include <string.h>
 
-void brief_threads(FILE *out, const struct dbs_snapshot *snap)
+void brief_threads(FILE *out, const tinspect_snapshot *snap)
 {
 	fprintf(out, "%8s  %-18s %2s  %-44s %s\n", "TID", "NAME", "ST", "TOP FRAME",
 		"WAITS ON");
-	for (size_t i = 0; i < snap->nthreads; i++) {
-		const struct dbs_thread *th = &snap->threads[i];
-		fprintf(out, "%8d  ", (int)th->tid);
+	for (size_t i = 0, n = tinspect_snapshot_nthreads(snap); i < n; i++) {
+		const tinspect_thread *th = tinspect_snapshot_thread(snap, i);
+		size_t len;
+		const char *tname = tinspect_thread_name(th, &len);
+		char state = tinspect_thread_state(th);
+		fprintf(out, "%8d  ", (int)tinspect_thread_tid(th));
 		/* the name escaped and padded: a name is any 15 bytes */
 		char name[80];
 		FILE *m = fmemopen(name, sizeof name, "w");
 		if (m) {
-			if (th->name)
-				agent_fput_quoted(m, th->name, th->name_len);
+			if (tname)
+				agent_fput_quoted(m, tname, len);
 			else
 				fputs("?", m);
 			fputc('\0', m);
@@ -29,18 +32,19 @@ void brief_threads(FILE *out, const struct dbs_snapshot *snap)
 		} else {
 			strcpy(name, "?");
 		}
-		fprintf(out, "%-18s %2c  ", name,
-			th->proc_valid && th->state ? th->state : '?');
+		fprintf(out, "%-18s %2c  ", name, state ? state : '?');
 		char frame[256] = "-";
-		if (th->stack.nframes) {
+		size_t nframes = tinspect_thread_nframes(th);
+		if (nframes) {
 			/* the innermost real frame, not an inlined helper */
 			size_t k = 0;
-			while (k + 1 < th->stack.nframes && th->stack.frames[k].inlined)
+			while (k + 1 < nframes &&
+			       tinspect_frame_inlined(tinspect_thread_frame(th, k)))
 				k++;
-			agent_frame_name(&th->stack.frames[k], frame, sizeof frame);
+			agent_frame_name(tinspect_thread_frame(th, k), frame, sizeof frame);
 		}
 		fprintf(out, "%-44s ", frame);
-		report_put_wait_short(out, snap, th);
+		report_put_wait_short(out, th);
 		fputc('\n', out);
 	}
 	fputc('\n', out);

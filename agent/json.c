@@ -1,7 +1,8 @@
 /*
  * json.c: the versioned JSON document (schema/tinspect-snapshot.schema.json),
  * streamed to the output in document order (jwriter.c): a 10000-thread
- * snapshot is never held as a tree.
+ * snapshot is never held as a tree.  The process, the capture, the threads
+ * here; what blocked threads wait on and the lock graph in json_locks.c.
  * Every string that comes from the target (thread names, paths, command
  * line, ELF symbol names) is attacker-controlled bytes: the writer makes it
  * valid UTF-8 (invalid sequences become U+FFFD, and the raw bytes are kept
@@ -19,145 +20,122 @@
 
 #include "config.h"
 
-/* "key": value, for the common value kinds */
-static void k_str(struct jw *w, const char *k, const char *v)
+/* "errors": [...] of a thread, or "errors"/"warnings" of the capture */
+static void thread_errors(struct jw *w, const tinspect_thread *th)
 {
-	jw_key(w, k);
-	jw_str(w, v);
-}
-
-static void k_int(struct jw *w, const char *k, int64_t v)
-{
-	jw_key(w, k);
-	jw_int(w, v);
-}
-
-static void k_hex(struct jw *w, const char *k, uint64_t v)
-{
-	jw_key(w, k);
-	jw_hex(w, v);
-}
-
-static void k_bool(struct jw *w, const char *k, bool v)
-{
-	jw_key(w, k);
-	jw_bool(w, v);
-}
-
-static void k_null(struct jw *w, const char *k)
-{
-	jw_key(w, k);
-	jw_null(w);
-}
-
-static void errors_array(struct jw *w, const char *k, char **errs, size_t n)
-{
-	jw_key(w, k);
+	jw_key(w, "errors");
 	jw_arr(w);
-	for (size_t i = 0; i < n; i++)
-		jw_str(w, errs[i]);
+	for (size_t i = 0; i < tinspect_thread_nerrors(th); i++)
+		jw_str(w, tinspect_thread_error(th, i));
 	jw_arr_end(w);
 }
 
-static void symbol_json(struct jw *w, const struct dbs_symbol *s)
+static void capture_messages(struct jw *w, const tinspect_snapshot *snap)
+{
+	jw_key(w, "errors");
+	jw_arr(w);
+	for (size_t i = 0; i < tinspect_snapshot_nerrors(snap); i++)
+		jw_str(w, tinspect_snapshot_error(snap, i));
+	jw_arr_end(w);
+	jw_key(w, "warnings");
+	jw_arr(w);
+	for (size_t i = 0; i < tinspect_snapshot_nwarnings(snap); i++)
+		jw_str(w, tinspect_snapshot_warning(snap, i));
+	jw_arr_end(w);
+}
+
+void json_symbol(struct jw *w, const tinspect_symbol *s)
 {
 	jw_obj(w);
-	k_hex(w, "addr", s->addr);
-	k_str(w, "module", s->module);
-	k_str(w, "symbol", s->name);
-	k_int(w, "offset", (int64_t)s->offset);
+	jw_khex(w, "addr", tinspect_symbol_addr(s));
+	jw_kstr(w, "module", tinspect_symbol_module(s));
+	jw_kstr(w, "symbol", tinspect_symbol_name(s));
+	jw_kint(w, "offset", (int64_t)tinspect_symbol_offset(s));
 	jw_obj_end(w);
 }
 
-static void syscall_json(struct jw *w, const struct dbs_snapshot *snap,
-			 const struct dbs_thread *th)
+static void syscall_json(struct jw *w, const tinspect_thread *th)
 {
-	long nr = -1;
-	const uint64_t *args = NULL;
-	const char *source = NULL;
-	bool restarting = false;
-	if (th->syscall.nr >= 0) {
-		nr = th->syscall.nr;
-		args = th->syscall.args;
-		source = "registers";
-		restarting = th->syscall.restarting;
-	} else if (!th->have_regs && th->proc_sc_kind == PSVC_SC_IN_SYSCALL) {
-		nr = th->proc_sc_nr;
-		args = th->proc_sc_args;
-		source = "proc";
-	}
-	if (nr < 0) {
+	struct tinspect_syscall sc;
+	if (tinspect_thread_syscall(th, &sc, sizeof sc)) {
 		jw_null(w);
 		return;
 	}
 	jw_obj(w);
-	k_int(w, "nr", nr);
-	k_str(w, "name", arch_syscall_name(snap->arch, nr));
+	jw_kint(w, "nr", sc.nr);
+	jw_kstr(w, "name", sc.name);
 	jw_key(w, "args");
 	jw_arr(w);
 	for (int i = 0; i < 6; i++)
-		jw_hex(w, args[i]);
+		jw_hex(w, sc.args[i]);
 	jw_arr_end(w);
-	k_bool(w, "restarting", restarting);
-	k_str(w, "source", source);
+	jw_kbool(w, "restarting", sc.restarting);
+	jw_kstr(w, "source", sc.source == TINSPECT_SYSCALL_REGISTERS ? "registers" : "proc");
 	jw_obj_end(w);
 }
 
-static void frame_json(struct jw *w, const struct dbs_frame *f)
+static void frame_json(struct jw *w, const tinspect_frame *f)
 {
+	const char *module = tinspect_frame_module(f);
+	const char *symbol = tinspect_frame_symbol(f);
+	const char *mangled = tinspect_frame_mangled(f);
+	int line = tinspect_frame_line(f);
 	jw_obj(w);
-	k_hex(w, "pc", f->pc);
-	k_bool(w, "inlined", f->inlined);
-	k_str(w, "module", f->module);
-	k_str(w, "build_id", f->build_id);
-	k_str(w, "symbol", f->symbol);
-	if (f->mangled)
-		k_str(w, "mangled", f->mangled);
-	if (f->symbol)
-		k_int(w, "offset", (int64_t)f->offset);
+	jw_khex(w, "pc", tinspect_frame_pc(f));
+	jw_kbool(w, "inlined", tinspect_frame_inlined(f));
+	jw_kstr(w, "module", module);
+	jw_kstr(w, "build_id", tinspect_frame_build_id(f));
+	jw_kstr(w, "symbol", symbol);
+	if (mangled)
+		jw_kstr(w, "mangled", mangled);
+	if (symbol)
+		jw_kint(w, "offset", (int64_t)tinspect_frame_offset(f));
 	else
-		k_null(w, "offset");
-	k_str(w, "file", f->file);
-	if (f->line)
-		k_int(w, "line", f->line);
+		jw_knull(w, "offset");
+	jw_kstr(w, "file", tinspect_frame_file(f));
+	if (line)
+		jw_kint(w, "line", line);
 	else
-		k_null(w, "line");
-	if (f->module)
-		k_hex(w, "module_offset", f->module_offset);
+		jw_knull(w, "line");
+	if (module)
+		jw_khex(w, "module_offset", tinspect_frame_module_offset(f));
 	else
-		k_null(w, "module_offset");
+		jw_knull(w, "module_offset");
 	jw_obj_end(w);
 }
 
-static void stack_json(struct jw *w, const struct dbs_stack *st)
+static void stack_json(struct jw *w, const tinspect_thread *th)
 {
-	if (st->end == DBS_STACK_NONE) {
+	enum tinspect_stack_end end = tinspect_thread_stack_end(th);
+	if (end == TINSPECT_STACK_NONE) {
 		jw_null(w);
 		return;
 	}
 	jw_obj(w);
 	jw_key(w, "frames");
 	jw_arr(w);
-	for (size_t i = 0; i < st->nframes; i++)
-		frame_json(w, &st->frames[i]);
+	for (size_t i = 0, n = tinspect_thread_nframes(th); i < n; i++)
+		frame_json(w, tinspect_thread_frame(th, i));
 	jw_arr_end(w);
-	k_str(w, "end", dbs_stack_end_name(st->end));
-	k_bool(w, "truncated", st->end == DBS_STACK_TRUNCATED);
-	k_str(w, "error", st->error);
-	k_int(w, "copied_bytes", (int64_t)(st->copied_to - st->copied_from));
+	jw_kstr(w, "end", tinspect_stack_end_name(end));
+	jw_kbool(w, "truncated", end == TINSPECT_STACK_TRUNCATED);
+	jw_kstr(w, "error", tinspect_thread_stack_error(th));
+	uint64_t from, to;
+	tinspect_thread_stack_copied(th, &from, &to);
+	jw_kint(w, "copied_bytes", (int64_t)(to - from));
 	jw_obj_end(w);
 }
 
 /* ---- --tls, --errno, --keys, stacks ---------------------------------------- */
 
-static const char *tls_status_name(enum dbs_tls_status s)
+static const char *tls_status_name(enum tinspect_tls_status s)
 {
 	switch (s) {
-	case DBS_TLS_OK: return "ok";
-	case DBS_TLS_NOT_ALLOCATED: return "not_allocated";
-	case DBS_TLS_NOT_FOUND: return "not_found";
-	case DBS_TLS_UNAVAILABLE: return "unavailable";
-	case DBS_TLS_ERROR: return "error";
+	case TINSPECT_TLS_OK: return "ok";
+	case TINSPECT_TLS_NOT_ALLOCATED: return "not_allocated";
+	case TINSPECT_TLS_NOT_FOUND: return "not_found";
+	case TINSPECT_TLS_UNAVAILABLE: return "unavailable";
+	case TINSPECT_TLS_ERROR: return "error";
 	}
 	return "error";
 }
@@ -165,20 +143,21 @@ static const char *tls_status_name(enum dbs_tls_status s)
 /* The value of a variable, typed by its decoding: integers up to 32 bits
  * are numbers, 64-bit integers decimal strings and addresses "0x..."
  * strings (exact for readers with 53-bit numbers), bytes lowercase hex. */
-static void tls_value_json(struct jw *w, const struct dbs_tls_var *var,
-			   const struct dbs_tls_value *v)
+static void tls_value_json(struct jw *w, const tinspect_tls_value *v)
 {
-	const unsigned char *b = v->bytes;
+	const tinspect_tls_var *var = tinspect_tls_value_var(v);
+	unsigned size = tinspect_tls_var_size(var);
+	const unsigned char *b = tinspect_tls_value_bytes(v, NULL);
 	if (!b) {
 		jw_null(w);
 		return;
 	}
-	uint64_t u = dbs_tls_bits(var, v);
+	uint64_t u = tinspect_tls_value_bits(v);
 	char buf[32];
-	switch (var->type) {
-	case DBS_TLS_INT: {
-		int64_t x = dbs_tls_signed(var, v);
-		if (var->size < 8) {
+	switch (tinspect_tls_var_type(var)) {
+	case TINSPECT_TLS_INT: {
+		int64_t x = tinspect_tls_value_signed(v);
+		if (size < 8) {
 			jw_int(w, x);
 			return;
 		}
@@ -186,93 +165,109 @@ static void tls_value_json(struct jw *w, const struct dbs_tls_var *var,
 		jw_str(w, buf);
 		return;
 	}
-	case DBS_TLS_UNSIGNED:
-		if (var->size < 8) {
+	case TINSPECT_TLS_UNSIGNED:
+		if (size < 8) {
 			jw_int(w, (int64_t)u);
 			return;
 		}
 		snprintf(buf, sizeof buf, "%" PRIu64, u);
 		jw_str(w, buf);
 		return;
-	case DBS_TLS_BOOL:
+	case TINSPECT_TLS_BOOL:
 		jw_bool(w, u != 0);
 		return;
-	case DBS_TLS_HEX:
-	case DBS_TLS_POINTER:
+	case TINSPECT_TLS_HEX:
+	case TINSPECT_TLS_POINTER:
 		jw_hex(w, u);
 		return;
-	case DBS_TLS_FLOAT:
-		jw_real(w, dbs_tls_double(var, v));	/* NaN, infinities: null */
+	case TINSPECT_TLS_FLOAT:
+		jw_real(w, tinspect_tls_value_double(v));	/* NaN, infinities: null */
 		return;
-	case DBS_TLS_STRING:
-		if (v->str)
-			jw_strn(w, v->str, v->str_len);
+	case TINSPECT_TLS_STRING: {
+		size_t len;
+		const char *str = tinspect_tls_value_string(v, &len, NULL);
+		if (str)
+			jw_strn(w, str, len);
 		else
 			jw_null(w);
 		return;
-	case DBS_TLS_BYTES:
-	case DBS_TLS_AUTO:
-		jw_hexbytes(w, b, var->size);
+	}
+	case TINSPECT_TLS_BYTES:
+	case TINSPECT_TLS_AUTO:
+		jw_hexbytes(w, b, size);
 		return;
 	}
 	jw_null(w);
 }
 
-static void tls_entry_json(struct jw *w, const struct dbs_tls_var *var,
-			   const struct dbs_tls_value *v)
+static void k_address(struct jw *w, const tinspect_tls_value *v)
 {
-	jw_obj(w);
-	if (v->have_addr)
-		k_hex(w, "address", v->addr);
+	uint64_t a;
+	if (tinspect_tls_value_address(v, &a) == 0)
+		jw_khex(w, "address", a);
 	else
-		k_null(w, "address");
-	k_str(w, "type", var->type_name);
-	k_str(w, "status", tls_status_name(v->status));
+		jw_knull(w, "address");
+}
+
+static void tls_entry_json(struct jw *w, const tinspect_tls_value *v)
+{
+	const tinspect_tls_var *var = tinspect_tls_value_var(v);
+	enum tinspect_tls_type type = tinspect_tls_var_type(var);
+	enum tinspect_tls_status status = tinspect_tls_value_status(v);
+	const unsigned char *b = tinspect_tls_value_bytes(v, NULL);
+	jw_obj(w);
+	k_address(w, v);
+	jw_kstr(w, "type", tinspect_tls_var_type_name(var));
+	jw_kstr(w, "status", tls_status_name(status));
 	jw_key(w, "value");
-	if (v->status == DBS_TLS_OK)
-		tls_value_json(w, var, v);
+	if (status == TINSPECT_TLS_OK)
+		tls_value_json(w, v);
 	else
 		jw_null(w);
-	if (var->type == DBS_TLS_STRING && v->status == DBS_TLS_OK && v->bytes) {
+	if (type == TINSPECT_TLS_STRING && status == TINSPECT_TLS_OK && b) {
 		uint64_t p;
-		memcpy(&p, v->bytes, sizeof p);
-		k_hex(w, "pointer", p);
-		k_bool(w, "truncated", v->str_truncated);
-		if (v->str && !agent_utf8_lossless(v->str, v->str_len)) {
+		size_t len;
+		bool truncated;
+		const char *str = tinspect_tls_value_string(v, &len, &truncated);
+		memcpy(&p, b, sizeof p);
+		jw_khex(w, "pointer", p);
+		jw_kbool(w, "truncated", truncated);
+		if (str && !agent_utf8_lossless(str, len)) {
 			jw_key(w, "value_hex");
-			jw_hexbytes(w, v->str, v->str_len);
+			jw_hexbytes(w, str, len);
 		}
 	}
-	if (var->type == DBS_TLS_POINTER && v->status == DBS_TLS_OK &&
-	    v->ptr_sym.module) {
+	const tinspect_symbol *pointee = tinspect_tls_value_pointee(v);
+	if (pointee) {
 		jw_key(w, "symbol");
-		symbol_json(w, &v->ptr_sym);
+		json_symbol(w, pointee);
 	}
-	if (v->error)
-		k_str(w, "error", v->error);
+	const char *err = tinspect_tls_value_error(v);
+	if (err)
+		jw_kstr(w, "error", err);
 	jw_obj_end(w);
 }
 
-static void errno_json(struct jw *w, const struct dbs_tls_value *v)
+static void errno_json(struct jw *w, const tinspect_tls_value *v)
 {
 	int e = 0;
-	bool ok = v->status == DBS_TLS_OK && v->bytes;
+	enum tinspect_tls_status status = tinspect_tls_value_status(v);
+	const unsigned char *b = tinspect_tls_value_bytes(v, NULL);
+	bool ok = status == TINSPECT_TLS_OK && b;
 	if (ok)
-		memcpy(&e, v->bytes, sizeof e);
+		memcpy(&e, b, sizeof e);
 	const char *name = ok && e ? strerrorname_np(e) : NULL;
 	jw_obj(w);
 	if (ok)
-		k_int(w, "value", e);
+		jw_kint(w, "value", e);
 	else
-		k_null(w, "value");
-	k_str(w, "name", name);
-	if (v->have_addr)
-		k_hex(w, "address", v->addr);
-	else
-		k_null(w, "address");
-	k_str(w, "status", tls_status_name(v->status));
-	if (v->error)
-		k_str(w, "error", v->error);
+		jw_knull(w, "value");
+	jw_kstr(w, "name", name);
+	k_address(w, v);
+	jw_kstr(w, "status", tls_status_name(status));
+	const char *err = tinspect_tls_value_error(v);
+	if (err)
+		jw_kstr(w, "error", err);
 	jw_obj_end(w);
 }
 
@@ -289,25 +284,17 @@ struct tls_keys {
 	bool any;		/* a variable other than errno was asked */
 };
 
-static bool same_key(const char *a, const char *b)
+/* Variable i of the snapshot: a --tls one (not errno) with key name. */
+static bool tls_var_keyed(const tinspect_snapshot *snap, size_t i, const char *name)
 {
-	/* equal once every invalid byte is U+FFFD */
-	const unsigned char *x = (const unsigned char *)a, *y = (const unsigned char *)b;
-	size_t nx = strlen(a), ny = strlen(b), i = 0, j = 0;
-	while (i < nx && j < ny) {
-		size_t lx = agent_utf8_seq(x + i, nx - i);
-		size_t ly = agent_utf8_seq(y + j, ny - j);
-		if (lx != ly || (lx && memcmp(x + i, y + j, lx)))
-			return false;
-		i += lx ? lx : 1;
-		j += ly ? ly : 1;
-	}
-	return i == nx && j == ny;
+	const tinspect_tls_var *v = tinspect_snapshot_tls_var(snap, i);
+	return !tinspect_tls_var_is_errno(v) &&
+	       agent_json_same_key(tinspect_tls_var_name(v), name);
 }
 
-static int tls_keys_init(struct tls_keys *tk, const struct dbs_snapshot *snap)
+static int tls_keys_init(struct tls_keys *tk, const tinspect_snapshot *snap)
 {
-	size_t n = snap->ntls_vars;
+	size_t n = tinspect_snapshot_ntls_vars(snap);
 	tk->show = NULL;
 	tk->any = false;
 	if (!n)
@@ -316,31 +303,65 @@ static int tls_keys_init(struct tls_keys *tk, const struct dbs_snapshot *snap)
 	if (!tk->show)
 		return -1;
 	for (size_t i = 0; i < n; i++) {
-		const struct dbs_tls_var *v = &snap->tls_vars[i];
+		const tinspect_tls_var *v = tinspect_snapshot_tls_var(snap, i);
+		const char *name = tinspect_tls_var_name(v);
 		tk->show[i] = SIZE_MAX;
-		if (v->is_errno)
+		if (tinspect_tls_var_is_errno(v))
 			continue;
 		tk->any = true;
 		bool seen = false;
 		for (size_t j = 0; j < i && !seen; j++)
-			seen = !snap->tls_vars[j].is_errno &&
-			       same_key(snap->tls_vars[j].name, v->name);
+			seen = tls_var_keyed(snap, j, name);
 		if (seen)
 			continue;
 		tk->show[i] = i;
 		for (size_t j = i + 1; j < n; j++)
-			if (!snap->tls_vars[j].is_errno &&
-			    same_key(snap->tls_vars[j].name, v->name))
+			if (tls_var_keyed(snap, j, name))
 				tk->show[i] = j;
 	}
 	return 0;
 }
 
-static void thread_extras_json(struct jw *w, const struct dbs_snapshot *snap,
-			       const struct tls_keys *tk,
-			       const struct dbs_thread *th)
+static void stack_bounds_json(struct jw *w, const tinspect_thread *th)
 {
-	size_t ntls = th->ntls < snap->ntls_vars ? th->ntls : snap->ntls_vars;
+	struct tinspect_stack_bounds st;
+	jw_key(w, "stack_bounds");
+	if (tinspect_thread_stack_bounds(th, &st, sizeof st)) {
+		jw_null(w);
+		return;
+	}
+	static const char *const names[] = { "unknown", "ok", "low", "overflow",
+					     "not_a_stack" };
+	jw_obj(w);
+	jw_kstr(w, "status", names[st.status]);
+	jw_kbool(w, "main", st.main);
+	jw_khex(w, "low", st.low);
+	jw_khex(w, "high", st.high);
+	jw_key(w, "guard");
+	if (st.guard_high) {
+		jw_obj(w);
+		jw_khex(w, "low", st.guard_low);
+		jw_khex(w, "high", st.guard_high);
+		jw_obj_end(w);
+	} else {
+		jw_null(w);
+	}
+	if (st.limit)
+		jw_khex(w, "limit", st.limit);
+	else
+		jw_knull(w, "limit");
+	jw_kint(w, "used_bytes", (int64_t)st.used);
+	if (st.limit && st.status != TINSPECT_BOUNDS_OVERFLOW)
+		jw_kint(w, "available_bytes", (int64_t)st.avail);
+	else
+		jw_knull(w, "available_bytes");
+	jw_obj_end(w);
+}
+
+static void thread_extras_json(struct jw *w, const tinspect_snapshot *snap,
+			       const struct tls_keys *tk, const tinspect_thread *th)
+{
+	size_t ntls = tinspect_thread_ntls(th);
 	/* an object whenever a variable was asked for, empty if this thread
 	 * has no values; a key whose last variable lies beyond the thread's
 	 * values shows the last one it has */
@@ -351,14 +372,14 @@ static void thread_extras_json(struct jw *w, const struct dbs_snapshot *snap,
 			size_t j = tk->show[i];
 			if (j == SIZE_MAX)
 				continue;
+			const char *name =
+				tinspect_tls_var_name(tinspect_snapshot_tls_var(snap, i));
 			while (j >= ntls)	/* the last one this thread has */
 				do
 					j--;
-				while (snap->tls_vars[j].is_errno ||
-				       !same_key(snap->tls_vars[j].name,
-						 snap->tls_vars[i].name));
-			jw_key(w, snap->tls_vars[i].name);
-			tls_entry_json(w, &snap->tls_vars[j], &th->tls[j]);
+				while (!tls_var_keyed(snap, j, name));
+			jw_key(w, name);
+			tls_entry_json(w, tinspect_thread_tls(th, j));
 		}
 		jw_obj_end(w);
 	} else {
@@ -367,94 +388,68 @@ static void thread_extras_json(struct jw *w, const struct dbs_snapshot *snap,
 	jw_key(w, "errno");
 	size_t e = SIZE_MAX;
 	for (size_t i = 0; i < ntls; i++)
-		if (snap->tls_vars[i].is_errno)
+		if (tinspect_tls_var_is_errno(tinspect_snapshot_tls_var(snap, i)))
 			e = i;
 	if (e != SIZE_MAX)
-		errno_json(w, &th->tls[e]);
+		errno_json(w, tinspect_thread_tls(th, e));
 	else
 		jw_null(w);
 
 	jw_key(w, "keys");
-	if (th->keys_read) {
+	if (tinspect_thread_keys_read(th)) {
 		jw_arr(w);
-		for (size_t i = 0; i < th->nkeys; i++) {
+		for (size_t i = 0, n = tinspect_thread_nkeys(th); i < n; i++) {
+			unsigned key = 0;
+			uint64_t value = 0;
+			int err = tinspect_thread_key_value(th, i, &key, &value);
 			jw_obj(w);
-			k_int(w, "key", th->keys[i].key);
-			if (th->keys[i].unknown)
-				k_null(w, "value");
+			jw_kint(w, "key", key);
+			if (err)
+				jw_knull(w, "value");
 			else
-				k_hex(w, "value", th->keys[i].value);
+				jw_khex(w, "value", value);
 			jw_obj_end(w);
 		}
 		jw_arr_end(w);
 	} else {
 		jw_null(w);
 	}
-
-	const struct dbs_stack_bounds *st = &th->bounds;
-	jw_key(w, "stack_bounds");
-	if (st->status == DBS_BOUNDS_UNKNOWN) {
-		jw_null(w);
-		return;
-	}
-	static const char *const names[] = { "unknown", "ok", "low", "overflow",
-					     "not_a_stack" };
-	jw_obj(w);
-	k_str(w, "status", names[st->status]);
-	k_bool(w, "main", st->main);
-	k_hex(w, "low", st->low);
-	k_hex(w, "high", st->high);
-	jw_key(w, "guard");
-	if (st->guard_high) {
-		jw_obj(w);
-		k_hex(w, "low", st->guard_low);
-		k_hex(w, "high", st->guard_high);
-		jw_obj_end(w);
-	} else {
-		jw_null(w);
-	}
-	if (st->limit)
-		k_hex(w, "limit", st->limit);
-	else
-		k_null(w, "limit");
-	k_int(w, "used_bytes", (int64_t)st->used);
-	if (st->limit && st->status != DBS_BOUNDS_OVERFLOW)
-		k_int(w, "available_bytes", (int64_t)st->avail);
-	else
-		k_null(w, "available_bytes");
-	jw_obj_end(w);
+	stack_bounds_json(w, th);
 }
 
-static void process_extras_json(struct jw *w, const struct dbs_snapshot *snap)
+static void process_extras_json(struct jw *w, const tinspect_snapshot *snap)
 {
 	jw_key(w, "runtimes");
 	jw_arr(w);
-	for (size_t i = 0; i < snap->nruntimes; i++) {
+	for (size_t i = 0, n = tinspect_snapshot_nruntimes(snap); i < n; i++) {
+		const tinspect_runtime *rt = tinspect_snapshot_runtime(snap, i);
 		jw_obj(w);
-		k_str(w, "name", snap->runtimes[i].name);
-		k_str(w, "module", snap->runtimes[i].module);
-		k_str(w, "note", snap->runtimes[i].note);
+		jw_kstr(w, "name", tinspect_runtime_name(rt));
+		jw_kstr(w, "module", tinspect_runtime_module(rt));
+		jw_kstr(w, "note", tinspect_runtime_note(rt));
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);
 	jw_key(w, "tls");
-	if (snap->ntls_vars) {
+	size_t ntls = tinspect_snapshot_ntls_vars(snap);
+	if (ntls) {
 		jw_arr(w);
-		for (size_t i = 0; i < snap->ntls_vars; i++) {
-			const struct dbs_tls_var *v = &snap->tls_vars[i];
+		for (size_t i = 0; i < ntls; i++) {
+			const tinspect_tls_var *v = tinspect_snapshot_tls_var(snap, i);
+			bool found = tinspect_tls_var_found(v);
 			jw_obj(w);
-			k_str(w, "name", v->name);
-			k_bool(w, "builtin", v->is_errno);
-			k_bool(w, "found", v->found);
-			k_str(w, "module", v->module);
-			if (v->found)
-				k_hex(w, "offset", v->offset);
+			jw_kstr(w, "name", tinspect_tls_var_name(v));
+			jw_kbool(w, "builtin", tinspect_tls_var_is_errno(v));
+			jw_kbool(w, "found", found);
+			jw_kstr(w, "module", tinspect_tls_var_module(v));
+			if (found)
+				jw_khex(w, "offset", tinspect_tls_var_offset(v));
 			else
-				k_null(w, "offset");
-			k_str(w, "type", v->type_name);
-			k_str(w, "c_type", v->c_type);
-			k_str(w, "source", v->found ? v->source : NULL);
-			k_str(w, "error", v->error);
+				jw_knull(w, "offset");
+			jw_kstr(w, "type", tinspect_tls_var_type_name(v));
+			jw_kstr(w, "c_type", tinspect_tls_var_c_type(v));
+			jw_kstr(w, "source", found ? tinspect_tls_var_source(v) : NULL);
+			jw_kstr(w, "error", tinspect_tls_var_error(v));
 			jw_obj_end(w);
 		}
 		jw_arr_end(w);
@@ -462,18 +457,19 @@ static void process_extras_json(struct jw *w, const struct dbs_snapshot *snap)
 		jw_null(w);
 	}
 	jw_key(w, "keys");
-	if (snap->keys_read) {
+	if (tinspect_snapshot_keys_read(snap)) {
 		jw_obj(w);
-		k_int(w, "max", (int64_t)snap->keys_max);
+		jw_kint(w, "max", (int64_t)tinspect_snapshot_keys_max(snap));
 		jw_key(w, "in_use");
 		jw_arr(w);
-		for (size_t i = 0; i < snap->nkeys; i++) {
-			const struct dbs_key *d = &snap->keys[i];
+		for (size_t i = 0, n = tinspect_snapshot_nkeys(snap); i < n; i++) {
+			const tinspect_key *d = tinspect_snapshot_key(snap, i);
+			const tinspect_symbol *dtor = tinspect_key_destructor(d);
 			jw_obj(w);
-			k_int(w, "key", d->key);
+			jw_kint(w, "key", tinspect_key_id(d));
 			jw_key(w, "destructor");
-			if (d->destructor)
-				symbol_json(w, &d->destructor_sym);
+			if (dtor)
+				json_symbol(w, dtor);
 			else
 				jw_null(w);
 			jw_obj_end(w);
@@ -485,476 +481,220 @@ static void process_extras_json(struct jw *w, const struct dbs_snapshot *snap)
 	}
 }
 
-/* ---- locks (issue 4) ---------------------------------------------------- */
-
-static void k_tid(struct jw *w, const char *k, pid_t tid)
+static void thread_proc_json(struct jw *w, const tinspect_thread *th)
 {
-	if (tid > 0)
-		k_int(w, k, tid);
-	else
-		k_null(w, k);
-}
-
-static const char *mode_name(enum dbs_wait_mode m)
-{
-	return m == DBS_MODE_READ ? "read" : m == DBS_MODE_WRITE ? "write" : NULL;
-}
-
-/* "ledger_lock", "bank_locks+0x28", or null */
-static void symbol_text(struct jw *w, const struct dbs_symbol *s)
-{
-	if (!s->name) {
-		jw_null(w);
-		return;
-	}
-	if (!s->offset) {
-		jw_str(w, s->name);
-		return;
-	}
-	char tail[24];
-	snprintf(tail, sizeof tail, "+0x%" PRIx64, s->offset);
-	jw_str_cat(w, s->name, tail);
-}
-
-static void evidence_json(struct jw *w, unsigned ev)
-{
-	jw_arr(w);
-	for (unsigned bit = 1; bit; bit <<= 1)
-		if ((ev & bit) && dbs_evidence_name(bit))
-			jw_str(w, dbs_evidence_name(bit));
-	jw_arr_end(w);
-}
-
-/* A reference to locks[i], self-describing. */
-static void lockref_json(struct jw *w, const struct dbs_locks *L, size_t i)
-{
-	if (i >= L->n) {
-		jw_null(w);
-		return;
-	}
-	const struct dbs_lock *l = &L->v[i];
-	jw_obj(w);
-	k_int(w, "index", (int64_t)i);
-	k_hex(w, "addr", l->addr);
-	k_str(w, "kind", dbs_lock_kind_name(l->kind));
-	jw_key(w, "symbol");
-	symbol_text(w, &l->sym);
-	jw_obj_end(w);
-}
-
-static void blocked_on_json(struct jw *w, const struct dbs_snapshot *snap,
-			    const struct dbs_thread *th)
-{
-	const struct dbs_blocked_on *b = th->blocked_on;
-	if (!b) {
-		jw_null(w);
-		return;
-	}
-	const struct dbs_locks *L = snap->locks;
-	const struct dbs_lock *l = L && b->lock < L->n ? &L->v[b->lock] : NULL;
-	jw_obj(w);
-	k_str(w, "kind", dbs_lock_kind_name(b->kind));
-	k_str(w, "mode", mode_name(b->mode));
-	k_hex(w, "futex", b->futex);
-	k_hex(w, "futex_op", b->futex_op);
-	k_hex(w, "futex_val", b->futex_val);
-	k_str(w, "syscall", arch_syscall_name(snap->arch, b->nr));
-	if (b->object)
-		k_hex(w, "object", b->object);
-	else
-		k_null(w, "object");
-	jw_key(w, "symbol");
-	if (l)
-		symbol_text(w, &l->sym);
-	else
-		jw_null(w);
-	k_tid(w, "owner", b->owner);
-	k_str(w, "owner_state", dbs_owner_state_name(l ? l->owner_state
-						      : DBS_OWNER_NONE));
-	if (l)
-		k_int(w, "lock", (int64_t)b->lock);
-	else
-		k_null(w, "lock");
-	jw_key(w, "evidence");
-	evidence_json(w, b->evidence);
-	k_bool(w, "in_graph", b->in_graph);
-	k_bool(w, "parked", b->parked);
-	k_str(w, "frame", b->frame);
-	/* the function that waits: what an unidentified futex is about */
-	const struct dbs_frame *cf = agent_wait_caller(th);
-	char cname[512];
-	k_str(w, "caller", cf ? agent_frame_name(cf, cname, sizeof cname) : NULL);
-	k_str(w, "note", b->note);
-	jw_obj_end(w);
-}
-
-static void lock_state_json(struct jw *w, const struct dbs_lock *l)
-{
-	jw_obj(w);
-	switch (l->kind) {
-	case DBS_LOCK_MUTEX: {
-		const struct dbs_mutex_info *m = &l->u.mutex;
-		k_str(w, "type", dbs_mutex_type_name(m->type));
-		k_bool(w, "robust", m->robust);
-		k_bool(w, "pi", m->pi);
-		k_bool(w, "pp", m->pp);
-		k_bool(w, "pshared", m->pshared);
-		k_bool(w, "elision", m->elision);
-		k_hex(w, "lock_word", m->lock);
-		k_int(w, "owner_field", m->owner_field);
-		k_int(w, "count", m->count);
-		k_int(w, "nusers", m->nusers);
-		k_hex(w, "kind_word", (uint32_t)m->kind_word);
-		k_bool(w, "owner_died", m->owner_died);
-		k_bool(w, "inconsistent", m->inconsistent);
-		k_bool(w, "notrecoverable", m->notrecoverable);
-		if (m->pp)
-			k_int(w, "ceiling", m->ceiling);
-		else
-			k_null(w, "ceiling");
-		break;
-	}
-	case DBS_LOCK_RWLOCK: {
-		const struct dbs_rwlock_info *r = &l->u.rwlock;
-		k_hex(w, "readers_word", r->readers_word);
-		k_int(w, "readers", r->nreaders);
-		k_bool(w, "write_phase", r->wrphase);
-		k_bool(w, "write_locked", r->wrlocked);
-		k_bool(w, "readers_waiting", r->rwaiting);
-		k_int(w, "cur_writer", r->cur_writer);
-		k_int(w, "writers", r->writers);
-		k_bool(w, "shared", r->shared);
-		k_int(w, "flags", r->flags);
-		break;
-	}
-	case DBS_LOCK_COND: {
-		const struct dbs_cond_info *c = &l->u.cond;
-		k_hex(w, "wseq", c->wseq);
-		k_hex(w, "g1_start", c->g1_start);
-		k_hex(w, "wrefs", c->wrefs);
-		k_int(w, "waiters", c->nwaiters);
-		jw_key(w, "g_signals");
-		jw_arr(w);
-		jw_int(w, c->g_signals[0]);
-		jw_int(w, c->g_signals[1]);
-		jw_arr_end(w);
-		k_bool(w, "pshared", c->pshared);
-		k_str(w, "clock", c->monotonic ? "monotonic" : "realtime");
-		if (c->mutex)
-			k_hex(w, "mutex", c->mutex);
-		else
-			k_null(w, "mutex");
-		break;
-	}
-	case DBS_LOCK_SEM:
-		k_int(w, "value", l->u.sem.value);
-		k_int(w, "waiters", l->u.sem.nwaiters);
-		k_bool(w, "pshared", l->u.sem.pshared);
-		break;
-	case DBS_LOCK_BARRIER:
-		k_int(w, "count", l->u.barrier.count);
-		k_int(w, "arrived", (int64_t)l->u.barrier.in -
-				    (int64_t)l->u.barrier.current_round);
-		k_int(w, "in", l->u.barrier.in);
-		k_int(w, "current_round", l->u.barrier.current_round);
-		k_bool(w, "pshared", l->u.barrier.pshared);
-		break;
-	case DBS_LOCK_JOIN:
-		k_tid(w, "target", l->u.join.target);
-		k_hex(w, "pthread", l->u.join.pthread);
-		break;
-	case DBS_LOCK_FUTEX:
-		break;	/* not called for it */
-	}
-	jw_obj_end(w);
-}
-
-static void lock_json(struct jw *w, const struct dbs_lock *l)
-{
-	jw_obj(w);
-	k_str(w, "kind", dbs_lock_kind_name(l->kind));
-	k_hex(w, "addr", l->addr);
-	k_bool(w, "object_known", l->object_known);
-	jw_key(w, "symbol");
-	if (l->sym.name)
-		symbol_json(w, &l->sym);
-	else
-		jw_null(w);
-	k_tid(w, "owner", l->owner);
-	k_str(w, "owner_state", dbs_owner_state_name(l->owner_state));
-	k_bool(w, "orphaned", l->orphaned);
-	if (l->nholders)
-		k_int(w, "holders", l->nholders);
-	else
-		k_null(w, "holders");
-	jw_key(w, "waiters");
-	jw_arr(w);
-	for (size_t i = 0; i < l->nwaiters; i++) {
-		jw_obj(w);
-		k_int(w, "tid", l->waiters[i].tid);
-		k_str(w, "mode", mode_name(l->waiters[i].mode));
-		jw_obj_end(w);
-	}
-	jw_arr_end(w);
-	jw_key(w, "words");
-	if (l->nwords)
-		jw_hexbytes(w, l->words, l->nwords);
-	else
-		jw_null(w);
-	k_str(w, "note", l->note);
-	/* the decoded state under the kind's own name ("mutex": {...});
-	 * a futex has none */
-	if (l->decoded && l->kind != DBS_LOCK_FUTEX) {
-		jw_key(w, dbs_lock_kind_name(l->kind));
-		lock_state_json(w, l);
-	}
-	jw_obj_end(w);
-}
-
-/* "threads" and "locks" of a cycle or a stall, in their order. */
-static void chain_json(struct jw *w, const struct dbs_locks *L,
-		       const pid_t *threads, size_t nthreads,
-		       const size_t *locks, size_t nlocks)
-{
-	jw_key(w, "threads");
-	jw_arr(w);
-	for (size_t j = 0; j < nthreads; j++)
-		jw_int(w, threads[j]);
-	jw_arr_end(w);
-	jw_key(w, "locks");
-	jw_arr(w);
-	for (size_t j = 0; j < nlocks; j++)
-		lockref_json(w, L, locks[j]);
-	jw_arr_end(w);
-}
-
-static void locks_json(struct jw *w, const struct dbs_snapshot *snap)
-{
-	const struct dbs_locks *L = snap->locks;
-	jw_key(w, "locks");
-	jw_arr(w);
-	for (size_t i = 0; L && i < L->n; i++)
-		lock_json(w, &L->v[i]);
-	jw_arr_end(w);
-
-	jw_key(w, "deadlocks");
-	jw_arr(w);
-	for (size_t i = 0; L && i < L->ndeadlocks; i++) {
-		const struct dbs_deadlock *d = &L->deadlocks[i];
-		jw_obj(w);
-		chain_json(w, L, d->threads, d->n, d->locks, d->n);
-		jw_obj_end(w);
-	}
-	jw_arr_end(w);
-
-	jw_key(w, "stalls");
-	jw_arr(w);
-	for (size_t i = 0; L && i < L->nstalls; i++) {
-		const struct dbs_stall *st = &L->stalls[i];
-		jw_obj(w);
-		chain_json(w, L, st->threads, st->n, st->locks, st->n ? st->n - 1 : 0);
-		jw_key(w, "end");
-		jw_obj(w);
-		k_int(w, "tid", st->threads[st->n - 1]);
-		k_str(w, "reason", dbs_stall_end_name(st->end));
-		k_str(w, "syscall", st->end_syscall >= 0
-			  ? arch_syscall_name(snap->arch, st->end_syscall) : NULL);
-		jw_key(w, "lock");
-		if (st->end_lock != SIZE_MAX)
-			lockref_json(w, L, st->end_lock);
-		else
-			jw_null(w);
-		jw_obj_end(w);
-		jw_obj_end(w);
-	}
-	jw_arr_end(w);
-
-	jw_key(w, "orphaned_locks");
-	jw_arr(w);
-	for (size_t i = 0; L && i < L->n; i++)
-		if (L->v[i].orphaned)
-			lockref_json(w, L, i);
-	jw_arr_end(w);
-}
-
-static void thread_json(struct jw *w, const struct dbs_snapshot *snap,
-			const struct tls_keys *tk, const struct dbs_thread *th)
-{
-	jw_obj(w);
-	k_int(w, "tid", th->tid);
-	k_tid(w, "ns_tid", th->ns_tid);	/* 0: unknown */
-	jw_key(w, "name");
-	jw_strn(w, th->name, th->name_len);
-	if (th->name && !agent_utf8_lossless(th->name, th->name_len)) {
-		jw_key(w, "name_hex");
-		jw_hexbytes(w, th->name, th->name_len);
-	}
-	k_bool(w, "main", th->tid == snap->pid);
-
-	if (th->proc_valid) {
-		char st[2] = { th->state, 0 };
-		k_str(w, "state", th->state ? st : "?");
-		k_str(w, "state_name", agent_state_name(th->state));
-		k_str(w, "wchan", th->wchan[0] ? th->wchan : NULL);
-	} else {
-		k_null(w, "state");
-		k_null(w, "state_name");
-		k_null(w, "wchan");
-	}
-	k_str(w, "proc_read", !th->proc_valid ? "failed" :
-			      th->proc_before_stop ? "before_stop" : "after_resume");
-	jw_key(w, "syscall");
-	syscall_json(w, snap, th);
-
-	if (th->proc_valid) {
+	double user_s, system_s;
+	if (tinspect_thread_cpu(th, &user_s, &system_s) == 0) {
+		unsigned policy, rt_priority;
+		long priority, nice;
+		int processor;
+		uint64_t blocked, pending;
+		size_t alen;
+		const char *affinity = tinspect_thread_affinity(th, &alen);
+		tinspect_thread_sched(th, &policy, &priority, &nice, &rt_priority,
+				      &processor);
+		tinspect_thread_signals(th, &blocked, &pending);
 		jw_key(w, "cpu");
 		jw_obj(w);
 		jw_key(w, "user_s");
-		jw_real(w, th->utime_s);
+		jw_real(w, user_s);
 		jw_key(w, "system_s");
-		jw_real(w, th->stime_s);
+		jw_real(w, system_s);
 		jw_obj_end(w);
 		jw_key(w, "signals");
 		jw_obj(w);
-		k_hex(w, "blocked", th->sigblk);
-		k_hex(w, "pending", th->sigpnd);
+		jw_khex(w, "blocked", blocked);
+		jw_khex(w, "pending", pending);
 		jw_obj_end(w);
 		jw_key(w, "sched");
 		jw_obj(w);
-		k_str(w, "policy", agent_policy_name(th->policy));
-		k_int(w, "priority", th->priority);
-		k_int(w, "nice", th->nice);
-		k_int(w, "rt_priority", th->rt_priority);
-		k_int(w, "processor", th->processor);
+		jw_kstr(w, "policy", agent_policy_name(policy));
+		jw_kint(w, "priority", priority);
+		jw_kint(w, "nice", nice);
+		jw_kint(w, "rt_priority", rt_priority);
+		jw_kint(w, "processor", processor);
 		jw_key(w, "affinity");
-		jw_strn(w, th->cpus_allowed,
-			strnlen(th->cpus_allowed, sizeof th->cpus_allowed));
+		jw_strn(w, affinity, alen);
 		jw_obj_end(w);
 	} else {
-		k_null(w, "cpu");
-		k_null(w, "signals");
-		k_null(w, "sched");
+		jw_knull(w, "cpu");
+		jw_knull(w, "signals");
+		jw_knull(w, "sched");
 	}
+}
 
+static void thread_json(struct jw *w, const tinspect_snapshot *snap,
+			const struct tls_keys *tk, const tinspect_thread *th)
+{
+	size_t name_len;
+	const char *name = tinspect_thread_name(th, &name_len);
+	enum tinspect_proc_read pr = tinspect_thread_proc_read(th);
+	jw_obj(w);
+	jw_kint(w, "tid", tinspect_thread_tid(th));
+	json_tid(w, "ns_tid", tinspect_thread_ns_tid(th));	/* 0: unknown */
+	jw_key(w, "name");
+	jw_strn(w, name, name_len);
+	if (name && !agent_utf8_lossless(name, name_len)) {
+		jw_key(w, "name_hex");
+		jw_hexbytes(w, name, name_len);
+	}
+	jw_kbool(w, "main", tinspect_thread_is_main(th));
+
+	if (pr != TINSPECT_PROC_FAILED) {
+		char state = tinspect_thread_state(th);
+		char st[2] = { state, 0 };
+		jw_kstr(w, "state", state ? st : "?");
+		jw_kstr(w, "state_name", agent_state_name(state));
+		jw_kstr(w, "wchan", tinspect_thread_wchan(th));
+	} else {
+		jw_knull(w, "state");
+		jw_knull(w, "state_name");
+		jw_knull(w, "wchan");
+	}
+	jw_kstr(w, "proc_read", pr == TINSPECT_PROC_FAILED ? "failed" :
+			      pr == TINSPECT_PROC_BEFORE_STOP ? "before_stop" :
+			      "after_resume");
+	jw_key(w, "syscall");
+	syscall_json(w, th);
+	thread_proc_json(w, th);
+
+	uint64_t pc, sp, tp;
 	jw_key(w, "regs");
-	if (th->have_regs) {
+	if (tinspect_thread_regs(th, &pc, &sp, &tp) == 0) {
 		jw_obj(w);
-		k_hex(w, "pc", th->pc);
-		k_hex(w, "sp", th->sp);
-		k_hex(w, "tp", th->tp);
+		jw_khex(w, "pc", pc);
+		jw_khex(w, "sp", sp);
+		jw_khex(w, "tp", tp);
 		jw_obj_end(w);
 	} else {
 		jw_null(w);
 	}
 
+	uint64_t pthread;
+	int td_state;
 	jw_key(w, "pthread");
-	if (th->have_pthread) {
+	if (tinspect_thread_pthread(th, &pthread, &td_state) == 0) {
+		const tinspect_symbol *start = tinspect_thread_start_routine(th);
 		jw_obj(w);
-		k_hex(w, "id", th->pthread);
-		k_str(w, "td_state", agent_td_state_name(th->td_state));
+		jw_khex(w, "id", pthread);
+		jw_kstr(w, "td_state", tinspect_td_state_name(td_state));
 		jw_key(w, "start_routine");
-		if (th->is_main)
-			jw_null(w);
+		if (start)
+			json_symbol(w, start);
 		else
-			symbol_json(w, &th->start);
+			jw_null(w);	/* the initial thread */
 		jw_obj_end(w);
 	} else {
 		jw_null(w);
 	}
 	jw_key(w, "stack");
-	stack_json(w, &th->stack);
-	k_bool(w, "stopped", th->stopped);
-	k_bool(w, "straggler", th->straggler);
-	k_bool(w, "jobctl_stopped", th->jobctl_stopped);
+	stack_json(w, th);
+	jw_kbool(w, "stopped", tinspect_thread_stopped(th));
+	jw_kbool(w, "straggler", tinspect_thread_straggler(th));
+	jw_kbool(w, "jobctl_stopped", tinspect_thread_jobctl_stopped(th));
 	jw_key(w, "blocked_on");
-	blocked_on_json(w, snap, th);
-	errors_array(w, "errors", th->errors, th->nerrors);
+	json_blocked_on(w, snap, th);
+	thread_errors(w, th);
 	thread_extras_json(w, snap, tk, th);
 	jw_obj_end(w);
 }
 
-static void snapshot_json(struct jw *w, const struct dbs_snapshot *snap,
+static const char *modmap_name(enum tinspect_modmap m)
+{
+	return m == TINSPECT_MODMAP_LINK_MAP ? "link_map" :
+	       m == TINSPECT_MODMAP_MAPS_ONLY ? "maps_only" : "none";
+}
+
+static void snapshot_json(struct jw *w, const tinspect_snapshot *snap,
 			  const struct agent_opts *o, const struct tls_keys *tk)
 {
 	jw_obj(w);
-	k_str(w, "format_version", TINSPECT_FORMAT_VERSION);
+	jw_kstr(w, "format_version", TINSPECT_FORMAT_VERSION);
 	if (o->update)
-		k_int(w, "update", (int64_t)o->update);
+		jw_kint(w, "update", (int64_t)o->update);
 	jw_key(w, "tool");
 	jw_obj(w);
-	k_str(w, "name", "tinspect");
-	k_str(w, "version", TINSPECT_VERSION);
+	jw_kstr(w, "name", "tinspect");
+	jw_kstr(w, "version", TINSPECT_VERSION);
 	jw_obj_end(w);
 
 	char ts[64];
 	struct tm tm;
-	gmtime_r(&snap->captured_at.tv_sec, &tm);
+	int64_t sec;
+	long nsec;
+	tinspect_snapshot_captured_at(snap, &sec, &nsec);
+	time_t t = (time_t)sec;
+	gmtime_r(&t, &tm);
 	size_t l = strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(ts + l, sizeof ts - l, ".%06ldZ", snap->captured_at.tv_nsec / 1000);
-	k_str(w, "captured_at", ts);
+	snprintf(ts + l, sizeof ts - l, ".%06ldZ", nsec / 1000);
+	jw_kstr(w, "captured_at", ts);
 
 	jw_key(w, "process");
 	jw_obj(w);
-	k_int(w, "pid", snap->pid);
-	k_str(w, "exe", snap->exe);
+	jw_kint(w, "pid", tinspect_snapshot_pid(snap));
+	jw_kstr(w, "exe", tinspect_snapshot_exe(snap));
 	jw_key(w, "cmdline");
 	jw_arr(w);
-	for (size_t i = 0; i < snap->argc; i++)
-		jw_str(w, snap->argv[i]);
+	for (size_t i = 0, n = tinspect_snapshot_argc(snap); i < n; i++)
+		jw_str(w, tinspect_snapshot_arg(snap, i));
 	jw_arr_end(w);
-	k_str(w, "arch", snap->arch->name);
-	k_str(w, "glibc_version", snap->glibc_version[0] ? snap->glibc_version
-							 : NULL);
+	jw_kstr(w, "arch", tinspect_snapshot_arch(snap));
+	jw_kstr(w, "glibc_version", tinspect_snapshot_glibc_version(snap));
 	jw_key(w, "thread_db");
 	jw_obj(w);
-	k_str(w, "status", dbs_tdb_status_name(snap->tdb_status));
-	k_str(w, "detail", snap->tdb_detail);
-	k_str(w, "library", snap->thread_db_path);
+	jw_kstr(w, "status", tinspect_tdb_status_name(tinspect_snapshot_tdb_status(snap)));
+	jw_kstr(w, "detail", tinspect_snapshot_tdb_detail(snap));
+	jw_kstr(w, "library", tinspect_snapshot_tdb_library(snap));
 	jw_obj_end(w);
-	k_str(w, "module_map",
-	      snap->modmap_source == PSVC_MODMAP_LINK_MAP ? "link_map" :
-	      snap->modmap_source == PSVC_MODMAP_MAPS_ONLY ? "maps_only" : "none");
-	k_int(w, "module_generation", (int64_t)snap->module_generation);
+	jw_kstr(w, "module_map", modmap_name(tinspect_snapshot_modmap(snap)));
+	jw_kint(w, "module_generation", (int64_t)tinspect_snapshot_module_generation(snap));
 	process_extras_json(w, snap);
 	jw_obj_end(w);
 
 	jw_key(w, "capture");
 	jw_obj(w);
-	k_str(w, "mode", "all-stop");
-	k_int(w, "freeze_us", (int64_t)(snap->freeze_ns / 1000));
-	k_int(w, "duration_us", (int64_t)(snap->duration_ns / 1000));
-	k_int(w, "threads_seen", (int64_t)snap->threads_seen);
-	k_int(w, "threads_stopped", (int64_t)snap->threads_stopped);
-	k_int(w, "threads_vanished", (int64_t)snap->threads_vanished);
-	k_int(w, "stragglers", (int64_t)snap->stragglers);
-	k_int(w, "threads_with_errors", (int64_t)snap->threads_with_errors);
+	jw_kstr(w, "mode", "all-stop");
+	jw_kint(w, "freeze_us", (int64_t)(tinspect_snapshot_freeze_ns(snap) / 1000));
+	jw_kint(w, "duration_us", (int64_t)(tinspect_snapshot_duration_ns(snap) / 1000));
+	jw_kint(w, "threads_seen", (int64_t)tinspect_snapshot_threads_seen(snap));
+	jw_kint(w, "threads_stopped", (int64_t)tinspect_snapshot_threads_stopped(snap));
+	jw_kint(w, "threads_vanished", (int64_t)tinspect_snapshot_threads_vanished(snap));
+	jw_kint(w, "stragglers", (int64_t)tinspect_snapshot_stragglers(snap));
+	jw_kint(w, "threads_with_errors",
+	      (int64_t)tinspect_snapshot_threads_with_errors(snap));
+	static const struct {
+		const char *key;
+		enum tinspect_timing step;
+	} timings[] = {
+		{ "scan_us", TINSPECT_TIMING_SCAN },
+		{ "stop_us", TINSPECT_TIMING_STOP },
+		{ "regs_us", TINSPECT_TIMING_REGS },
+		{ "memory_us", TINSPECT_TIMING_MEMORY },
+		{ "thread_db_us", TINSPECT_TIMING_THREAD_DB },
+		{ "resume_us", TINSPECT_TIMING_RESUME },
+		{ "analyse_us", TINSPECT_TIMING_ANALYSE },
+	};
 	jw_key(w, "timings");
 	jw_obj(w);
-	const struct dbs_timings *st = &snap->timings;
-	k_int(w, "scan_us", (int64_t)(st->scan_ns / 1000));
-	k_int(w, "stop_us", (int64_t)(st->stop_ns / 1000));
-	k_int(w, "regs_us", (int64_t)(st->regs_ns / 1000));
-	k_int(w, "memory_us", (int64_t)(st->memory_ns / 1000));
-	k_int(w, "thread_db_us", (int64_t)(st->thread_db_ns / 1000));
-	k_int(w, "resume_us", (int64_t)(st->resume_ns / 1000));
-	k_int(w, "analyse_us", (int64_t)(st->analyse_ns / 1000));
+	for (size_t i = 0; i < sizeof timings / sizeof *timings; i++)
+		jw_kint(w, timings[i].key,
+		      (int64_t)(tinspect_snapshot_timing_ns(snap, timings[i].step) / 1000));
 	jw_obj_end(w);
-	k_bool(w, "stacks", snap->stacks);
-	k_int(w, "stack_bytes_copied", (int64_t)snap->stack_bytes_copied);
-	errors_array(w, "errors", snap->errors, snap->nerrors);
-	errors_array(w, "warnings", snap->warnings, snap->nwarnings);
+	jw_kbool(w, "stacks", tinspect_snapshot_has_stacks(snap));
+	jw_kint(w, "stack_bytes_copied", (int64_t)tinspect_snapshot_stack_bytes_copied(snap));
+	capture_messages(w, snap);
 	jw_obj_end(w);
 
 	jw_key(w, "threads");
 	jw_arr(w);
-	for (size_t i = 0; i < snap->nthreads; i++)
-		thread_json(w, snap, tk, &snap->threads[i]);
+	for (size_t i = 0, n = tinspect_snapshot_nthreads(snap); i < n; i++)
+		thread_json(w, snap, tk, tinspect_snapshot_thread(snap, i));
 	jw_arr_end(w);
-	locks_json(w, snap);
+	json_locks(w, snap);
 	jw_obj_end(w);
 }
 
-int render_json(FILE *out, const struct dbs_snapshot *snap,
+int render_json(FILE *out, const tinspect_snapshot *snap,
 		const struct agent_opts *o)
 {
 	struct tls_keys tk;

@@ -162,20 +162,31 @@ static bool is_line_separator(const unsigned char *u)
 	return u[0] == 0xe2 && u[1] == 0x80 && (u[2] == 0xa8 || u[2] == 0xa9);
 }
 
-size_t agent_json_escape_separators(char *dst, const char *src, size_t n)
+/* The next character of s as written: a valid sequence as it is, an
+ * invalid byte (or NUL) as U+FFFD.  Advances *i. */
+static const unsigned char *written_char(const unsigned char *s, size_t n,
+					 size_t *i, size_t *ret_len)
 {
-	const unsigned char *u = (const unsigned char *)src;
-	size_t o = 0;
-	for (size_t i = 0; i < n;) {
-		if (i + 3 <= n && is_line_separator(u + i)) {
-			memcpy(dst + o, u[i + 2] == 0xa8 ? "\\u2028" : "\\u2029", 6);
-			o += 6;
-			i += 3;
-		} else {
-			dst[o++] = src[i++];
-		}
+	static const unsigned char fffd[] = { 0xef, 0xbf, 0xbd };
+	size_t l = agent_utf8_seq(s + *i, n - *i);
+	const unsigned char *c = l ? s + *i : fffd;
+	*ret_len = l ? l : sizeof fffd;
+	*i += l ? l : 1;
+	return c;
+}
+
+bool agent_json_same_key(const char *a, const char *b)
+{
+	const unsigned char *x = (const unsigned char *)a, *y = (const unsigned char *)b;
+	size_t nx = strlen(a), ny = strlen(b), i = 0, j = 0;
+	while (i < nx && j < ny) {
+		size_t lx, ly;
+		const unsigned char *cx = written_char(x, nx, &i, &lx);
+		const unsigned char *cy = written_char(y, ny, &j, &ly);
+		if (lx != ly || memcmp(cx, cy, lx))
+			return false;
 	}
-	return o;
+	return i == nx && j == ny;
 }
 
 /* The bytes as the inside of a JSON string. */
@@ -392,4 +403,34 @@ int jw_finish(struct jw *w)
 	int err = ferror_unlocked(w->out);
 	funlockfile(w->out);
 	return bad || err ? -1 : 0;
+}
+
+void jw_kstr(struct jw *w, const char *k, const char *v)
+{
+	jw_key(w, k);
+	jw_str(w, v);
+}
+
+void jw_kint(struct jw *w, const char *k, int64_t v)
+{
+	jw_key(w, k);
+	jw_int(w, v);
+}
+
+void jw_khex(struct jw *w, const char *k, uint64_t v)
+{
+	jw_key(w, k);
+	jw_hex(w, v);
+}
+
+void jw_kbool(struct jw *w, const char *k, bool v)
+{
+	jw_key(w, k);
+	jw_bool(w, v);
+}
+
+void jw_knull(struct jw *w, const char *k)
+{
+	jw_key(w, k);
+	jw_null(w);
 }

@@ -208,19 +208,20 @@ static bool parse_pid(const char *s, pid_t *ret)
 }
 
 /* One --tls NAME[:TYPE]; names must be unique (they key the JSON). */
-static int parse_tls(const char *arg, struct dbs_tls_request *v, size_t *n,
+static int parse_tls(const char *arg, struct tinspect_tls_request *v, size_t *n,
 		     size_t max)
 {
-	struct dbs_tls_request r = { .type = DBS_TLS_AUTO };
+	struct tinspect_tls_request r = { .type = TINSPECT_TLS_AUTO };
 	if (*n == max) {
 		fprintf(stderr, "tinspect: --tls: at most %zu variables\n", max);
 		return -1;
 	}
 	size_t len = strcspn(arg, ":");
-	if (len == 0 || (arg[len] && dbs_tls_parse_type(arg + len + 1, &r))) {
+	if (len == 0 ||
+	    (arg[len] && tinspect_tls_parse_type(arg + len + 1, &r.type, &r.size))) {
 		fprintf(stderr, "tinspect: --tls: not NAME[:TYPE] with TYPE one of "
 			"int long unsigned ulong int8 int16 uint8 uint16 hex "
-			"pointer string bytes:N (N <= %d): %s\n", DBS_TLS_BYTES_MAX,
+			"pointer string bytes:N (N <= %d): %s\n", TINSPECT_TLS_BYTES_MAX,
 			arg);
 		return -1;
 	}
@@ -240,27 +241,28 @@ static int parse_tls(const char *arg, struct dbs_tls_request *v, size_t *n,
 
 static int report_eperm(pid_t pid)
 {
-	struct psvc_eperm_diag d;
-	psvc_diagnose_eperm(pid, &d);
+	struct tinspect_eperm_diag d = { .cause = TINSPECT_EPERM_UNKNOWN };
+	tinspect_diagnose_eperm(pid, &d, sizeof d);
 	switch (d.cause) {
-	case PSVC_EPERM_TRACED:
+	case TINSPECT_EPERM_TRACED:
 		fprintf(stderr, "tinspect: cannot attach to %d: it is already traced "
 			"by PID %d (", (int)pid, (int)d.tracer_pid);
 		/* a process name is any bytes: escaped, never raw */
-		agent_fput_quoted(stderr, d.tracer_comm, strlen(d.tracer_comm));
+		agent_fput_quoted(stderr, d.tracer_comm,
+				  strnlen(d.tracer_comm, sizeof d.tracer_comm));
 		fputs("); only one tracer at a time\n", stderr);
 		break;
-	case PSVC_EPERM_OTHER_UID:
+	case TINSPECT_EPERM_OTHER_UID:
 		fprintf(stderr, "tinspect: cannot attach to %d: it runs as uid %u and "
 			"tinspect has no CAP_SYS_PTRACE; run as that user or as root\n",
 			(int)pid, (unsigned)d.target_uid);
 		break;
-	case PSVC_EPERM_YAMA:
+	case TINSPECT_EPERM_YAMA:
 		fprintf(stderr, "tinspect: cannot attach to %d: the Yama LSM forbids it "
 			"(kernel.yama.ptrace_scope = %d); run as root or lower the "
 			"scope\n", (int)pid, d.yama_scope);
 		break;
-	case PSVC_EPERM_NOT_DUMPABLE:
+	case TINSPECT_EPERM_NOT_DUMPABLE:
 		fprintf(stderr, "tinspect: cannot attach to %d: it is not dumpable "
 			"(set-id program or PR_SET_DUMPABLE 0); needs CAP_SYS_PTRACE\n",
 			(int)pid);
@@ -280,12 +282,13 @@ static int report_eperm(pid_t pid)
  * help unless the parent reaps it. */
 static int report_gone(pid_t pid)
 {
-	struct psvc_taskinfo ti;
-	if (psvc_read_taskinfo(pid, pid, &ti) == 0 && ti.valid &&
-	    (ti.state == 'Z' || ti.state == 'X')) {
+	char state;
+	pid_t ppid;
+	if (tinspect_process_status(pid, &state, &ppid, NULL) == 0 &&
+	    (state == 'Z' || state == 'X')) {
 		fprintf(stderr, "tinspect: process %d is a zombie: it has exited "
 			"and its parent (PID %d) has not reaped it; nothing to "
-			"inspect\n", (int)pid, (int)ti.ppid);
+			"inspect\n", (int)pid, (int)ppid);
 		return EXIT_NO_PROCESS;
 	}
 	fprintf(stderr, "tinspect: no process with PID %d\n", (int)pid);
@@ -309,7 +312,7 @@ static int report_error(pid_t pid, int err, bool started, uint64_t max_freeze_ns
 	case -ENOEXEC:
 		fprintf(stderr, "tinspect: process %d is not a 64-bit %s user-space "
 			"process; it cannot be inspected by this build\n", (int)pid,
-			arch_host()->name);
+			tinspect_host_arch());
 		return EXIT_UNSUPPORTED;
 	case -ETIMEDOUT:
 		fprintf(stderr, "tinspect: freeze limit of %.3f ms exceeded; capture "
@@ -334,8 +337,8 @@ static int report_error(pid_t pid, int err, bool started, uint64_t max_freeze_ns
  * message. */
 static int report_unsupported(pid_t pid)
 {
-	struct psvc_taskinfo ti;
-	if (psvc_read_taskinfo(pid, pid, &ti) == 0 && ti.valid && ti.kthread) {
+	bool kthread;
+	if (tinspect_process_status(pid, NULL, NULL, &kthread) == 0 && kthread) {
 		fprintf(stderr, "tinspect: process %d is a kernel thread; nothing "
 			"to inspect\n", (int)pid);
 		return EXIT_UNSUPPORTED;
@@ -363,12 +366,11 @@ static int report_unsupported(pid_t pid)
 int main(int argc, char **argv)
 {
 	struct agent_opts ao = { 0 };
-	struct dbs_options dopts = {
-		.stop_timeout_ns = 1000ull * 1000000,
-		.cancel = &got_signal,
-		.wake_signal = WAKE_SIGNAL,
-		.holding = &holding,
-	};
+	struct tinspect_options dopts = TINSPECT_OPTIONS_INIT;
+	dopts.stop_timeout_ns = 1000ull * 1000000;
+	dopts.cancel = &got_signal;
+	dopts.wake_signal = WAKE_SIGNAL;
+	dopts.holding = &holding;
 	enum { OPT_JSON = 256, OPT_PRETTY, OPT_MAX_FREEZE, OPT_STOP_TIMEOUT,
 	       OPT_THREAD_DB, OPT_PROC_MEM, OPT_NO_STACKS, OPT_MAX_FRAMES,
 	       OPT_STACK_BYTES, OPT_DEBUGINFOD, OPT_TLS, OPT_ERRNO, OPT_KEYS,
@@ -378,7 +380,7 @@ int main(int argc, char **argv)
 	bool watch = false;
 	bool debuginfod = false;
 	enum { MAX_TLS = 64 };
-	static struct dbs_tls_request tls[MAX_TLS];
+	static struct tinspect_tls_request tls[MAX_TLS];
 	static const struct option lo[] = {
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "pretty", no_argument, NULL, OPT_PRETTY },
@@ -446,7 +448,7 @@ int main(int argc, char **argv)
 			dopts.thread_db_path = optarg;
 			break;
 		case OPT_PROC_MEM:
-			dopts.force_proc_mem = true;
+			dopts.flags |= TINSPECT_OPT_PROC_MEM;
 			break;
 		case OPT_WATCH:
 			/* seconds, fractions allowed, at most a day */
@@ -474,7 +476,7 @@ int main(int argc, char **argv)
 			wo.follow = true;
 			break;
 		case OPT_NO_STACKS:
-			dopts.no_stacks = true;
+			dopts.flags |= TINSPECT_OPT_NO_STACKS;
 			break;
 		case OPT_MAX_FRAMES:
 			if (!parse_count(optarg, 1, 1024, &count)) {
@@ -501,13 +503,13 @@ int main(int argc, char **argv)
 			dopts.tls = tls;
 			break;
 		case OPT_ERRNO:
-			dopts.want_errno = true;
+			dopts.flags |= TINSPECT_OPT_ERRNO;
 			break;
 		case OPT_KEYS:
-			dopts.want_keys = true;
+			dopts.flags |= TINSPECT_OPT_KEYS;
 			break;
 		case OPT_NO_TARGET_TDB:
-			dopts.no_target_thread_db = true;
+			dopts.flags |= TINSPECT_OPT_NO_TARGET_THREAD_DB;
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
@@ -558,9 +560,9 @@ int main(int argc, char **argv)
 
 	raise_fd_limit();
 	install_signals();
-	struct dbs_session *s = NULL;
+	tinspect_session *s = NULL;
 	capturing = 1;
-	int err = dbs_session_init(pid, &dopts, &s);
+	int err = tinspect_session_init(pid, &dopts, &s);
 	if (err) {
 		capturing = 0;
 		if (err == -ENOEXEC)
@@ -573,7 +575,7 @@ int main(int argc, char **argv)
 		/* signals only raise the flag for the whole watch: the loop
 		 * resumes and detaches, then dies of the signal */
 		err = agent_watch(&s, pid, &dopts, &wo, &ao);
-		dbs_session_destroy(s);
+		tinspect_session_destroy(s);
 		capturing = 0;
 		if (got_signal)
 			reraise();
@@ -583,9 +585,9 @@ int main(int argc, char **argv)
 			return report_error(pid, err, true, dopts.max_freeze_ns);
 		return EXIT_SNAPSHOT_OK;
 	}
-	struct dbs_snapshot *snap = NULL;
-	err = dbs_session_update(s, &snap);
-	dbs_session_destroy(s);
+	tinspect_snapshot *snap = NULL;
+	err = tinspect_session_update(s, &snap);
+	tinspect_session_destroy(s);
 	capturing = 0;
 	if (got_signal)
 		reraise();
@@ -594,12 +596,13 @@ int main(int argc, char **argv)
 
 	int r = ao.json ? render_json(stdout, snap, &ao)
 			: render_text(stdout, snap, &ao);
-	int status = snap->threads_with_errors ? EXIT_PARTIAL : EXIT_SNAPSHOT_OK;
+	int status = tinspect_snapshot_threads_with_errors(snap) ? EXIT_PARTIAL
+								 : EXIT_SNAPSHOT_OK;
 	/* --check: a deadlock is what the caller asked about; it wins over
 	 * "partial" */
-	if (ao.check && snap->locks && snap->locks->ndeadlocks)
+	if (ao.check && tinspect_snapshot_ncycles(snap))
 		status = EXIT_DEADLOCK;
-	dbs_snapshot_free(snap);
+	tinspect_snapshot_free(snap);
 	if (fflush(stdout) != 0 || r != 0) {
 		if (got_signal)
 			reraise();

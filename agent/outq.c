@@ -159,14 +159,6 @@ unsigned long outq_take_dropped(struct outq *q)
 	return d;
 }
 
-int outq_error(struct outq *q)
-{
-	pthread_mutex_lock(&q->lock);
-	int e = q->error;
-	pthread_mutex_unlock(&q->lock);
-	return e;
-}
-
 /* Write what is queued, stop the thread, free.  Returns the first write
  * error (0 if none). */
 int outq_finish(struct outq *q)

@@ -26,112 +26,94 @@
 /* How many locks the summary lists (all with --verbose). */
 #define TOP_LOCKS 5
 
-/* A snapshot lists the main thread first, then the others by tid
- * (dbsession.h): a binary search, with a scan for any other order. */
-static const struct dbs_thread *thread_of(const struct dbs_snapshot *snap, pid_t tid)
+void report_put_thread_ref(FILE *out, const tinspect_snapshot *snap, pid_t tid)
 {
-	size_t n = snap->nthreads;
-	if (n && snap->threads[0].tid == tid)
-		return &snap->threads[0];
-	size_t lo = 1, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (snap->threads[mid].tid < tid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < n && snap->threads[lo].tid == tid)
-		return &snap->threads[lo];
-	for (size_t i = 0; i < n; i++)
-		if (snap->threads[i].tid == tid)
-			return &snap->threads[i];
-	return NULL;
-}
-
-void report_put_thread_ref(FILE *out, const struct dbs_snapshot *snap, pid_t tid)
-{
-	const struct dbs_thread *t = thread_of(snap, tid);
+	const tinspect_thread *t = tinspect_snapshot_thread_by_tid(snap, tid);
+	size_t len;
+	const char *name = t ? tinspect_thread_name(t, &len) : NULL;
 	fputs("thread ", out);
-	if (t && t->name) {
-		agent_fput_quoted(out, t->name, t->name_len);
+	if (name) {
+		agent_fput_quoted(out, name, len);
 		fputc(' ', out);
 	}
 	fprintf(out, "(%d)", (int)tid);
 }
 
-static void put_lock_name(FILE *out, const struct dbs_lock *l)
+static void put_lock_name(FILE *out, const tinspect_lock *l)
 {
-	if (l->sym.name) {
-		agent_put_escaped(out, l->sym.name);
-		if (l->sym.offset)
-			fprintf(out, "+0x%" PRIx64, l->sym.offset);
+	const tinspect_symbol *sym = tinspect_lock_symbol(l);
+	if (sym) {
+		agent_put_escaped(out, tinspect_symbol_name(sym));
+		if (tinspect_symbol_offset(sym))
+			fprintf(out, "+0x%" PRIx64, tinspect_symbol_offset(sym));
 	} else {
-		fputs(l->object_known ? "(no symbol)" : "(object unknown)", out);
+		fputs(tinspect_lock_object_known(l) ? "(no symbol)" : "(object unknown)",
+		      out);
 	}
 }
 
 /* lock 0x... (name, kind) */
-static void put_lock_ref(FILE *out, const struct dbs_lock *l)
+static void put_lock_ref(FILE *out, const tinspect_lock *l)
 {
-	fprintf(out, "lock 0x%" PRIx64 " (", l->addr);
-	if (l->sym.name) {
+	struct tinspect_mutex_state m;
+	fprintf(out, "lock 0x%" PRIx64 " (", tinspect_lock_addr(l));
+	if (tinspect_lock_symbol(l)) {
 		put_lock_name(out, l);
 		fputs(", ", out);
 	}
-	fputs(dbs_lock_kind_name(l->kind), out);
-	if (l->kind == DBS_LOCK_MUTEX && l->decoded) {
-		const struct dbs_mutex_info *m = &l->u.mutex;
-		fprintf(out, " %s%s%s%s", dbs_mutex_type_name(m->type),
-			m->robust ? " robust" : "", m->pi ? " PI" : "",
-			m->pp ? " PP" : "");
-	}
+	fputs(tinspect_lock_kind_name(tinspect_lock_kind(l)), out);
+	if (tinspect_lock_mutex(l, &m, sizeof m) == 0)
+		fprintf(out, " %s%s%s%s", tinspect_mutex_type_name(m.type),
+			m.robust ? " robust" : "", m.pi ? " PI" : "",
+			m.pp ? " PP" : "");
 	fputc(')', out);
 }
 
 /* What glibc records no owner for, by name. */
-static const char *ownerless_name(enum dbs_lock_kind k)
+static const char *ownerless_name(enum tinspect_lock_kind k)
 {
 	switch (k) {
-	case DBS_LOCK_COND: return "condition variable";
-	case DBS_LOCK_SEM: return "semaphore";
-	case DBS_LOCK_BARRIER: return "barrier";
+	case TINSPECT_LOCK_COND: return "condition variable";
+	case TINSPECT_LOCK_SEM: return "semaphore";
+	case TINSPECT_LOCK_BARRIER: return "barrier";
 	default: return NULL;
 	}
 }
 
 /* " held by thread ..." or what is known instead */
-static void put_holder(FILE *out, const struct dbs_snapshot *snap,
-		       const struct dbs_lock *l)
+static void put_holder(FILE *out, const tinspect_snapshot *snap, const tinspect_lock *l)
 {
-	switch (l->owner_state) {
-	case DBS_OWNER_LIVE:
-		fputs(l->kind == DBS_LOCK_JOIN ? " (the end of " : " held by ", out);
-		report_put_thread_ref(out, snap, l->owner);
-		if (l->kind == DBS_LOCK_JOIN)
+	enum tinspect_lock_kind kind = tinspect_lock_kind(l);
+	pid_t owner = tinspect_lock_owner(l);
+	unsigned holders = tinspect_lock_holders(l);
+	switch (tinspect_lock_owner_state(l)) {
+	case TINSPECT_OWNER_LIVE:
+		fputs(kind == TINSPECT_LOCK_JOIN ? " (the end of " : " held by ", out);
+		report_put_thread_ref(out, snap, owner);
+		if (kind == TINSPECT_LOCK_JOIN)
 			fputc(')', out);
 		break;
-	case DBS_OWNER_DEAD:
+	case TINSPECT_OWNER_DEAD:
 		fprintf(out, " held by thread %d, which no longer exists (orphaned)",
-			(int)l->owner);
+			(int)owner);
 		break;
-	case DBS_OWNER_OUTSIDE:
-		fprintf(out, " held by TID %d, not a thread of this process", (int)l->owner);
+	case TINSPECT_OWNER_OUTSIDE:
+		fprintf(out, " held by TID %d, not a thread of this process", (int)owner);
 		break;
-	case DBS_OWNER_UNKNOWN:
-		if (l->kind == DBS_LOCK_FUTEX)
+	case TINSPECT_OWNER_UNKNOWN:
+		if (kind == TINSPECT_LOCK_FUTEX)
 			fputs(" (not identified; owner unknown)", out);
-		else if (l->nholders)
-			fprintf(out, " held by %u reader%s (not recorded)", l->nholders,
-				l->nholders == 1 ? "" : "s");
+		else if (holders)
+			fprintf(out, " held by %u reader%s (not recorded)", holders,
+				holders == 1 ? "" : "s");
 		else
 			fputs(" held, owner unknown", out);	/* the note says why */
 		break;
-	case DBS_OWNER_NONE:
-		if (l->kind == DBS_LOCK_MUTEX || l->kind == DBS_LOCK_RWLOCK)
+	case TINSPECT_OWNER_NONE:
+		if (kind == TINSPECT_LOCK_MUTEX || kind == TINSPECT_LOCK_RWLOCK)
 			fputs(" not held at the moment", out);
-		else if (ownerless_name(l->kind))
-			fprintf(out, " owner not recorded (%s)", ownerless_name(l->kind));
+		else if (ownerless_name(kind))
+			fprintf(out, " owner not recorded (%s)", ownerless_name(kind));
 		break;
 	}
 }
@@ -140,8 +122,8 @@ static void put_evidence(FILE *out, unsigned ev)
 {
 	const char *sep = " [";
 	for (unsigned bit = 1; bit; bit <<= 1)
-		if ((ev & bit) && dbs_evidence_name(bit)) {
-			fprintf(out, "%s%s", sep, dbs_evidence_name(bit));
+		if ((ev & bit) && tinspect_evidence_name(bit)) {
+			fprintf(out, "%s%s", sep, tinspect_evidence_name(bit));
 			sep = ", ";
 		}
 	if (sep[0] == ',')
@@ -149,111 +131,123 @@ static void put_evidence(FILE *out, unsigned ev)
 }
 
 /* ", called from f" for a blocked thread with frames outside libc */
-static void put_caller(FILE *out, const struct dbs_thread *th)
+static void put_caller(FILE *out, const tinspect_thread *th)
 {
-	const struct dbs_frame *f = agent_wait_caller(th);
+	const tinspect_frame *f = agent_wait_caller(th);
 	char name[256];
 	if (f)
 		fprintf(out, " (called from %s)", agent_frame_name(f, name, sizeof name));
 }
 
-void report_put_waiting(FILE *out, const struct dbs_snapshot *snap,
-			const struct dbs_thread *th)
+static void put_note(FILE *out, const char *note)
 {
-	const struct dbs_blocked_on *b = th->blocked_on;
-	const struct dbs_locks *L = snap->locks;
-	if (!b || !L || b->lock >= L->n)
+	if (note) {
+		fputs("    (", out);
+		agent_put_escaped(out, note);
+		fputs(")\n", out);
+	}
+}
+
+void report_put_waiting(FILE *out, const tinspect_snapshot *snap,
+			const tinspect_thread *th)
+{
+	const tinspect_wait *b = tinspect_thread_wait(th);
+	const tinspect_lock *l = b ? tinspect_wait_lock(b) : NULL;
+	if (!l)
 		return;
-	const struct dbs_lock *l = &L->v[b->lock];
+	enum tinspect_wait_mode mode = tinspect_wait_mode(b);
+	enum tinspect_lock_kind kind = tinspect_lock_kind(l);
+	uint64_t addr = tinspect_lock_addr(l);
 	fputs("  waiting for ", out);
-	if (b->mode)
-		fputs(b->mode == DBS_MODE_READ ? "read access to " : "write access to ", out);
-	if (l->kind == DBS_LOCK_JOIN) {
+	if (mode)
+		fputs(mode == TINSPECT_MODE_READ ? "read access to " : "write access to ",
+		      out);
+	if (kind == TINSPECT_LOCK_JOIN) {
 		fputs("the end of ", out);
-		report_put_thread_ref(out, snap, l->owner);
-		fprintf(out, " (pthread_join, descriptor 0x%" PRIx64 ")", l->addr);
+		report_put_thread_ref(out, snap, tinspect_lock_owner(l));
+		fprintf(out, " (pthread_join, descriptor 0x%" PRIx64 ")", addr);
 	} else {
 		put_lock_ref(out, l);
 		put_holder(out, snap, l);
 	}
-	if (b->futex != l->addr)
-		fprintf(out, "; futex 0x%" PRIx64, b->futex);
-	if (l->kind == DBS_LOCK_FUTEX)
+	if (tinspect_wait_futex(b) != addr)
+		fprintf(out, "; futex 0x%" PRIx64, tinspect_wait_futex(b));
+	if (kind == TINSPECT_LOCK_FUTEX)
 		put_caller(out, th);
-	put_evidence(out, b->evidence);
+	put_evidence(out, tinspect_wait_evidence(b));
 	fputc('\n', out);
-	if (b->note) {
-		fputs("    (", out);
-		agent_put_escaped(out, b->note);
-		fputs(")\n", out);
-	}
+	put_note(out, tinspect_wait_note(b));
 }
 
-void report_put_wait_short(FILE *out, const struct dbs_snapshot *snap,
-			   const struct dbs_thread *th)
+void report_put_wait_short(FILE *out, const tinspect_thread *th)
 {
-	const struct dbs_blocked_on *b = th->blocked_on;
-	const struct dbs_locks *L = snap->locks;
-	if (b && L && b->lock < L->n) {
-		const struct dbs_lock *l = &L->v[b->lock];
-		if (l->kind == DBS_LOCK_JOIN) {
-			fprintf(out, "join %d", (int)l->owner);
+	const tinspect_wait *b = tinspect_thread_wait(th);
+	const tinspect_lock *l = b ? tinspect_wait_lock(b) : NULL;
+	if (l) {
+		enum tinspect_wait_mode mode = tinspect_wait_mode(b);
+		enum tinspect_owner_state os = tinspect_lock_owner_state(l);
+		pid_t owner = tinspect_lock_owner(l);
+		if (tinspect_lock_kind(l) == TINSPECT_LOCK_JOIN) {
+			fprintf(out, "join %d", (int)owner);
 			return;
 		}
-		fprintf(out, "%s%s 0x%" PRIx64, dbs_lock_kind_name(l->kind),
-			b->mode == DBS_MODE_READ ? "(r)" : b->mode == DBS_MODE_WRITE ? "(w)" : "",
-			l->addr);
-		if (l->sym.name) {
+		fprintf(out, "%s%s 0x%" PRIx64, tinspect_lock_kind_name(tinspect_lock_kind(l)),
+			mode == TINSPECT_MODE_READ ? "(r)" :
+			mode == TINSPECT_MODE_WRITE ? "(w)" : "",
+			tinspect_lock_addr(l));
+		if (tinspect_lock_symbol(l)) {
 			fputs(" ", out);
 			put_lock_name(out, l);
 		}
-		if (l->owner_state == DBS_OWNER_LIVE)
-			fprintf(out, " held by %d", (int)l->owner);
-		else if (l->owner_state == DBS_OWNER_DEAD)
-			fprintf(out, " held by %d (gone)", (int)l->owner);
-		if (b->parked)
+		if (os == TINSPECT_OWNER_LIVE)
+			fprintf(out, " held by %d", (int)owner);
+		else if (os == TINSPECT_OWNER_DEAD)
+			fprintf(out, " held by %d (gone)", (int)owner);
+		if (tinspect_wait_parked(b))
 			fputs(" [parked]", out);
 		put_caller(out, th);
 		return;
 	}
-	if (th->have_regs && th->syscall.nr >= 0) {
-		const char *n = arch_syscall_name(snap->arch, th->syscall.nr);
-		if (n)
-			fprintf(out, "in %s()", n);
+	/* the registers' syscall: this short form does not use /proc's */
+	bool regs = tinspect_thread_regs(th, NULL, NULL, NULL) == 0;
+	struct tinspect_syscall sc;
+	if (regs && tinspect_thread_syscall(th, &sc, sizeof sc) == 0) {
+		if (sc.name)
+			fprintf(out, "in %s()", sc.name);
 		else
-			fprintf(out, "in syscall %ld", th->syscall.nr);
+			fprintf(out, "in syscall %ld", sc.nr);
 		return;
 	}
-	fputs(th->have_regs && th->syscall.nr < 0 ? "-" : "?", out);
+	fputs(regs ? "-" : "?", out);
 }
 
-static void put_lock_line(FILE *out, const struct dbs_snapshot *snap,
-			  const struct dbs_lock *l)
+static void put_lock_line(FILE *out, const tinspect_snapshot *snap,
+			  const tinspect_lock *l)
 {
+	struct tinspect_mutex_state m;
+	struct tinspect_sem_state sem;
+	struct tinspect_barrier_state bar;
+	struct tinspect_cond_state cond;
 	fputs("  ", out);
 	put_lock_ref(out, l);
 	put_holder(out, snap, l);
-	if (l->kind == DBS_LOCK_MUTEX && l->decoded && l->u.mutex.type == 1)
-		fprintf(out, ", depth %u", l->u.mutex.count);
-	if (l->kind == DBS_LOCK_SEM && l->decoded)
-		fprintf(out, ", value %u", l->u.sem.value);
-	if (l->kind == DBS_LOCK_BARRIER && l->decoded)
-		fprintf(out, ", %u of %u arrived", l->u.barrier.in - l->u.barrier.current_round,
-			l->u.barrier.count);
-	if (l->kind == DBS_LOCK_COND && l->decoded && l->u.cond.mutex)
-		fprintf(out, ", used with mutex 0x%" PRIx64, l->u.cond.mutex);
+	if (tinspect_lock_mutex(l, &m, sizeof m) == 0 && m.type == 1)
+		fprintf(out, ", depth %u", m.count);
+	if (tinspect_lock_sem(l, &sem, sizeof sem) == 0)
+		fprintf(out, ", value %u", sem.value);
+	if (tinspect_lock_barrier(l, &bar, sizeof bar) == 0)
+		fprintf(out, ", %u of %u arrived", bar.in - bar.current_round, bar.count);
+	if (tinspect_lock_cond(l, &cond, sizeof cond) == 0 && cond.mutex)
+		fprintf(out, ", used with mutex 0x%" PRIx64, cond.mutex);
 	fputs("; waiters:", out);
-	for (size_t i = 0; i < l->nwaiters; i++) {
-		fprintf(out, " %d", (int)l->waiters[i].tid);
-		if (l->waiters[i].mode)
-			fputs(l->waiters[i].mode == DBS_MODE_READ ? "(r)" : "(w)", out);
+	for (size_t i = 0, n = tinspect_lock_nwaiters(l); i < n; i++) {
+		enum tinspect_wait_mode mode = TINSPECT_MODE_NONE;
+		fprintf(out, " %d", (int)tinspect_lock_waiter(l, i, &mode));
+		if (mode)
+			fputs(mode == TINSPECT_MODE_READ ? "(r)" : "(w)", out);
 	}
 	fputc('\n', out);
-	if (l->note) {
-		fputs("    (", out);
-		agent_put_escaped(out, l->note);
-		fputs(")\n", out);
-	}
+	put_note(out, tinspect_lock_note(l));
 }
 
 /* ---- what one snapshot cannot prove ------------------------------------------ */
@@ -265,82 +259,81 @@ static void put_lock_line(FILE *out, const struct dbs_snapshot *snap,
  * for each other cannot be told from one snapshot.  A timed wait ends by
  * itself (restart_syscall only ever continues a timed one).
  */
-static bool undecided_wait(const struct dbs_snapshot *snap,
-			   const struct dbs_thread *th)
+static bool undecided_wait(const tinspect_thread *th)
 {
-	const struct dbs_blocked_on *b = th->blocked_on;
-	const struct dbs_locks *L = snap->locks;
-	if (!b || !L || b->lock >= L->n || !b->in_graph || b->parked)
+	const tinspect_wait *b = tinspect_thread_wait(th);
+	const tinspect_lock *l = b ? tinspect_wait_lock(b) : NULL;
+	if (!l || !tinspect_wait_in_graph(b) || tinspect_wait_parked(b) ||
+	    !tinspect_wait_untimed(b))
 		return false;
-	if (!(b->nr == snap->arch->nr_futex && th->have_regs &&
-	      th->syscall.nr == b->nr && th->syscall.args[3] == 0))
-		return false;
-	const struct dbs_lock *l = &L->v[b->lock];
-	switch (l->kind) {
-	case DBS_LOCK_COND:
-	case DBS_LOCK_SEM:
-	case DBS_LOCK_BARRIER:
+	switch (tinspect_lock_kind(l)) {
+	case TINSPECT_LOCK_COND:
+	case TINSPECT_LOCK_SEM:
+	case TINSPECT_LOCK_BARRIER:
 		return true;
-	case DBS_LOCK_FUTEX:
-	case DBS_LOCK_RWLOCK:
-	case DBS_LOCK_MUTEX:
-		return l->owner_state == DBS_OWNER_UNKNOWN ||
-		       l->owner_state == DBS_OWNER_OUTSIDE;
-	case DBS_LOCK_JOIN:
+	case TINSPECT_LOCK_FUTEX:
+	case TINSPECT_LOCK_RWLOCK:
+	case TINSPECT_LOCK_MUTEX:
+		return tinspect_lock_owner_state(l) == TINSPECT_OWNER_UNKNOWN ||
+		       tinspect_lock_owner_state(l) == TINSPECT_OWNER_OUTSIDE;
+	case TINSPECT_LOCK_JOIN:
 		break;
 	}
 	return false;
 }
 
-static int cmp_by_waiters(const void *a, const void *b, void *ctx)
+static int cmp_by_waiters(const void *a, const void *b)
 {
-	const struct dbs_lock *v = ctx;
-	const struct dbs_lock *x = &v[*(const size_t *)a], *y = &v[*(const size_t *)b];
-	if (x->nwaiters != y->nwaiters)
-		return x->nwaiters > y->nwaiters ? -1 : 1;
-	return (x->addr > y->addr) - (x->addr < y->addr);
+	const tinspect_lock *x = *(const tinspect_lock *const *)a;
+	const tinspect_lock *y = *(const tinspect_lock *const *)b;
+	size_t nx = tinspect_lock_nwaiters(x), ny = tinspect_lock_nwaiters(y);
+	if (nx != ny)
+		return nx > ny ? -1 : 1;
+	uint64_t ax = tinspect_lock_addr(x), ay = tinspect_lock_addr(y);
+	return (ax > ay) - (ax < ay);
 }
 
-/* Lock indexes by waiters, most first; NULL if none or ENOMEM. */
-static size_t *locks_by_waiters(const struct dbs_locks *L)
+/* The locks by waiters, most first; NULL if none or ENOMEM. */
+static const tinspect_lock **locks_by_waiters(const tinspect_snapshot *snap)
 {
-	if (!L || !L->n)
+	size_t n = tinspect_snapshot_nlocks(snap);
+	if (!n)
 		return NULL;
-	size_t *v = malloc(L->n * sizeof *v);
+	const tinspect_lock **v = malloc(n * sizeof *v);
 	if (!v)
 		return NULL;
-	for (size_t i = 0; i < L->n; i++)
-		v[i] = i;
-	qsort_r(v, L->n, sizeof *v, cmp_by_waiters, L->v);
+	for (size_t i = 0; i < n; i++)
+		v[i] = tinspect_snapshot_lock(snap, i);
+	qsort(v, n, sizeof *v, cmp_by_waiters);
 	return v;
 }
 
 /* "(called from f)" of a lock: its first waiter's caller, and whether
  * the others agree */
-static void put_lock_caller(FILE *out, const struct dbs_snapshot *snap,
-			    const struct dbs_lock *l)
+static void put_lock_caller(FILE *out, const tinspect_snapshot *snap,
+			    const tinspect_lock *l)
 {
 	char first[256] = "", name[256];
 	bool same = true;
-	for (size_t i = 0; i < l->nwaiters && i < 64; i++) {
-		const struct dbs_thread *t = thread_of(snap, l->waiters[i].tid);
-		const struct dbs_frame *f = t ? agent_wait_caller(t) : NULL;
-		const char *n = f ? agent_frame_name(f, name, sizeof name) : "";
+	for (size_t i = 0, n = tinspect_lock_nwaiters(l); i < n && i < 64; i++) {
+		const tinspect_thread *t =
+			tinspect_snapshot_thread_by_tid(snap, tinspect_lock_waiter(l, i, NULL));
+		const tinspect_frame *f = t ? agent_wait_caller(t) : NULL;
+		const char *fn = f ? agent_frame_name(f, name, sizeof name) : "";
 		if (i == 0)
-			snprintf(first, sizeof first, "%s", n);
-		else if (strcmp(first, n))
+			snprintf(first, sizeof first, "%s", fn);
+		else if (strcmp(first, fn))
 			same = false;
 	}
 	if (first[0])
 		fprintf(out, ", called from %s%s", first, same ? "" : " and others");
 }
 
-static void put_undecided(FILE *out, const struct dbs_snapshot *snap,
+static void put_undecided(FILE *out, const tinspect_snapshot *snap,
 			  const struct agent_opts *o, size_t nthreads)
 {
-	const struct dbs_locks *L = snap->locks;
-	size_t *order = locks_by_waiters(L);
-	size_t nobj = 0;
+	const tinspect_lock **order = locks_by_waiters(snap);
+	size_t nobj = 0, nlocks = tinspect_snapshot_nlocks(snap);
 	fprintf(out, "  Not provable from one snapshot: %zu thread%s in untimed waits on "
 		"primitives that record no owner\n  (condition variables, semaphores, "
 		"barriers, unidentified futexes, rwlocks held by readers).\n  Whether "
@@ -350,12 +343,14 @@ static void put_undecided(FILE *out, const struct dbs_snapshot *snap,
 		"(tinspect --watch 2 --count 2) make it likely:\n",
 		nthreads, nthreads == 1 ? "" : "s");
 	size_t shown = 0;
-	for (size_t k = 0; order && k < L->n; k++) {
-		const struct dbs_lock *l = &L->v[order[k]];
-		size_t n = 0;
-		for (size_t i = 0; i < l->nwaiters; i++) {
-			const struct dbs_thread *t = thread_of(snap, l->waiters[i].tid);
-			n += t && undecided_wait(snap, t);
+	for (size_t k = 0; order && k < nlocks; k++) {
+		const tinspect_lock *l = order[k];
+		size_t n = 0, nwaiters = tinspect_lock_nwaiters(l);
+		struct tinspect_sem_state sem;
+		for (size_t i = 0; i < nwaiters; i++) {
+			const tinspect_thread *t = tinspect_snapshot_thread_by_tid(
+				snap, tinspect_lock_waiter(l, i, NULL));
+			n += t && undecided_wait(t);
 		}
 		if (!n)
 			continue;
@@ -366,14 +361,14 @@ static void put_undecided(FILE *out, const struct dbs_snapshot *snap,
 		fprintf(out, "  %5zu  ", n);
 		put_lock_ref(out, l);
 		put_holder(out, snap, l);
-		if (l->kind == DBS_LOCK_SEM && l->decoded)
-			fprintf(out, ", value %u", l->u.sem.value);
+		if (tinspect_lock_sem(l, &sem, sizeof sem) == 0)
+			fprintf(out, ", value %u", sem.value);
 		put_lock_caller(out, snap, l);
 		fputs("; waiters:", out);
-		for (size_t i = 0; i < l->nwaiters && (o->verbose || i < 8); i++)
-			fprintf(out, " %d", (int)l->waiters[i].tid);
-		if (!o->verbose && l->nwaiters > 8)
-			fprintf(out, " ... (%zu)", l->nwaiters);
+		for (size_t i = 0; i < nwaiters && (o->verbose || i < 8); i++)
+			fprintf(out, " %d", (int)tinspect_lock_waiter(l, i, NULL));
+		if (!o->verbose && nwaiters > 8)
+			fprintf(out, " ... (%zu)", nwaiters);
 		fputc('\n', out);
 	}
 	if (nobj > shown)
@@ -391,79 +386,83 @@ static void put_rule(FILE *out, size_t n)
 	fputc('\n', out);
 }
 
-static void put_deadlock_edges(FILE *out, const struct dbs_snapshot *snap)
+static void put_deadlock_edges(FILE *out, const tinspect_snapshot *snap)
 {
-	const struct dbs_locks *L = snap->locks;
+	size_t ncycles = tinspect_snapshot_ncycles(snap);
 	char head[64];
 	int hl;
-	if (L->ndeadlocks == 1)
+	if (ncycles == 1)
 		hl = snprintf(head, sizeof head, "Found one deadlock:");
 	else
-		hl = snprintf(head, sizeof head, "Found %zu deadlocks:", L->ndeadlocks);
+		hl = snprintf(head, sizeof head, "Found %zu deadlocks:", ncycles);
 	fprintf(out, "%s\n", head);
 	put_rule(out, (size_t)hl);
-	for (size_t i = 0; i < L->ndeadlocks; i++) {
-		const struct dbs_deadlock *d = &L->deadlocks[i];
-		if (L->ndeadlocks > 1)
+	for (size_t i = 0; i < ncycles; i++) {
+		const tinspect_cycle *c = tinspect_snapshot_cycle(snap, i);
+		size_t n = tinspect_cycle_length(c);
+		if (ncycles > 1)
 			fprintf(out, "Deadlock %zu:\n", i + 1);
-		for (size_t k = 0; k < d->n; k++) {
-			report_put_thread_ref(out, snap, d->threads[k]);
+		for (size_t k = 0; k < n; k++) {
+			const tinspect_lock *l = tinspect_cycle_lock(c, k);
+			report_put_thread_ref(out, snap, tinspect_cycle_tid(c, k));
 			fputs(" waits for ", out);
-			if (d->locks[k] < L->n) {
-				const struct dbs_lock *l = &L->v[d->locks[k]];
-				if (l->kind == DBS_LOCK_JOIN) {
+			if (l) {
+				if (tinspect_lock_kind(l) == TINSPECT_LOCK_JOIN) {
 					fputs("the end of ", out);
 				} else {
 					put_lock_ref(out, l);
 					fputs(" held by ", out);
 				}
 			}
-			report_put_thread_ref(out, snap, d->threads[(k + 1) % d->n]);
+			report_put_thread_ref(out, snap, tinspect_cycle_tid(c, (k + 1) % n));
 			fputc('\n', out);
 		}
 	}
 	fputc('\n', out);
 }
 
-static void put_stalls(FILE *out, const struct dbs_snapshot *snap)
+static void put_stalls(FILE *out, const tinspect_snapshot *snap)
 {
-	const struct dbs_locks *L = snap->locks;
 	fputs("Stalled (waiting behind a lock holder that cannot move on by itself; "
 	      "not a deadlock):\n", out);
-	for (size_t i = 0; i < L->nstalls; i++) {
-		const struct dbs_stall *st = &L->stalls[i];
-		for (size_t k = 0; k + 1 < st->n; k++) {
+	for (size_t i = 0, ns = tinspect_snapshot_nstalls(snap); i < ns; i++) {
+		const tinspect_stall *st = tinspect_snapshot_stall(snap, i);
+		size_t n = tinspect_stall_length(st);
+		for (size_t k = 0; k + 1 < n; k++) {
 			fputs(k ? "    which " : "  ", out);
 			if (!k)
-				report_put_thread_ref(out, snap, st->threads[k]);
+				report_put_thread_ref(out, snap, tinspect_stall_tid(st, k));
 			fputs(k ? "waits for " : " waits for ", out);
-			put_lock_ref(out, &L->v[st->locks[k]]);
+			put_lock_ref(out, tinspect_stall_lock(st, k));
 			fputs(" held by ", out);
-			report_put_thread_ref(out, snap, st->threads[k + 1]);
+			report_put_thread_ref(out, snap, tinspect_stall_tid(st, k + 1));
 			fputc('\n', out);
 		}
 		fputs("    which ", out);
-		switch (st->end) {
-		case DBS_STALL_SYSCALL: {
-			const char *n = arch_syscall_name(snap->arch, st->end_syscall);
-			if (n)
-				fprintf(out, "sleeps in %s() with no timeout\n", n);
+		enum tinspect_stall_end end = tinspect_stall_end(st);
+		switch (end) {
+		case TINSPECT_STALL_SYSCALL: {
+			long nr = tinspect_stall_end_syscall(st);
+			const char *name = tinspect_snapshot_syscall_name(snap, nr);
+			if (name)
+				fprintf(out, "sleeps in %s() with no timeout\n", name);
 			else
-				fprintf(out, "sleeps in syscall %ld with no timeout\n",
-					st->end_syscall);
+				fprintf(out, "sleeps in syscall %ld with no timeout\n", nr);
 			break;
 		}
-		case DBS_STALL_WAIT:
-		case DBS_STALL_ORPHAN:
-			fputs(st->end == DBS_STALL_WAIT ? "waits with no timeout for "
+		case TINSPECT_STALL_WAIT:
+		case TINSPECT_STALL_ORPHAN: {
+			const tinspect_lock *l = tinspect_stall_end_lock(st);
+			fputs(end == TINSPECT_STALL_WAIT ? "waits with no timeout for "
 							 : "waits for ", out);
-			if (st->end_lock < L->n) {
-				put_lock_ref(out, &L->v[st->end_lock]);
-				put_holder(out, snap, &L->v[st->end_lock]);
+			if (l) {
+				put_lock_ref(out, l);
+				put_holder(out, snap, l);
 			}
 			fputc('\n', out);
 			break;
-		case DBS_STALL_STOPPED:
+		}
+		case TINSPECT_STALL_STOPPED:
 			fputs("is stopped (job control, or uninterruptible sleep)\n", out);
 			break;
 		}
@@ -471,55 +470,54 @@ static void put_stalls(FILE *out, const struct dbs_snapshot *snap)
 	fputc('\n', out);
 }
 
-static void put_verdict(FILE *out, const struct dbs_snapshot *snap,
+static void put_verdict(FILE *out, const tinspect_snapshot *snap,
 			const struct agent_opts *o)
 {
-	const struct dbs_locks *L = snap->locks;
-	if (!L) {
+	if (!tinspect_snapshot_locks_analysed(snap)) {
 		fputs("Verdict: locks not analysed (out of memory); deadlocks unknown\n\n",
 		      out);
 		return;
 	}
+	size_t ndeadlocks = tinspect_snapshot_ncycles(snap);
+	size_t norphaned = tinspect_snapshot_norphans(snap);
+	size_t nstalls = tinspect_snapshot_nstalls(snap);
 	size_t undecided = 0;
-	for (size_t i = 0; i < snap->nthreads; i++)
-		undecided += undecided_wait(snap, &snap->threads[i]);
+	for (size_t i = 0, n = tinspect_snapshot_nthreads(snap); i < n; i++)
+		undecided += undecided_wait(tinspect_snapshot_thread(snap, i));
 	fputs("Verdict: ", out);
-	if (!L->ndeadlocks && !L->norphaned && !L->nstalls) {
+	if (!ndeadlocks && !norphaned && !nstalls) {
 		fputs(undecided ? "no deadlock among locks that record their owner, "
 				  "no orphaned lock, no stall\n"
 				: "no deadlock, no orphaned lock, no stall\n", out);
 	} else {
 		const char *sep = "";
-		if (L->ndeadlocks) {
-			fprintf(out, "%zu DEADLOCK%s", L->ndeadlocks,
-				L->ndeadlocks == 1 ? "" : "S");
+		if (ndeadlocks) {
+			fprintf(out, "%zu DEADLOCK%s", ndeadlocks, ndeadlocks == 1 ? "" : "S");
 			sep = ", ";
 		}
-		if (L->norphaned) {
-			fprintf(out, "%s%zu orphaned lock%s", sep, L->norphaned,
-				L->norphaned == 1 ? "" : "s");
+		if (norphaned) {
+			fprintf(out, "%s%zu orphaned lock%s", sep, norphaned,
+				norphaned == 1 ? "" : "s");
 			sep = ", ";
 		}
-		if (L->nstalls)
-			fprintf(out, "%s%zu stall%s", sep, L->nstalls,
-				L->nstalls == 1 ? "" : "s");
+		if (nstalls)
+			fprintf(out, "%s%zu stall%s", sep, nstalls, nstalls == 1 ? "" : "s");
 		fputc('\n', out);
 	}
 	if (undecided)
 		put_undecided(out, snap, o, undecided);
 	fputc('\n', out);
-	if (L->ndeadlocks)
+	if (ndeadlocks)
 		put_deadlock_edges(out, snap);
-	if (L->norphaned) {
+	if (norphaned) {
 		fputs("Orphaned locks (their owner no longer exists):\n", out);
-		for (size_t i = 0; i < L->n; i++)
-			if (L->v[i].orphaned)
-				put_lock_line(out, snap, &L->v[i]);
+		for (size_t i = 0; i < norphaned; i++)
+			put_lock_line(out, snap, tinspect_snapshot_orphan(snap, i));
 		fputc('\n', out);
 	}
-	if (L->nstalls)
+	if (nstalls)
 		put_stalls(out, snap);
-	if (!L->ndeadlocks && !undecided)
+	if (!ndeadlocks && !undecided)
 		fputs("No deadlock found.\n\n", out);
 }
 
@@ -549,32 +547,36 @@ static int cmp_count(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-static void put_counts(FILE *out, const struct dbs_snapshot *snap)
+static void put_counts(FILE *out, const tinspect_snapshot *snap)
 {
 	size_t states[128] = { 0 }, unknown_state = 0;
 	struct count kinds[8], calls[64];
 	size_t nkinds = 0, ncalls = 0, blocked = 0, insys = 0, user = 0, other = 0;
-	for (size_t i = 0; i < snap->nthreads; i++) {
-		const struct dbs_thread *th = &snap->threads[i];
-		unsigned char st = (unsigned char)th->state;
-		if (th->proc_valid && st && st < 128)
+	size_t nthreads = tinspect_snapshot_nthreads(snap);
+	for (size_t i = 0; i < nthreads; i++) {
+		const tinspect_thread *th = tinspect_snapshot_thread(snap, i);
+		const tinspect_wait *w = tinspect_thread_wait(th);
+		unsigned char st = (unsigned char)tinspect_thread_state(th);
+		bool regs = tinspect_thread_regs(th, NULL, NULL, NULL) == 0;
+		struct tinspect_syscall sc;
+		if (st && st < 128)
 			states[st]++;
 		else
 			unknown_state++;
-		if (th->blocked_on) {
+		if (w) {
 			blocked++;
-			count_add(kinds, &nkinds, 8, dbs_lock_kind_name(th->blocked_on->kind));
-		} else if (th->have_regs && th->syscall.nr >= 0) {
+			count_add(kinds, &nkinds, 8,
+				  tinspect_lock_kind_name(tinspect_wait_kind(w)));
+		} else if (regs && tinspect_thread_syscall(th, &sc, sizeof sc) == 0) {
 			insys++;
-			const char *n = arch_syscall_name(snap->arch, th->syscall.nr);
-			count_add(calls, &ncalls, 64, n ? n : "?");
-		} else if (th->have_regs && th->syscall.nr < 0) {
+			count_add(calls, &ncalls, 64, sc.name ? sc.name : "?");
+		} else if (regs) {
 			user++;
 		} else {
 			other++;
 		}
 	}
-	fprintf(out, "Threads: %zu by state:", snap->nthreads);
+	fprintf(out, "Threads: %zu by state:", nthreads);
 	const char *sep = " ";
 	static const char order[] = "RSDTtZXIPWK";
 	for (const char *c = order; *c; c++)
@@ -604,22 +606,21 @@ static void put_counts(FILE *out, const struct dbs_snapshot *snap)
 	fputs("\n\n", out);
 }
 
-static void put_top_locks(FILE *out, const struct dbs_snapshot *snap,
+static void put_top_locks(FILE *out, const tinspect_snapshot *snap,
 			  const struct agent_opts *o)
 {
-	const struct dbs_locks *L = snap->locks;
-	size_t *order = locks_by_waiters(L);
+	const tinspect_lock **order = locks_by_waiters(snap);
 	if (!order)
 		return;
-	size_t top = o->verbose ? L->n : (L->n < TOP_LOCKS ? L->n : TOP_LOCKS);
-	fprintf(out, "Most contended locks (%zu of %zu waited on, by waiters):\n", top,
-		L->n);
+	size_t n = tinspect_snapshot_nlocks(snap);
+	size_t top = o->verbose ? n : (n < TOP_LOCKS ? n : TOP_LOCKS);
+	fprintf(out, "Most contended locks (%zu of %zu waited on, by waiters):\n", top, n);
 	for (size_t k = 0; k < top; k++) {
-		const struct dbs_lock *l = &L->v[order[k]];
-		fprintf(out, "  %5zu  ", l->nwaiters);
-		if (l->kind == DBS_LOCK_JOIN) {
+		const tinspect_lock *l = order[k];
+		fprintf(out, "  %5zu  ", tinspect_lock_nwaiters(l));
+		if (tinspect_lock_kind(l) == TINSPECT_LOCK_JOIN) {
 			fputs("join: the end of ", out);
-			report_put_thread_ref(out, snap, l->owner);
+			report_put_thread_ref(out, snap, tinspect_lock_owner(l));
 		} else {
 			put_lock_ref(out, l);
 			put_holder(out, snap, l);
@@ -631,7 +632,7 @@ static void put_top_locks(FILE *out, const struct dbs_snapshot *snap,
 	free(order);
 }
 
-void report_summary(FILE *out, const struct dbs_snapshot *snap,
+void report_summary(FILE *out, const tinspect_snapshot *snap,
 		    const struct agent_opts *o)
 {
 	put_verdict(out, snap, o);
@@ -643,46 +644,47 @@ void report_summary(FILE *out, const struct dbs_snapshot *snap,
 
 /* The stacks of the threads of one deadlock, as jstack prints "Java stack
  * information for the threads listed above". */
-static void put_deadlock_stacks(FILE *out, const struct dbs_snapshot *snap,
-				const struct dbs_deadlock *d)
+static void put_deadlock_stacks(FILE *out, const tinspect_snapshot *snap,
+				const tinspect_cycle *c)
 {
-	if (!snap->stacks)
+	if (!tinspect_snapshot_has_stacks(snap))
 		return;
 	fputs("Stacks of the threads above:\n", out);
-	for (size_t i = 0; i < d->n; i++) {
-		const struct dbs_thread *th = thread_of(snap, d->threads[i]);
+	for (size_t i = 0, n = tinspect_cycle_length(c); i < n; i++) {
+		const tinspect_thread *th =
+			tinspect_snapshot_thread_by_tid(snap, tinspect_cycle_tid(c, i));
 		if (!th)
 			continue;
-		fprintf(out, "Thread %d ", (int)th->tid);
-		if (th->name)
-			agent_fput_quoted(out, th->name, th->name_len);
+		size_t len;
+		const char *name = tinspect_thread_name(th, &len);
+		fprintf(out, "Thread %d ", (int)tinspect_thread_tid(th));
+		if (name)
+			agent_fput_quoted(out, name, len);
 		fputc('\n', out);
-		agent_put_stack(out, &th->stack, false);
+		agent_put_stack(out, th, false);
 	}
 	fputc('\n', out);
 }
 
-void report_lock_details(FILE *out, const struct dbs_snapshot *snap,
+void report_lock_details(FILE *out, const tinspect_snapshot *snap,
 			 const struct agent_opts *o)
 {
 	(void)o;
-	const struct dbs_locks *L = snap->locks;
-	if (!L)
-		return;
-	for (size_t i = 0; i < L->ndeadlocks; i++) {
-		if (L->ndeadlocks > 1)
+	size_t n = tinspect_snapshot_ncycles(snap);
+	for (size_t i = 0; i < n; i++) {
+		if (n > 1)
 			fprintf(out, "Deadlock %zu: ", i + 1);
-		put_deadlock_stacks(out, snap, &L->deadlocks[i]);
+		put_deadlock_stacks(out, snap, tinspect_snapshot_cycle(snap, i));
 	}
 }
 
-void report_all_locks(FILE *out, const struct dbs_snapshot *snap)
+void report_all_locks(FILE *out, const tinspect_snapshot *snap)
 {
-	const struct dbs_locks *L = snap->locks;
-	if (!L || !L->n)
+	size_t n = tinspect_snapshot_nlocks(snap);
+	if (!n)
 		return;
-	fprintf(out, "Locks waited on: %zu\n", L->n);
-	for (size_t i = 0; i < L->n; i++)
-		put_lock_line(out, snap, &L->v[i]);
+	fprintf(out, "Locks waited on: %zu\n", n);
+	for (size_t i = 0; i < n; i++)
+		put_lock_line(out, snap, tinspect_snapshot_lock(snap, i));
 	fputc('\n', out);
 }

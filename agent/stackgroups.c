@@ -16,16 +16,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What two frames are compared by, read once per frame: the sort below
+ * compares each stack many times. */
+struct fkey {
+	const char *module;	/* interned: equal text, equal pointer */
+	const char *symbol;
+	uint64_t module_offset;
+	bool inlined;
+};
+
+struct tstack {
+	const struct fkey *f;	/* the thread's frames */
+	size_t n;
+	enum tinspect_stack_end end;
+	pid_t tid;
+};
+
 struct stack_groups {
 	size_t *order;		/* thread indexes with a stack, group by group */
 	size_t norder;
 	size_t *start;		/* group g: order[start[g] .. start[g + 1]) */
 	size_t ngroups;
 	size_t *group_of;	/* thread index -> group number + 1, 0 none */
-	const struct dbs_snapshot *snap;
+	size_t nthreads;
 };
 
-static bool same_frame(const struct dbs_frame *a, const struct dbs_frame *b)
+static bool same_frame(const struct fkey *a, const struct fkey *b)
 {
 	if (a->inlined != b->inlined)
 		return false;
@@ -40,7 +56,7 @@ static bool same_frame(const struct dbs_frame *a, const struct dbs_frame *b)
 	return a->module_offset == b->module_offset;
 }
 
-static int cmp_frame(const struct dbs_frame *a, const struct dbs_frame *b)
+static int cmp_frame(const struct fkey *a, const struct fkey *b)
 {
 	if (a->inlined != b->inlined)
 		return a->inlined ? -1 : 1;
@@ -54,25 +70,24 @@ static int cmp_frame(const struct dbs_frame *a, const struct dbs_frame *b)
 	return (a->module_offset > b->module_offset) - (a->module_offset < b->module_offset);
 }
 
-static int cmp_stack(const struct dbs_stack *x, const struct dbs_stack *y)
+static int cmp_stack(const struct tstack *x, const struct tstack *y)
 {
-	size_t n = x->nframes < y->nframes ? x->nframes : y->nframes;
+	size_t n = x->n < y->n ? x->n : y->n;
 	for (size_t i = 0; i < n; i++) {
-		if (same_frame(&x->frames[i], &y->frames[i]))
+		if (same_frame(&x->f[i], &y->f[i]))
 			continue;
-		return cmp_frame(&x->frames[i], &y->frames[i]);
+		return cmp_frame(&x->f[i], &y->f[i]);
 	}
-	if (x->nframes != y->nframes)
-		return x->nframes < y->nframes ? -1 : 1;
+	if (x->n != y->n)
+		return x->n < y->n ? -1 : 1;
 	return (x->end > y->end) - (x->end < y->end);
 }
 
 static int cmp_threads(const void *a, const void *b, void *ctx)
 {
-	const struct dbs_snapshot *snap = ctx;
-	const struct dbs_thread *x = &snap->threads[*(const size_t *)a];
-	const struct dbs_thread *y = &snap->threads[*(const size_t *)b];
-	int c = cmp_stack(&x->stack, &y->stack);
+	const struct tstack *v = ctx;
+	const struct tstack *x = &v[*(const size_t *)a], *y = &v[*(const size_t *)b];
+	int c = cmp_stack(x, y);
 	if (c)
 		return c;
 	return (x->tid > y->tid) - (x->tid < y->tid);
@@ -91,15 +106,47 @@ static int cmp_groups(const void *a, const void *b)
 	return (x->first > y->first) - (x->first < y->first);
 }
 
-struct stack_groups *stack_groups_build(const struct dbs_snapshot *snap)
+/* Every thread's frames as keys, in one array; NULL on ENOMEM. */
+static struct tstack *stacks_read(const tinspect_snapshot *snap, struct fkey **ret_keys)
 {
-	size_t n = snap->nthreads;
+	size_t n = tinspect_snapshot_nthreads(snap), nframes = 0;
+	for (size_t i = 0; i < n; i++)
+		nframes += tinspect_thread_nframes(tinspect_snapshot_thread(snap, i));
+	struct tstack *v = calloc(n ? n : 1, sizeof *v);
+	struct fkey *keys = malloc((nframes ? nframes : 1) * sizeof *keys);
+	if (!v || !keys) {
+		free(v);
+		free(keys);
+		return NULL;
+	}
+	struct fkey *k = keys;
+	for (size_t i = 0; i < n; i++) {
+		const tinspect_thread *th = tinspect_snapshot_thread(snap, i);
+		v[i] = (struct tstack){ k, tinspect_thread_nframes(th),
+					tinspect_thread_stack_end(th),
+					tinspect_thread_tid(th) };
+		for (size_t j = 0; j < v[i].n; j++, k++) {
+			const tinspect_frame *f = tinspect_thread_frame(th, j);
+			*k = (struct fkey){ tinspect_frame_module(f), tinspect_frame_symbol(f),
+					    tinspect_frame_module_offset(f),
+					    tinspect_frame_inlined(f) };
+		}
+	}
+	*ret_keys = keys;
+	return v;
+}
+
+struct stack_groups *stack_groups_build(const tinspect_snapshot *snap)
+{
+	size_t n = tinspect_snapshot_nthreads(snap);
+	struct fkey *keys = NULL;
 	struct stack_groups *g = calloc(1, sizeof *g);
+	struct tstack *st = stacks_read(snap, &keys);
 	size_t *idx = malloc((n ? n : 1) * sizeof *idx);
 	struct gref *gr = malloc((n ? n : 1) * sizeof *gr);
-	if (!g || !idx || !gr)
+	if (!g || !st || !idx || !gr)
 		goto fail;
-	g->snap = snap;
+	g->nthreads = n;
 	g->order = malloc((n ? n : 1) * sizeof *g->order);
 	g->start = malloc((n + 1) * sizeof *g->start);
 	g->group_of = calloc(n ? n : 1, sizeof *g->group_of);
@@ -107,18 +154,16 @@ struct stack_groups *stack_groups_build(const struct dbs_snapshot *snap)
 		goto fail;
 	size_t m = 0;
 	for (size_t i = 0; i < n; i++)
-		if (snap->threads[i].stack.end != DBS_STACK_NONE &&
-		    snap->threads[i].stack.nframes)
+		if (st[i].end != TINSPECT_STACK_NONE && st[i].n)
 			idx[m++] = i;
 	if (m > 1)
-		qsort_r(idx, m, sizeof *idx, cmp_threads, (void *)snap);
+		qsort_r(idx, m, sizeof *idx, cmp_threads, st);
 	size_t ng = 0;
 	for (size_t a = 0; a < m;) {
 		size_t b = a + 1;
-		while (b < m && !cmp_stack(&snap->threads[idx[a]].stack,
-					   &snap->threads[idx[b]].stack))
+		while (b < m && !cmp_stack(&st[idx[a]], &st[idx[b]]))
 			b++;
-		gr[ng++] = (struct gref){ a, b - a, snap->threads[idx[a]].tid };
+		gr[ng++] = (struct gref){ a, b - a, st[idx[a]].tid };
 		a = b;
 	}
 	qsort(gr, ng, sizeof *gr, cmp_groups);
@@ -134,10 +179,14 @@ struct stack_groups *stack_groups_build(const struct dbs_snapshot *snap)
 	g->ngroups = ng;
 	free(idx);
 	free(gr);
+	free(st);
+	free(keys);
 	return g;
 fail:
 	free(idx);
 	free(gr);
+	free(st);
+	free(keys);
 	stack_groups_free(g);
 	return NULL;
 }
@@ -155,7 +204,7 @@ void stack_groups_free(struct stack_groups *g)
 size_t stack_groups_of(const struct stack_groups *g, size_t i, size_t *ret_size)
 {
 	*ret_size = 0;
-	if (!g || i >= g->snap->nthreads || !g->group_of[i])
+	if (!g || i >= g->nthreads || !g->group_of[i])
 		return 0;
 	size_t k = g->group_of[i] - 1;
 	*ret_size = g->start[k + 1] - g->start[k];
@@ -163,12 +212,13 @@ size_t stack_groups_of(const struct stack_groups *g, size_t i, size_t *ret_size)
 }
 
 /* "[S 95, R 2]", and what the group's threads wait on if they agree */
-static void put_group_head(FILE *out, const struct dbs_snapshot *snap,
+static void put_group_head(FILE *out, const tinspect_snapshot *snap,
 			   const size_t *ti, size_t n)
 {
 	size_t states[128] = { 0 };
 	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)snap->threads[ti[i]].state;
+		unsigned char c = (unsigned char)tinspect_thread_state(
+			tinspect_snapshot_thread(snap, ti[i]));
 		states[c < 128 ? c : '?']++;
 	}
 	const char *sep = " [";
@@ -180,28 +230,29 @@ static void put_group_head(FILE *out, const struct dbs_snapshot *snap,
 	if (states[0])
 		fprintf(out, "%s? %zu", sep, states[0]);
 	fputc(']', out);
-	const struct dbs_thread *t0 = &snap->threads[ti[0]];
-	const struct dbs_locks *L = snap->locks;
-	size_t lock = t0->blocked_on ? t0->blocked_on->lock : SIZE_MAX;
-	bool same_lock = L && lock < L->n, same_kind = same_lock;
+	const tinspect_thread *t0 = tinspect_snapshot_thread(snap, ti[0]);
+	const tinspect_wait *w0 = tinspect_thread_wait(t0);
+	const tinspect_lock *lock = w0 ? tinspect_wait_lock(w0) : NULL;
+	bool same_lock = lock != NULL, same_kind = same_lock;
 	for (size_t i = 1; i < n && (same_lock || same_kind); i++) {
-		const struct dbs_blocked_on *b = snap->threads[ti[i]].blocked_on;
-		if (!b || b->lock != lock)
+		const tinspect_wait *w =
+			tinspect_thread_wait(tinspect_snapshot_thread(snap, ti[i]));
+		if (!w || tinspect_wait_lock(w) != lock)
 			same_lock = false;
-		if (!b || b->kind != t0->blocked_on->kind)
+		if (!w || tinspect_wait_kind(w) != tinspect_wait_kind(w0))
 			same_kind = false;
 	}
 	if (same_lock) {
 		fputs(n > 1 ? ", all waiting on " : ", waiting on ", out);
-		report_put_wait_short(out, snap, t0);
+		report_put_wait_short(out, t0);
 	} else if (same_kind) {
 		fprintf(out, ", each waiting on a %s of its own",
-			dbs_lock_kind_name(t0->blocked_on->kind));
+			tinspect_lock_kind_name(tinspect_wait_kind(w0)));
 	}
 	fputc('\n', out);
 }
 
-void stack_groups_print(FILE *out, const struct dbs_snapshot *snap,
+void stack_groups_print(FILE *out, const tinspect_snapshot *snap,
 			const struct stack_groups *g, bool verbose)
 {
 	size_t shared = 0, single = 0;
@@ -225,23 +276,19 @@ void stack_groups_print(FILE *out, const struct dbs_snapshot *snap,
 		put_group_head(out, snap, ti, n);
 		/* the tids, sorted, wrapped; all of them: grep finds a tid's
 		 * group */
-		pid_t *tids = malloc(n * sizeof *tids);
 		size_t col = 0;
-		for (size_t i = 0; tids && i < n; i++)
-			tids[i] = snap->threads[ti[i]].tid;
-		for (size_t i = 0; tids && i < n; i++) {
+		for (size_t i = 0; i < n; i++) {
 			if (col == 0)
 				fputs("  threads:", out);
-			col += (size_t)fprintf(out, " %d", (int)tids[i]);
+			col += (size_t)fprintf(out, " %d", (int)tinspect_thread_tid(
+				tinspect_snapshot_thread(snap, ti[i])));
 			if (col > 90 && i + 1 < n) {
 				fputc('\n', out);
 				col = 0;
 			}
 		}
-		if (tids)
-			fputc('\n', out);
-		free(tids);
-		agent_put_stack(out, &snap->threads[ti[0]].stack, true);
+		fputc('\n', out);
+		agent_put_stack(out, tinspect_snapshot_thread(snap, ti[0]), true);
 		fputc('\n', out);
 	}
 	(void)verbose;
@@ -257,32 +304,34 @@ static bool runtime_module(const char *path)
 		     !strncmp(b, "ld-linux", 8) || !strncmp(b, "libc-2.", 7));
 }
 
-const struct dbs_frame *agent_wait_caller(const struct dbs_thread *th)
+const tinspect_frame *agent_wait_caller(const tinspect_thread *th)
 {
-	const struct dbs_stack *st = &th->stack;
-	for (size_t i = 0; i < st->nframes; i++) {
-		const struct dbs_frame *f = &st->frames[i];
-		if (f->module && !runtime_module(f->module))
+	for (size_t i = 0, n = tinspect_thread_nframes(th); i < n; i++) {
+		const tinspect_frame *f = tinspect_thread_frame(th, i);
+		const char *module = tinspect_frame_module(f);
+		if (module && !runtime_module(module))
 			return f;
-		if (!f->module && i > 0)
+		if (!module && i > 0)
 			return f;	/* JIT code called into libc */
 	}
 	return NULL;
 }
 
-const char *agent_frame_name(const struct dbs_frame *f, char *buf, size_t len)
+const char *agent_frame_name(const tinspect_frame *f, char *buf, size_t len)
 {
 	FILE *m = fmemopen(buf, len, "w");
 	if (!m) {
 		snprintf(buf, len, "??");
 		return buf;
 	}
-	if (f->symbol) {
-		agent_put_escaped(m, f->symbol);
-	} else if (f->module) {
-		const char *b = strrchr(f->module, '/');
-		agent_put_escaped(m, b ? b + 1 : f->module);
-		fprintf(m, "+0x%" PRIx64, f->module_offset);
+	const char *symbol = tinspect_frame_symbol(f);
+	const char *module = tinspect_frame_module(f);
+	if (symbol) {
+		agent_put_escaped(m, symbol);
+	} else if (module) {
+		const char *b = strrchr(module, '/');
+		agent_put_escaped(m, b ? b + 1 : module);
+		fprintf(m, "+0x%" PRIx64, tinspect_frame_module_offset(f));
 	} else {
 		fputs("?? (JIT or generated code)", m);
 	}

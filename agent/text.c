@@ -13,7 +13,6 @@
 #include <inttypes.h>
 #include <sched.h>
 #include <string.h>
-#include <thread_db.h>
 #include <time.h>
 
 #include "config.h"
@@ -49,19 +48,6 @@ const char *agent_policy_name(unsigned policy)
 	}
 }
 
-const char *agent_td_state_name(int s)
-{
-	switch (s) {
-	case TD_THR_ACTIVE: return "active";
-	case TD_THR_ZOMBIE: return "zombie";
-	case TD_THR_RUN: return "run";
-	case TD_THR_SLEEP: return "sleep";
-	case TD_THR_STOPPED: return "stopped";
-	case TD_THR_STOPPED_ASLEEP: return "stopped_asleep";
-	default: return "unknown";
-	}
-}
-
 void agent_fput_quoted(FILE *out, const char *s, size_t len)
 {
 	fputc('"', out);
@@ -88,114 +74,117 @@ void agent_put_escaped(FILE *out, const char *s)
 	}
 }
 
-void agent_put_symbol(FILE *out, const struct dbs_symbol *s)
+void agent_put_symbol(FILE *out, const tinspect_symbol *s)
 {
-	const char *base = s->module ? strrchr(s->module, '/') : NULL;
-	base = base ? base + 1 : s->module;
-	if (s->name) {
-		agent_put_escaped(out, s->name);
-		if (s->offset)
-			fprintf(out, "+0x%" PRIx64, s->offset);
-	} else if (s->module) {
+	const char *module = tinspect_symbol_module(s);
+	const char *name = tinspect_symbol_name(s);
+	uint64_t offset = tinspect_symbol_offset(s);
+	const char *base = module ? strrchr(module, '/') : NULL;
+	base = base ? base + 1 : module;
+	if (name) {
+		agent_put_escaped(out, name);
+		if (offset)
+			fprintf(out, "+0x%" PRIx64, offset);
+	} else if (module) {
 		/* no symbol: where it is in its file, for addr2line/objdump */
-		fprintf(out, "0x%" PRIx64 " (", s->addr);
+		fprintf(out, "0x%" PRIx64 " (", tinspect_symbol_addr(s));
 		agent_put_escaped(out, base);
-		fprintf(out, "+0x%" PRIx64 ", no symbol)", s->offset);
+		fprintf(out, "+0x%" PRIx64 ", no symbol)", offset);
 	} else {
-		fprintf(out, "0x%" PRIx64, s->addr);
+		fprintf(out, "0x%" PRIx64, tinspect_symbol_addr(s));
 	}
-	if (s->module) {
+	if (module) {
 		fputs(" in ", out);
-		agent_put_escaped(out, s->module);
+		agent_put_escaped(out, module);
 	}
 }
 
-static void put_syscall(FILE *out, const struct dbs_snapshot *snap,
-			const struct dbs_thread *th)
+static void put_syscall(FILE *out, const tinspect_thread *th)
 {
-	long nr;
-	const uint64_t *args;
-	const char *note = "";
-	if (th->syscall.nr >= 0) {
-		nr = th->syscall.nr;
-		args = th->syscall.args;
-		if (th->syscall.restarting)
-			note = "  [blocked; restarts on resume]";
-	} else if (!th->have_regs && th->proc_sc_kind == PSVC_SC_IN_SYSCALL) {
-		nr = th->proc_sc_nr;
-		args = th->proc_sc_args;
-		note = "  [from /proc before the stop]";
-	} else {
+	struct tinspect_syscall sc;
+	if (tinspect_thread_syscall(th, &sc, sizeof sc)) {
 		fputs("  syscall: none (user space)\n", out);
 		return;
 	}
-	const char *name = arch_syscall_name(snap->arch, nr);
-	if (name)
-		fprintf(out, "  syscall: %s(", name);
+	const char *note = "";
+	if (sc.source == TINSPECT_SYSCALL_PROC)
+		note = "  [from /proc before the stop]";
+	else if (sc.restarting)
+		note = "  [blocked; restarts on resume]";
+	if (sc.name)
+		fprintf(out, "  syscall: %s(", sc.name);
 	else
-		fprintf(out, "  syscall: syscall_%ld(", nr);
+		fprintf(out, "  syscall: syscall_%ld(", sc.nr);
 	for (int i = 0; i < 6; i++)
-		fprintf(out, "%s0x%" PRIx64, i ? ", " : "", args[i]);
+		fprintf(out, "%s0x%" PRIx64, i ? ", " : "", sc.args[i]);
 	fprintf(out, ")%s\n", note);
 }
 
 /* A stack as gdb's "bt" prints it: #N  pc in symbol+off at file:line. */
-void agent_put_stack(FILE *out, const struct dbs_stack *st, bool in_group)
+void agent_put_stack(FILE *out, const tinspect_thread *th, bool in_group)
 {
 	unsigned level = 0;
-	for (size_t i = 0; i < st->nframes; i++) {
-		const struct dbs_frame *f = &st->frames[i];
+	for (size_t i = 0, n = tinspect_thread_nframes(th); i < n; i++) {
+		const tinspect_frame *f = tinspect_thread_frame(th, i);
+		bool inlined = tinspect_frame_inlined(f);
+		const char *module = tinspect_frame_module(f);
+		const char *symbol = tinspect_frame_symbol(f);
+		const char *file = tinspect_frame_file(f);
 		fprintf(out, "  #%-2u ", level++);
-		if (f->inlined)
+		if (inlined)
 			fputs("[inlined]          ", out);
-		else if (in_group && !f->module)
+		else if (in_group && !module)
 			fputs("                   ", out);
 		else
-			fprintf(out, "0x%016" PRIx64 " ", f->pc);
+			fprintf(out, "0x%016" PRIx64 " ", tinspect_frame_pc(f));
 		fputs("in ", out);
-		if (f->symbol) {
-			agent_put_escaped(out, f->symbol);
-			if (f->offset && !f->inlined)
-				fprintf(out, "+0x%" PRIx64, f->offset);
-		} else if (!f->module) {
+		if (symbol) {
+			uint64_t offset = tinspect_frame_offset(f);
+			agent_put_escaped(out, symbol);
+			if (offset && !inlined)
+				fprintf(out, "+0x%" PRIx64, offset);
+		} else if (!module) {
 			fputs("?? (outside any module: JIT or generated code)", out);
 		} else {
 			fputs("??", out);
 		}
-		if (f->file) {
+		if (file) {
+			int line = tinspect_frame_line(f);
 			fputs(" at ", out);
-			agent_put_escaped(out, f->file);
-			if (f->line)
-				fprintf(out, ":%d", f->line);
+			agent_put_escaped(out, file);
+			if (line)
+				fprintf(out, ":%d", line);
 		}
-		if (f->module && !f->inlined) {
-			const char *base = strrchr(f->module, '/');
+		if (module && !inlined) {
+			const char *base = strrchr(module, '/');
 			fputs(" from ", out);
-			agent_put_escaped(out, base ? base + 1 : f->module);
-			if (!f->symbol)
-				fprintf(out, "+0x%" PRIx64, f->module_offset);
+			agent_put_escaped(out, base ? base + 1 : module);
+			if (!symbol)
+				fprintf(out, "+0x%" PRIx64, tinspect_frame_module_offset(f));
 		}
 		fputc('\n', out);
 	}
-	switch (st->end) {
-	case DBS_STACK_TRUNCATED:
+	switch (tinspect_thread_stack_end(th)) {
+	case TINSPECT_STACK_TRUNCATED:
 		fputs("  (stack truncated: more than the copied stack bytes are "
 		      "needed; see --stack-bytes)\n", out);
 		break;
-	case DBS_STACK_MAX_FRAMES:
+	case TINSPECT_STACK_MAX_FRAMES:
 		fputs("  (more frames: --max-frames reached)\n", out);
 		break;
-	case DBS_STACK_UNKNOWN_CODE:
+	case TINSPECT_STACK_UNKNOWN_CODE:
 		fputs("  (unwinding stopped in code outside any module: no unwind "
 		      "information and no frame pointer chain lead to its caller)\n",
 		      out);
 		break;
-	case DBS_STACK_BAD_SP:
-	case DBS_STACK_ERROR:
+	case TINSPECT_STACK_BAD_SP:
+	case TINSPECT_STACK_ERROR: {
+		const char *error = tinspect_thread_stack_error(th);
 		fputs("  (unwinding stopped: ", out);
-		agent_put_escaped(out, st->error ? st->error : "unknown error");
+		agent_put_escaped(out, error ? error : "unknown error");
 		fputs(")\n", out);
 		break;
+	}
 	default:
 		break;
 	}
@@ -211,19 +200,17 @@ static void put_kib(FILE *out, uint64_t bytes)
 		fprintf(out, "%.1f KiB", (double)bytes / 1024.0);
 }
 
-static void put_stack_bounds(FILE *out, const struct dbs_stack_bounds *st)
+static void put_stack_bounds(FILE *out, const struct tinspect_stack_bounds *st)
 {
-	if (st->status == DBS_BOUNDS_UNKNOWN)
-		return;
 	fprintf(out, "  stack: 0x%" PRIx64 "-0x%" PRIx64 " ", st->low, st->high);
-	if (st->status == DBS_BOUNDS_NOT_STACK) {
+	if (st->status == TINSPECT_BOUNDS_NOT_STACK) {
 		fputs("(sp is not on a thread stack: sigaltstack or user stack)\n",
 		      out);
 		return;
 	}
 	fputs("used ", out);
 	put_kib(out, st->used);
-	if (st->status == DBS_BOUNDS_OVERFLOW) {
+	if (st->status == TINSPECT_BOUNDS_OVERFLOW) {
 		fputs("  [!! STACK OVERFLOW: sp is in or below the guard]\n", out);
 		return;
 	}
@@ -235,124 +222,139 @@ static void put_stack_bounds(FILE *out, const struct dbs_stack_bounds *st)
 	}
 	if (!st->guard_high && !st->main)
 		fputs(" (no guard page)", out);
-	if (st->status == DBS_BOUNDS_LOW)
+	if (st->status == TINSPECT_BOUNDS_LOW)
 		fputs("  [!! STACK NEARLY FULL]", out);
 	fputc('\n', out);
 }
 
-static void put_tls_value(FILE *out, const struct dbs_tls_var *var,
-			  const struct dbs_tls_value *v)
+static void put_tls_value(FILE *out, const tinspect_tls_value *v)
 {
-	switch (v->status) {
-	case DBS_TLS_NOT_ALLOCATED:
+	const tinspect_tls_var *var = tinspect_tls_value_var(v);
+	const char *error = tinspect_tls_value_error(v);
+	switch (tinspect_tls_value_status(v)) {
+	case TINSPECT_TLS_NOT_ALLOCATED:
 		fputs("not allocated (a dlopen'ed module this thread has not "
 		      "touched yet)", out);
 		return;
-	case DBS_TLS_NOT_FOUND:
+	case TINSPECT_TLS_NOT_FOUND:
 		fputs("not found", out);
 		return;
-	case DBS_TLS_UNAVAILABLE:
-	case DBS_TLS_ERROR:
-		fputs(v->status == DBS_TLS_ERROR ? "error: " : "unavailable: ", out);
-		agent_put_escaped(out, v->error ? v->error : "?");
+	case TINSPECT_TLS_UNAVAILABLE:
+		fputs("unavailable: ", out);
+		agent_put_escaped(out, error ? error : "?");
 		return;
-	case DBS_TLS_OK:
+	case TINSPECT_TLS_ERROR:
+		fputs("error: ", out);
+		agent_put_escaped(out, error ? error : "?");
+		return;
+	case TINSPECT_TLS_OK:
 		break;
 	}
-	const unsigned char *b = v->bytes;
-	uint64_t u = dbs_tls_bits(var, v);
-	switch (var->type) {
-	case DBS_TLS_INT:
-		fprintf(out, "%" PRId64, dbs_tls_signed(var, v));
+	const unsigned char *b = tinspect_tls_value_bytes(v, NULL);
+	uint64_t u = tinspect_tls_value_bits(v);
+	switch (tinspect_tls_var_type(var)) {
+	case TINSPECT_TLS_INT:
+		fprintf(out, "%" PRId64, tinspect_tls_value_signed(v));
 		break;
-	case DBS_TLS_UNSIGNED:
+	case TINSPECT_TLS_UNSIGNED:
 		fprintf(out, "%" PRIu64, u);
 		break;
-	case DBS_TLS_BOOL:
+	case TINSPECT_TLS_BOOL:
 		fputs(u ? "true" : "false", out);
 		break;
-	case DBS_TLS_HEX:
+	case TINSPECT_TLS_HEX:
 		fprintf(out, "0x%" PRIx64, u);
 		break;
-	case DBS_TLS_POINTER:
+	case TINSPECT_TLS_POINTER: {
+		const tinspect_symbol *pointee = tinspect_tls_value_pointee(v);
 		fprintf(out, "0x%" PRIx64, u);
-		if (v->ptr_sym.module) {
+		if (pointee) {
 			fputs(" (", out);
-			agent_put_symbol(out, &v->ptr_sym);
+			agent_put_symbol(out, pointee);
 			fputc(')', out);
 		}
 		break;
-	case DBS_TLS_FLOAT:
-		fprintf(out, "%g", dbs_tls_double(var, v));
+	}
+	case TINSPECT_TLS_FLOAT:
+		fprintf(out, "%g", tinspect_tls_value_double(v));
 		break;
-	case DBS_TLS_STRING:
+	case TINSPECT_TLS_STRING: {
+		size_t len;
+		bool truncated;
+		const char *str = tinspect_tls_value_string(v, &len, &truncated);
 		if (!u)
 			fputs("NULL", out);
-		else if (v->str) {
-			agent_fput_quoted(out, v->str, v->str_len);
-			if (v->str_truncated)
+		else if (str) {
+			agent_fput_quoted(out, str, len);
+			if (truncated)
 				fputs("...", out);
 		} else {
 			fprintf(out, "0x%" PRIx64 " (unreadable)", u);
 		}
 		break;
-	case DBS_TLS_BYTES:
-	case DBS_TLS_AUTO:
-		for (unsigned i = 0; i < var->size; i++)
+	}
+	case TINSPECT_TLS_BYTES:
+	case TINSPECT_TLS_AUTO:
+		for (unsigned i = 0; b && i < tinspect_tls_var_size(var); i++)
 			fprintf(out, "%02x", b[i]);
 		break;
 	}
-	fprintf(out, " (%s) at 0x%" PRIx64, var->type_name, v->addr);
+	uint64_t addr = 0;
+	tinspect_tls_value_address(v, &addr);
+	fprintf(out, " (%s) at 0x%" PRIx64, tinspect_tls_var_type_name(var), addr);
 }
 
-static void put_thread_extras(FILE *out, const struct dbs_snapshot *snap,
-			      const struct dbs_thread *th, bool verbose)
+static void put_thread_extras(FILE *out, const tinspect_thread *th, bool verbose)
 {
 	/* a stack about to overflow is news; its bounds otherwise are not */
-	if (verbose || th->bounds.status == DBS_BOUNDS_LOW ||
-	    th->bounds.status == DBS_BOUNDS_OVERFLOW)
-		put_stack_bounds(out, &th->bounds);
-	for (size_t i = 0; i < th->ntls && i < snap->ntls_vars; i++) {
-		const struct dbs_tls_var *var = &snap->tls_vars[i];
-		const struct dbs_tls_value *v = &th->tls[i];
-		if (var->is_errno) {
+	struct tinspect_stack_bounds sb;
+	if (tinspect_thread_stack_bounds(th, &sb, sizeof sb) == 0 &&
+	    (verbose || sb.status == TINSPECT_BOUNDS_LOW ||
+	     sb.status == TINSPECT_BOUNDS_OVERFLOW))
+		put_stack_bounds(out, &sb);
+	for (size_t i = 0, n = tinspect_thread_ntls(th); i < n; i++) {
+		const tinspect_tls_value *v = tinspect_thread_tls(th, i);
+		const tinspect_tls_var *var = tinspect_tls_value_var(v);
+		if (tinspect_tls_var_is_errno(var)) {
+			const unsigned char *b = tinspect_tls_value_bytes(v, NULL);
 			int e = 0;
 			fputs("  errno: ", out);
-			if (v->status == DBS_TLS_OK && v->bytes) {
-				memcpy(&e, v->bytes, sizeof e);
-				const char *n = e ? strerrorname_np(e) : NULL;
+			if (tinspect_tls_value_status(v) == TINSPECT_TLS_OK && b) {
+				memcpy(&e, b, sizeof e);
+				const char *name = e ? strerrorname_np(e) : NULL;
 				fprintf(out, "%d", e);
-				if (n)
-					fprintf(out, " (%s: %s)", n, strerror(e));
+				if (name)
+					fprintf(out, " (%s: %s)", name, strerror(e));
 				fputc('\n', out);
 			} else {
-				put_tls_value(out, var, v);
+				put_tls_value(out, v);
 				fputc('\n', out);
 			}
 			continue;
 		}
 		fputs("  tls: ", out);
-		agent_put_escaped(out, var->name);
+		agent_put_escaped(out, tinspect_tls_var_name(var));
 		fputs(" = ", out);
-		put_tls_value(out, var, v);
+		put_tls_value(out, v);
 		fputc('\n', out);
 	}
-	if (th->keys_read) {
-		size_t unset = 0;
+	if (tinspect_thread_keys_read(th)) {
+		size_t unset = 0, n = tinspect_thread_nkeys(th);
 		fputs("  keys:", out);
-		for (size_t i = 0; i < th->nkeys; i++) {
-			if (th->keys[i].unknown) {
-				fprintf(out, " %u=unknown", th->keys[i].key);
+		for (size_t i = 0; i < n; i++) {
+			unsigned key = 0;
+			uint64_t value = 0;
+			if (tinspect_thread_key_value(th, i, &key, &value)) {
+				fprintf(out, " %u=unknown", key);
 				continue;
 			}
-			if (!th->keys[i].value) {
+			if (!value) {
 				unset++;
 				continue;
 			}
-			fprintf(out, " %u=0x%" PRIx64, th->keys[i].key,
-				th->keys[i].value);
+			fprintf(out, " %u=0x%" PRIx64, key, value);
 		}
-		if (unset == th->nkeys)
+		if (unset == n)
 			fputs(" none set", out);
 		else if (unset)
 			fprintf(out, " (%zu more in use, not set here)", unset);
@@ -360,40 +362,47 @@ static void put_thread_extras(FILE *out, const struct dbs_snapshot *snap,
 	}
 }
 
-static void put_process_extras(FILE *out, const struct dbs_snapshot *snap)
+static void put_process_extras(FILE *out, const tinspect_snapshot *snap)
 {
-	for (size_t i = 0; i < snap->nwarnings; i++) {
+	for (size_t i = 0, n = tinspect_snapshot_nwarnings(snap); i < n; i++) {
 		fputs("warning: ", out);
-		agent_put_escaped(out, snap->warnings[i]);
+		agent_put_escaped(out, tinspect_snapshot_warning(snap, i));
 		fputc('\n', out);
 	}
-	for (size_t i = 0; i < snap->ntls_vars; i++) {
-		const struct dbs_tls_var *v = &snap->tls_vars[i];
-		if (!v->found)
+	for (size_t i = 0, n = tinspect_snapshot_ntls_vars(snap); i < n; i++) {
+		const tinspect_tls_var *v = tinspect_snapshot_tls_var(snap, i);
+		bool is_errno = tinspect_tls_var_is_errno(v);
+		const char *c_type = tinspect_tls_var_c_type(v);
+		const char *module = tinspect_tls_var_module(v);
+		const char *source = tinspect_tls_var_source(v);
+		if (!tinspect_tls_var_found(v))
 			continue;
-		fputs(v->is_errno ? "errno: " : "tls ", out);
-		if (!v->is_errno) {
-			agent_put_escaped(out, v->name);
+		fputs(is_errno ? "errno: " : "tls ", out);
+		if (!is_errno) {
+			agent_put_escaped(out, tinspect_tls_var_name(v));
 			fputs(": ", out);
 		}
-		fprintf(out, "%s", v->type_name);
-		if (v->c_type) {
+		fprintf(out, "%s", tinspect_tls_var_type_name(v));
+		if (c_type) {
 			fputs(" (", out);
-			agent_put_escaped(out, v->c_type);
+			agent_put_escaped(out, c_type);
 			fputc(')', out);
 		}
-		fprintf(out, " at offset 0x%" PRIx64 " of the TLS block of ", v->offset);
-		agent_put_escaped(out, v->module ? v->module : "?");
-		fprintf(out, " [%s]\n", v->source ? v->source : "?");
+		fprintf(out, " at offset 0x%" PRIx64 " of the TLS block of ",
+			tinspect_tls_var_offset(v));
+		agent_put_escaped(out, module ? module : "?");
+		fprintf(out, " [%s]\n", source ? source : "?");
 	}
-	if (snap->keys_read) {
-		fprintf(out, "pthread keys in use: %zu of %zu\n", snap->nkeys,
-			snap->keys_max);
-		for (size_t i = 0; i < snap->nkeys; i++) {
-			const struct dbs_key *k = &snap->keys[i];
-			fprintf(out, "  key %u: destructor ", k->key);
-			if (k->destructor)
-				agent_put_symbol(out, &k->destructor_sym);
+	if (tinspect_snapshot_keys_read(snap)) {
+		size_t n = tinspect_snapshot_nkeys(snap);
+		fprintf(out, "pthread keys in use: %zu of %zu\n", n,
+			tinspect_snapshot_keys_max(snap));
+		for (size_t i = 0; i < n; i++) {
+			const tinspect_key *k = tinspect_snapshot_key(snap, i);
+			const tinspect_symbol *dtor = tinspect_key_destructor(k);
+			fprintf(out, "  key %u: destructor ", tinspect_key_id(k));
+			if (dtor)
+				agent_put_symbol(out, dtor);
 			else
 				fputs("none", out);
 			fputc('\n', out);
@@ -401,139 +410,185 @@ static void put_process_extras(FILE *out, const struct dbs_snapshot *snap)
 	}
 }
 
+/* The /proc facts of one thread in the detail view (verbose). */
+static void put_thread_proc(FILE *out, const tinspect_thread *th)
+{
+	double user_s, system_s;
+	unsigned policy, rt_priority;
+	long priority, nice;
+	int processor;
+	uint64_t blocked, pending;
+	size_t alen;
+	if (tinspect_thread_cpu(th, &user_s, &system_s))
+		return;
+	tinspect_thread_sched(th, &policy, &priority, &nice, &rt_priority, &processor);
+	tinspect_thread_signals(th, &blocked, &pending);
+	const char *affinity = tinspect_thread_affinity(th, &alen);
+	fprintf(out, "  cpu: user %.2fs system %.2fs; %s prio %ld nice %ld",
+		user_s, system_s, agent_policy_name(policy), priority, nice);
+	if (rt_priority)
+		fprintf(out, " rt %u", rt_priority);
+	if (alen)
+		fprintf(out, "; cpus %.*s; last on cpu %d\n", (int)alen, affinity,
+			processor);
+	else
+		fprintf(out, "; cpus ?; last on cpu %d\n", processor);
+	fprintf(out, "  signals: blocked 0x%016" PRIx64 " pending 0x%016" PRIx64 "\n",
+		blocked, pending);
+}
+
 /* One thread's block of the detail view.  A stack shared with other
  * threads is printed once, in its group (stackgroups.c), unless verbose. */
-static void put_thread(FILE *out, const struct dbs_snapshot *snap, size_t ti,
+static void put_thread(FILE *out, const tinspect_snapshot *snap, size_t ti,
 		       const struct stack_groups *groups, const struct agent_opts *o)
 {
-	const struct dbs_thread *th = &snap->threads[ti];
-	fprintf(out, "Thread %d ", (int)th->tid);
-	if (th->name)
-		agent_fput_quoted(out, th->name, th->name_len);
+	const tinspect_thread *th = tinspect_snapshot_thread(snap, ti);
+	pid_t tid = tinspect_thread_tid(th), ns_tid = tinspect_thread_ns_tid(th);
+	size_t name_len;
+	const char *name = tinspect_thread_name(th, &name_len);
+	enum tinspect_proc_read pr = tinspect_thread_proc_read(th);
+	fprintf(out, "Thread %d ", (int)tid);
+	if (name)
+		agent_fput_quoted(out, name, name_len);
 	else
 		fputs("(name unknown)", out);
-	if (!th->ns_tid)
+	if (!ns_tid)
 		fputs(" (tid in its namespace unknown)", out);
-	else if (th->ns_tid != th->tid)
-		fprintf(out, " (tid %d in its namespace)", (int)th->ns_tid);
-	if (th->tid == snap->pid)
+	else if (ns_tid != tid)
+		fprintf(out, " (tid %d in its namespace)", (int)ns_tid);
+	if (tinspect_thread_is_main(th))
 		fputs(" [main]", out);
 	fputc('\n', out);
 
-	if (th->proc_valid) {
-		fprintf(out, "  state: %c (%s)", th->state ? th->state : '?',
-			agent_state_name(th->state));
-		if (th->wchan[0]) {
+	if (pr != TINSPECT_PROC_FAILED) {
+		char state = tinspect_thread_state(th);
+		const char *wchan = tinspect_thread_wchan(th);
+		fprintf(out, "  state: %c (%s)", state ? state : '?',
+			agent_state_name(state));
+		if (wchan) {
 			fputs(", wchan ", out);
-			agent_put_escaped(out, th->wchan);
+			agent_put_escaped(out, wchan);
 		}
-		if (!th->proc_before_stop)
+		if (pr == TINSPECT_PROC_AFTER_RESUME)
 			fputs("  [read after resume: thread appeared during the stop]", out);
 		fputc('\n', out);
 	}
-	if (th->straggler)
+	if (tinspect_thread_straggler(th))
 		fputs("  NOT STOPPED: in uninterruptible sleep past the stop timeout\n", out);
-	if (th->jobctl_stopped)
+	if (tinspect_thread_jobctl_stopped(th))
 		fputs("  job-control stopped (it stays stopped)\n", out);
 
-	if (th->have_pthread) {
-		fprintf(out, "  pthread_t: 0x%" PRIx64 "\n", th->pthread);
-		if (th->is_main) {
+	uint64_t pthread;
+	if (tinspect_thread_pthread(th, &pthread, NULL) == 0) {
+		const tinspect_symbol *start = tinspect_thread_start_routine(th);
+		fprintf(out, "  pthread_t: 0x%" PRIx64 "\n", pthread);
+		if (!start) {
 			fputs("  start: (initial thread)\n", out);
 		} else {
 			fputs("  start: ", out);
-			agent_put_symbol(out, &th->start);
+			agent_put_symbol(out, start);
 			fputc('\n', out);
 		}
 	}
-	put_syscall(out, snap, th);
+	put_syscall(out, th);
 	report_put_waiting(out, snap, th);
-	if (o->verbose && th->have_regs)
-		fprintf(out, "  pc 0x%" PRIx64 "  sp 0x%" PRIx64 "\n", th->pc, th->sp);
-	if (o->verbose && th->proc_valid) {
-		fprintf(out, "  cpu: user %.2fs system %.2fs; %s prio %ld nice %ld",
-			th->utime_s, th->stime_s, agent_policy_name(th->policy),
-			th->priority, th->nice);
-		if (th->rt_priority)
-			fprintf(out, " rt %u", th->rt_priority);
-		fprintf(out, "; cpus %s; last on cpu %d\n",
-			th->cpus_allowed[0] ? th->cpus_allowed : "?", th->processor);
-		fprintf(out, "  signals: blocked 0x%016" PRIx64 " pending 0x%016" PRIx64 "\n",
-			th->sigblk, th->sigpnd);
-	}
-	put_thread_extras(out, snap, th, o->verbose);
+	uint64_t pc, sp;
+	if (o->verbose && tinspect_thread_regs(th, &pc, &sp, NULL) == 0)
+		fprintf(out, "  pc 0x%" PRIx64 "  sp 0x%" PRIx64 "\n", pc, sp);
+	if (o->verbose)
+		put_thread_proc(out, th);
+	put_thread_extras(out, th, o->verbose);
 	size_t gsize = 0, group = groups ? stack_groups_of(groups, ti, &gsize) : 0;
-	if (th->stack.end != DBS_STACK_NONE) {
+	if (tinspect_thread_stack_end(th) != TINSPECT_STACK_NONE) {
 		if (group && gsize > 1 && !o->verbose)
 			fprintf(out, "  stack: as in group %zu above (%zu threads)\n", group,
 				gsize);
 		else
-			agent_put_stack(out, &th->stack, false);
+			agent_put_stack(out, th, false);
 	}
-	for (size_t i = 0; i < th->nerrors; i++) {
+	for (size_t i = 0, n = tinspect_thread_nerrors(th); i < n; i++) {
 		fputs("  error: ", out);
-		agent_put_escaped(out, th->errors[i]);
+		agent_put_escaped(out, tinspect_thread_error(th, i));
 		fputc('\n', out);
 	}
 	fputc('\n', out);
 }
 
-int render_text(FILE *out, const struct dbs_snapshot *snap,
-		const struct agent_opts *o)
+/* The lines above the summary: the process, the capture, its problems. */
+static void put_header(FILE *out, const tinspect_snapshot *snap,
+		       const struct agent_opts *o)
 {
-	fprintf(out, "tinspect %s: pid %d", TINSPECT_VERSION, (int)snap->pid);
-	if (snap->exe) {
+	const char *exe = tinspect_snapshot_exe(snap);
+	const char *glibc = tinspect_snapshot_glibc_version(snap);
+	const char *detail = tinspect_snapshot_tdb_detail(snap);
+	fprintf(out, "tinspect %s: pid %d", TINSPECT_VERSION, (int)tinspect_snapshot_pid(snap));
+	if (exe) {
 		fputs(" (", out);
-		agent_put_escaped(out, snap->exe);
+		agent_put_escaped(out, exe);
 		fputc(')', out);
 	}
-	fprintf(out, ", %s", snap->arch->name);
-	if (snap->glibc_version[0])
-		fprintf(out, ", glibc %s", snap->glibc_version);
-	fprintf(out, ", libthread_db %s", dbs_tdb_status_name(snap->tdb_status));
-	if (snap->tdb_detail) {
+	fprintf(out, ", %s", tinspect_snapshot_arch(snap));
+	if (glibc)
+		fprintf(out, ", glibc %s", glibc);
+	fprintf(out, ", libthread_db %s",
+		tinspect_tdb_status_name(tinspect_snapshot_tdb_status(snap)));
+	if (detail) {
 		fputs(" (", out);
-		agent_put_escaped(out, snap->tdb_detail);
+		agent_put_escaped(out, detail);
 		fputc(')', out);
 	}
 	fputc('\n', out);
-	if (snap->argc) {
+	size_t argc = tinspect_snapshot_argc(snap);
+	if (argc) {
 		fputs("command:", out);
-		for (size_t i = 0; i < snap->argc; i++) {
+		for (size_t i = 0; i < argc; i++) {
 			fputc(' ', out);
-			agent_put_escaped(out, snap->argv[i]);
+			agent_put_escaped(out, tinspect_snapshot_arg(snap, i));
 		}
 		fputc('\n', out);
 	}
 	char ts[64];
 	struct tm tm;
-	gmtime_r(&snap->captured_at.tv_sec, &tm);
+	int64_t sec;
+	long nsec;
+	tinspect_snapshot_captured_at(snap, &sec, &nsec);
+	time_t t = (time_t)sec;
+	gmtime_r(&t, &tm);
 	strftime(ts, sizeof ts, "%Y-%m-%d %H:%M:%S", &tm);
 	fprintf(out, "captured %s.%03ld UTC; target frozen %.3f ms (capture %.3f ms)\n",
-		ts, snap->captured_at.tv_nsec / 1000000,
-		(double)snap->freeze_ns / 1e6, (double)snap->duration_ns / 1e6);
+		ts, nsec / 1000000, (double)tinspect_snapshot_freeze_ns(snap) / 1e6,
+		(double)tinspect_snapshot_duration_ns(snap) / 1e6);
 	if (o->verbose) {
-		const struct dbs_timings *ti = &snap->timings;
+#define MS(step) ((double)tinspect_snapshot_timing_ns(snap, TINSPECT_TIMING_##step) / 1e6)
 		fprintf(out, "freeze breakdown: stop %.3f, registers %.3f, memory %.3f, "
 			"libthread_db %.3f, resume %.3f ms; before %.3f, after %.3f ms\n",
-			ti->stop_ns / 1e6, ti->regs_ns / 1e6, ti->memory_ns / 1e6,
-			ti->thread_db_ns / 1e6, ti->resume_ns / 1e6, ti->scan_ns / 1e6,
-			ti->analyse_ns / 1e6);
+			MS(STOP), MS(REGS), MS(MEMORY), MS(THREAD_DB), MS(RESUME),
+			MS(SCAN), MS(ANALYSE));
+#undef MS
 	}
-	fprintf(out, "threads: %zu (%zu stopped together", snap->nthreads,
-		snap->threads_stopped);
-	if (snap->threads_vanished)
-		fprintf(out, ", %zu exited while attaching", snap->threads_vanished);
-	if (snap->stragglers)
-		fprintf(out, ", %zu did not stop in time", snap->stragglers);
-	if (snap->threads_with_errors)
-		fprintf(out, ", %zu with errors", snap->threads_with_errors);
+	size_t vanished = tinspect_snapshot_threads_vanished(snap);
+	size_t stragglers = tinspect_snapshot_stragglers(snap);
+	size_t with_errors = tinspect_snapshot_threads_with_errors(snap);
+	fprintf(out, "threads: %zu (%zu stopped together", tinspect_snapshot_nthreads(snap),
+		tinspect_snapshot_threads_stopped(snap));
+	if (vanished)
+		fprintf(out, ", %zu exited while attaching", vanished);
+	if (stragglers)
+		fprintf(out, ", %zu did not stop in time", stragglers);
+	if (with_errors)
+		fprintf(out, ", %zu with errors", with_errors);
 	fputs(")\n", out);
-	for (size_t i = 0; i < snap->nerrors; i++) {
+	for (size_t i = 0, n = tinspect_snapshot_nerrors(snap); i < n; i++) {
 		fputs("error: ", out);
-		agent_put_escaped(out, snap->errors[i]);
+		agent_put_escaped(out, tinspect_snapshot_error(snap, i));
 		fputc('\n', out);
 	}
+}
+
+int render_text(FILE *out, const tinspect_snapshot *snap,
+		const struct agent_opts *o)
+{
+	put_header(out, snap, o);
 	put_process_extras(out, snap);
 	fputc('\n', out);
 
@@ -550,7 +605,7 @@ int render_text(FILE *out, const struct dbs_snapshot *snap,
 	if (groups)
 		stack_groups_print(out, snap, groups, o->verbose);
 	fputs("Threads in detail:\n\n", out);
-	for (size_t i = 0; i < snap->nthreads; i++)
+	for (size_t i = 0, n = tinspect_snapshot_nthreads(snap); i < n; i++)
 		put_thread(out, snap, i, groups, o);
 	stack_groups_free(groups);
 	report_all_locks(out, snap);

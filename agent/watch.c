@@ -6,7 +6,9 @@
  * thread creations and exits between updates are event lines of their
  * own.  With --json every line is one JSON document (NDJSON): snapshot
  * lines validate against tinspect-snapshot.schema.json, summary and event
- * lines (they carry "kind") against tinspect-stream.schema.json.
+ * lines (they carry "kind") against tinspect-stream.schema.json.  Every
+ * line is written by jwriter.c, the one JSON writer (and escaper) of the
+ * program.
  *
  * Between updates tinspect sleeps in the kernel (clock_nanosleep, or
  * waitpid() when following threads): the target is never polled.
@@ -15,7 +17,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <jansson.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,46 +25,21 @@
 
 #include "config.h"
 
-static void iso_time(const struct timespec *ts, char *buf, size_t len)
+static void iso_time(int64_t sec, long nsec, char *buf, size_t len)
 {
 	struct tm tm;
-	gmtime_r(&ts->tv_sec, &tm);
+	time_t t = (time_t)sec;
+	gmtime_r(&t, &tm);
 	size_t l = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf + l, len - l, ".%06ldZ", ts->tv_nsec / 1000);
+	snprintf(buf + l, len - l, ".%06ldZ", nsec / 1000);
 }
 
-static json_t *jhex64(uint64_t v)
+/* CLOCK_MONOTONIC, the clock of tinspect_session_wait()'s deadline */
+static uint64_t now_ns(void)
 {
-	char b[24];
-	snprintf(b, sizeof b, "0x%" PRIx64, v);
-	return json_string(b);
-}
-
-/* A string from the target as valid UTF-8 (invalid bytes as U+FFFD). */
-static json_t *jsafe(const char *s)
-{
-	if (!s)
-		return json_null();
-	size_t n = strlen(s);
-	char *b = malloc(n * 3 + 1);
-	if (!b)
-		return json_null();
-	size_t o = 0;
-	for (size_t i = 0; i < n;) {
-		size_t l = agent_utf8_seq((const unsigned char *)s + i, n - i);
-		if (l) {
-			memcpy(b + o, s + i, l);
-			o += l;
-			i += l;
-		} else {
-			memcpy(b + o, "\xef\xbf\xbd", 3);
-			o += 3;
-			i++;
-		}
-	}
-	json_t *j = json_stringn(b, o);
-	free(b);
-	return j ? j : json_null();
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* Where the lines go: the writer thread's queue (outq.c). */
@@ -95,167 +71,261 @@ static void mb_put(struct membuf *m)
 	free(m->buf);
 }
 
-static void line_out(json_t *doc)
+/* ---- JSON lines: one object, written by jwriter.c like the snapshot ------------- */
+
+struct jline {
+	struct membuf m;
+	struct jw w;
+};
+
+/* Open a line's object with the members every stream line starts with. */
+static bool jline_open(struct jline *l, const char *kind, pid_t pid, int64_t sec,
+		       long nsec)
 {
-	char *s = json_dumps(doc, JSON_PRESERVE_ORDER | JSON_COMPACT);
-	json_decref(doc);
-	if (!s)
-		return;
-	/* jansson writes U+2028/U+2029 raw: escaped like the snapshot's */
-	size_t n = strlen(s);
-	char *e = malloc(2 * n + 1);
-	if (e) {
-		n = agent_json_escape_separators(e, s, n);
-		e[n] = '\n';
-		outq_put(out, e, n + 1);
-	}
-	free(e);
-	free(s);
+	if (!mb_open(&l->m))
+		return false;
+	char t[64];
+	iso_time(sec, nsec, t, sizeof t);
+	jw_init(&l->w, l->m.f, false);
+	jw_obj(&l->w);
+	jw_key(&l->w, "format_version");
+	jw_str(&l->w, TINSPECT_FORMAT_VERSION);
+	jw_key(&l->w, "kind");
+	jw_str(&l->w, kind);
+	jw_key(&l->w, "pid");
+	jw_int(&l->w, pid);
+	jw_key(&l->w, "time");
+	jw_str(&l->w, t);
+	return true;
 }
 
-static json_t *line_head(const char *kind, pid_t pid, const struct timespec *ts)
+/* Close it and queue it, unless it went wrong. */
+static void jline_put(struct jline *l)
 {
-	char t[64];
-	iso_time(ts, t, sizeof t);
-	json_t *o = json_object();
-	json_object_set_new(o, "format_version", json_string(TINSPECT_FORMAT_VERSION));
-	json_object_set_new(o, "kind", json_string(kind));
-	json_object_set_new(o, "pid", json_integer(pid));
-	json_object_set_new(o, "time", json_string(t));
-	return o;
+	jw_obj_end(&l->w);
+	if (jw_finish(&l->w)) {
+		fclose(l->m.f);
+		free(l->m.buf);
+		return;
+	}
+	mb_put(&l->m);
 }
 
 /* ---- summary lines ---------------------------------------------------------- */
 
+/*
+ * Counts by name, in the order the names first come; names from the target
+ * are counted as written (every invalid byte U+FFFD), so two names that
+ * differ only there are one key of the object.
+ */
+struct tally {
+	struct tally_entry {
+		char *name;
+		size_t n;
+	} *v;
+	size_t n;
+};
+
+static void tally_add(struct tally *t, const char *name)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (agent_json_same_key(t->v[i].name, name)) {
+			t->v[i].n++;
+			return;
+		}
+	struct tally_entry *nv = realloc(t->v, (t->n + 1) * sizeof *nv);
+	char *copy = strdup(name);
+	if (!nv || !copy) {
+		if (nv)
+			t->v = nv;
+		free(copy);
+		return;
+	}
+	t->v = nv;
+	t->v[t->n++] = (struct tally_entry){ copy, 1 };
+}
+
+/* "key": {"name": n, ...}, and free */
+static void tally_json(struct jw *w, const char *k, struct tally *t)
+{
+	jw_key(w, k);
+	jw_obj(w);
+	for (size_t i = 0; i < t->n; i++) {
+		jw_kint(w, t->v[i].name, (int64_t)t->v[i].n);
+		free(t->v[i].name);
+	}
+	jw_obj_end(w);
+	free(t->v);
+	t->v = NULL;
+	t->n = 0;
+}
+
+/* Where a thread was started: by symbol, else where it is in its module
+ * (MariaDB's workers start at a local function of a stripped binary):
+ * never "(unknown)" for an address a module holds. */
+static const char *start_routine_name(const tinspect_thread *th, char *buf, size_t len)
+{
+	const tinspect_symbol *start = tinspect_thread_start_routine(th);
+	if (!start)
+		return tinspect_thread_is_initial(th) ? "(main)" : "(unknown)";
+	const char *name = tinspect_symbol_name(start);
+	const char *module = tinspect_symbol_module(start);
+	if (name)
+		return name;
+	if (module) {
+		const char *b = strrchr(module, '/');
+		snprintf(buf, len, "%s+0x%" PRIx64, b ? b + 1 : module,
+			 tinspect_symbol_offset(start));
+		return buf;
+	}
+	if (tinspect_symbol_addr(start)) {
+		snprintf(buf, len, "0x%" PRIx64, tinspect_symbol_addr(start));
+		return buf;
+	}
+	return "(unknown)";
+}
+
 static int cmp_waiters(const void *a, const void *b)
 {
-	const struct dbs_lock *x = *(const struct dbs_lock *const *)a;
-	const struct dbs_lock *y = *(const struct dbs_lock *const *)b;
-	if (x->nwaiters != y->nwaiters)
-		return x->nwaiters > y->nwaiters ? -1 : 1;
-	return (x->addr > y->addr) - (x->addr < y->addr);
+	const tinspect_lock *x = *(const tinspect_lock *const *)a;
+	const tinspect_lock *y = *(const tinspect_lock *const *)b;
+	size_t nx = tinspect_lock_nwaiters(x), ny = tinspect_lock_nwaiters(y);
+	if (nx != ny)
+		return nx > ny ? -1 : 1;
+	uint64_t ax = tinspect_lock_addr(x), ay = tinspect_lock_addr(y);
+	return (ax > ay) - (ax < ay);
 }
 
 #define TOP_LOCKS 5
 
-static void summary_json(const struct dbs_snapshot *snap, unsigned long update)
+static void summary_locks_json(struct jw *w, const tinspect_snapshot *snap)
 {
-	json_t *o = line_head("summary", snap->pid, &snap->captured_at);
-	json_object_set_new(o, "update", json_integer((json_int_t)update));
-	json_object_set_new(o, "freeze_us", json_integer((json_int_t)(snap->freeze_ns / 1000)));
-	json_object_set_new(o, "duration_us",
-			    json_integer((json_int_t)(snap->duration_ns / 1000)));
-	json_object_set_new(o, "threads", json_integer((json_int_t)snap->nthreads));
-	json_object_set_new(o, "threads_stopped",
-			    json_integer((json_int_t)snap->threads_stopped));
-	json_object_set_new(o, "module_generation",
-			    json_integer((json_int_t)snap->module_generation));
-
-	json_t *by_state = json_object(), *by_start = json_object();
-	for (size_t i = 0; i < snap->nthreads; i++) {
-		const struct dbs_thread *th = &snap->threads[i];
-		char st[2] = { th->state ? th->state : '?', 0 };
-		json_t *c = json_object_get(by_state, st);
-		json_object_set_new(by_state, st, json_integer(c ? json_integer_value(c) + 1 : 1));
-		/* by symbol, else where it is in its module (MariaDB's workers
-		 * start at a local function of a stripped binary): never
-		 * "(unknown)" for an address a module holds */
-		char where[512];
-		const char *sr = !th->have_pthread ? "(unknown)" : th->is_main ? "(main)" :
-				 th->start.name ? th->start.name : "(unknown)";
-		if (th->have_pthread && !th->is_main && !th->start.name && th->start.module) {
-			const char *b = strrchr(th->start.module, '/');
-			snprintf(where, sizeof where, "%s+0x%" PRIx64,
-				 b ? b + 1 : th->start.module, th->start.offset);
-			sr = where;
-		} else if (th->have_pthread && !th->is_main && !th->start.name &&
-			   th->start.addr) {
-			snprintf(where, sizeof where, "0x%" PRIx64, th->start.addr);
-			sr = where;
+	struct tally by_kind = { 0 };
+	size_t nlocks = tinspect_snapshot_nlocks(snap);
+	const tinspect_lock **v = NULL;
+	if (tinspect_snapshot_locks_analysed(snap)) {
+		for (size_t i = 0, n = tinspect_snapshot_nthreads(snap); i < n; i++) {
+			const tinspect_wait *b =
+				tinspect_thread_wait(tinspect_snapshot_thread(snap, i));
+			if (b)
+				tally_add(&by_kind,
+					  tinspect_lock_kind_name(tinspect_wait_kind(b)));
 		}
-		json_t *k = jsafe(sr);
-		const char *key = json_string_value(k);
-		c = key ? json_object_get(by_start, key) : NULL;
-		if (key)
-			json_object_set_new(by_start, key,
-					    json_integer(c ? json_integer_value(c) + 1 : 1));
-		json_decref(k);
-	}
-	json_object_set_new(o, "by_state", by_state);
-	json_object_set_new(o, "by_start_routine", by_start);
-
-	json_t *by_kind = json_object();
-	json_t *top = json_array();
-	json_t *dls = json_array();
-	const struct dbs_locks *L = snap->locks;
-	if (L) {
-		for (size_t i = 0; i < snap->nthreads; i++) {
-			const struct dbs_blocked_on *b = snap->threads[i].blocked_on;
-			if (!b)
-				continue;
-			const char *k = dbs_lock_kind_name(b->kind);
-			json_t *c = json_object_get(by_kind, k);
-			json_object_set_new(by_kind, k,
-					    json_integer(c ? json_integer_value(c) + 1 : 1));
-		}
-		const struct dbs_lock **v = calloc(L->n + 1, sizeof *v);
-		for (size_t i = 0; v && i < L->n; i++)
-			v[i] = &L->v[i];
+		v = calloc(nlocks + 1, sizeof *v);
+		for (size_t i = 0; v && i < nlocks; i++)
+			v[i] = tinspect_snapshot_lock(snap, i);
 		if (v)
-			qsort(v, L->n, sizeof *v, cmp_waiters);
-		for (size_t i = 0; v && i < L->n && i < TOP_LOCKS; i++) {
-			json_t *l = json_object();
-			json_object_set_new(l, "addr", jhex64(v[i]->addr));
-			json_object_set_new(l, "kind", json_string(dbs_lock_kind_name(v[i]->kind)));
-			json_object_set_new(l, "symbol", jsafe(v[i]->sym.name));
-			json_object_set_new(l, "waiters", json_integer((json_int_t)v[i]->nwaiters));
-			json_object_set_new(l, "owner", v[i]->owner_state == DBS_OWNER_LIVE
-					    ? json_integer(v[i]->owner) : json_null());
-			json_array_append_new(top, l);
-		}
-		free(v);
-		for (size_t i = 0; i < L->ndeadlocks; i++) {
-			const struct dbs_deadlock *d = &L->deadlocks[i];
-			json_t *dj = json_object(), *ts = json_array(), *ls = json_array();
-			for (size_t k = 0; k < d->n; k++) {
-				json_array_append_new(ts, json_integer(d->threads[k]));
-				json_array_append_new(ls, jhex64(L->v[d->locks[k]].addr));
-			}
-			json_object_set_new(dj, "threads", ts);
-			json_object_set_new(dj, "locks", ls);
-			json_array_append_new(dls, dj);
-		}
+			qsort(v, nlocks, sizeof *v, cmp_waiters);
 	}
-	json_object_set_new(o, "blocked_by_kind", by_kind);
-	json_object_set_new(o, "top_locks", top);
-	json_object_set_new(o, "deadlocks", dls);
-	line_out(o);
+	tally_json(w, "blocked_by_kind", &by_kind);
+
+	jw_key(w, "top_locks");
+	jw_arr(w);
+	for (size_t i = 0; v && i < nlocks && i < TOP_LOCKS; i++) {
+		const tinspect_symbol *sym = tinspect_lock_symbol(v[i]);
+		jw_obj(w);
+		jw_key(w, "addr");
+		jw_hex(w, tinspect_lock_addr(v[i]));
+		jw_kstr(w, "kind", tinspect_lock_kind_name(tinspect_lock_kind(v[i])));
+		jw_kstr(w, "symbol", sym ? tinspect_symbol_name(sym) : NULL);
+		jw_kint(w, "waiters", (int64_t)tinspect_lock_nwaiters(v[i]));
+		jw_key(w, "owner");
+		if (tinspect_lock_owner_state(v[i]) == TINSPECT_OWNER_LIVE)
+			jw_int(w, tinspect_lock_owner(v[i]));
+		else
+			jw_null(w);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+	free(v);
+
+	jw_key(w, "deadlocks");
+	jw_arr(w);
+	for (size_t i = 0, n = tinspect_snapshot_ncycles(snap); i < n; i++) {
+		const tinspect_cycle *c = tinspect_snapshot_cycle(snap, i);
+		size_t len = tinspect_cycle_length(c);
+		jw_obj(w);
+		jw_key(w, "threads");
+		jw_arr(w);
+		for (size_t k = 0; k < len; k++)
+			jw_int(w, tinspect_cycle_tid(c, k));
+		jw_arr_end(w);
+		jw_key(w, "locks");
+		jw_arr(w);
+		for (size_t k = 0; k < len; k++) {
+			const tinspect_lock *l = tinspect_cycle_lock(c, k);
+			if (l)
+				jw_hex(w, tinspect_lock_addr(l));
+			else
+				jw_null(w);
+		}
+		jw_arr_end(w);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
 }
 
-static void summary_text(const struct dbs_snapshot *snap, unsigned long update)
+static void summary_json(const tinspect_snapshot *snap, unsigned long update)
+{
+	int64_t sec;
+	long nsec;
+	struct jline l;
+	tinspect_snapshot_captured_at(snap, &sec, &nsec);
+	if (!jline_open(&l, "summary", tinspect_snapshot_pid(snap), sec, nsec))
+		return;
+	struct jw *w = &l.w;
+	jw_kint(w, "update", (int64_t)update);
+	jw_kint(w, "freeze_us", (int64_t)(tinspect_snapshot_freeze_ns(snap) / 1000));
+	jw_kint(w, "duration_us", (int64_t)(tinspect_snapshot_duration_ns(snap) / 1000));
+	jw_kint(w, "threads", (int64_t)tinspect_snapshot_nthreads(snap));
+	jw_kint(w, "threads_stopped", (int64_t)tinspect_snapshot_threads_stopped(snap));
+	jw_kint(w, "module_generation", (int64_t)tinspect_snapshot_module_generation(snap));
+
+	struct tally by_state = { 0 }, by_start = { 0 };
+	for (size_t i = 0, n = tinspect_snapshot_nthreads(snap); i < n; i++) {
+		const tinspect_thread *th = tinspect_snapshot_thread(snap, i);
+		char state = tinspect_thread_state(th);
+		char st[2] = { state ? state : '?', 0 };
+		char where[512];
+		tally_add(&by_state, st);
+		tally_add(&by_start, start_routine_name(th, where, sizeof where));
+	}
+	tally_json(w, "by_state", &by_state);
+	tally_json(w, "by_start_routine", &by_start);
+	summary_locks_json(w, snap);
+	jline_put(&l);
+}
+
+static void summary_text(const tinspect_snapshot *snap, unsigned long update)
 {
 	struct membuf m;
 	FILE *f = mb_open(&m);
 	if (!f)
 		return;
 	char t[64];
-	iso_time(&snap->captured_at, t, sizeof t);
-	size_t counts[128] = { 0 };
-	for (size_t i = 0; i < snap->nthreads; i++)
-		counts[(unsigned char)snap->threads[i].state & 127]++;
-	fprintf(f, "%s update %lu pid %d: %zu threads (", t, update, (int)snap->pid,
-		snap->nthreads);
+	int64_t sec;
+	long nsec;
+	size_t n = tinspect_snapshot_nthreads(snap);
+	tinspect_snapshot_captured_at(snap, &sec, &nsec);
+	iso_time(sec, nsec, t, sizeof t);
+	size_t counts[128] = { 0 }, blocked = 0;
+	for (size_t i = 0; i < n; i++) {
+		const tinspect_thread *th = tinspect_snapshot_thread(snap, i);
+		counts[(unsigned char)tinspect_thread_state(th) & 127]++;
+		blocked += tinspect_thread_wait(th) != NULL;
+	}
+	fprintf(f, "%s update %lu pid %d: %zu threads (", t, update,
+		(int)tinspect_snapshot_pid(snap), n);
 	bool first = true;
 	for (int c = 0; c < 128; c++)
 		if (counts[c]) {
 			fprintf(f, "%s%c %zu", first ? "" : ", ", c ? c : '?', counts[c]);
 			first = false;
 		}
-	size_t blocked = 0, dl = snap->locks ? snap->locks->ndeadlocks : 0;
-	for (size_t i = 0; i < snap->nthreads; i++)
-		blocked += snap->threads[i].blocked_on != NULL;
+	size_t dl = tinspect_snapshot_ncycles(snap);
 	fprintf(f, "), %zu blocked on futexes, %zu deadlock%s, frozen %.3f ms\n",
-		blocked, dl, dl == 1 ? "" : "s", (double)snap->freeze_ns / 1e6);
+		blocked, dl, dl == 1 ? "" : "s",
+		(double)tinspect_snapshot_freeze_ns(snap) / 1e6);
 	mb_put(&m);
 }
 
@@ -266,60 +336,81 @@ struct watch_ctx {
 	pid_t pid;
 };
 
-static void event_line(void *arg, const struct dbs_event *ev)
+static void event_text(const tinspect_event *ev, int64_t sec, long nsec)
+{
+	struct membuf m;
+	FILE *f = mb_open(&m);
+	if (!f)
+		return;
+	char t[64];
+	pid_t tid = tinspect_event_tid(ev);
+	int status = tinspect_event_wait_status(ev);
+	iso_time(sec, nsec, t, sizeof t);
+	if (tinspect_event_kind(ev) == TINSPECT_EVENT_THREAD_CREATED) {
+		const tinspect_symbol *start = tinspect_event_start(ev);
+		const char *name = start ? tinspect_symbol_name(start) : NULL;
+		fprintf(f, "%s thread %d created by %d", t, (int)tid,
+			(int)tinspect_event_parent(ev));
+		if (name) {
+			fputs(", start ", f);
+			agent_fput_quoted(f, name, strlen(name));
+		}
+		fputc('\n', f);
+	} else if (WIFSIGNALED(status)) {
+		fprintf(f, "%s thread %d exited (signal %d)\n", t, (int)tid,
+			WTERMSIG(status));
+	} else {
+		fprintf(f, "%s thread %d exited\n", t, (int)tid);
+	}
+	mb_put(&m);
+}
+
+static void event_line(void *arg, const tinspect_event *ev)
 {
 	struct watch_ctx *c = arg;
-	bool created = ev->kind == DBS_EVENT_THREAD_CREATED;
+	bool created = tinspect_event_kind(ev) == TINSPECT_EVENT_THREAD_CREATED;
+	int64_t sec;
+	long nsec;
+	tinspect_event_time(ev, &sec, &nsec);
 	if (!c->w->json) {
-		struct membuf m;
-		FILE *f = mb_open(&m);
-		if (!f)
-			return;
-		char t[64];
-		iso_time(&ev->time, t, sizeof t);
-		if (created) {
-			fprintf(f, "%s thread %d created by %d", t, (int)ev->tid,
-				(int)ev->parent);
-			if (ev->have_start && ev->start.name) {
-				fputs(", start ", f);
-				agent_fput_quoted(f, ev->start.name, strlen(ev->start.name));
-			}
-			fputc('\n', f);
-		} else if (WIFSIGNALED(ev->wait_status)) {
-			fprintf(f, "%s thread %d exited (signal %d)\n", t, (int)ev->tid,
-				WTERMSIG(ev->wait_status));
-		} else {
-			fprintf(f, "%s thread %d exited\n", t, (int)ev->tid);
-		}
-		mb_put(&m);
+		event_text(ev, sec, nsec);
 		return;
 	}
-	json_t *o = line_head("event", c->pid, &ev->time);
-	json_object_set_new(o, "event", json_string(created ? "thread_created"
-							    : "thread_exited"));
-	json_object_set_new(o, "tid", json_integer(ev->tid));
+	struct jline l;
+	if (!jline_open(&l, "event", c->pid, sec, nsec))
+		return;
+	struct jw *w = &l.w;
+	int status = tinspect_event_wait_status(ev);
+	jw_kstr(w, "event", created ? "thread_created" : "thread_exited");
+	jw_kint(w, "tid", tinspect_event_tid(ev));
 	if (created) {
-		json_object_set_new(o, "parent_tid", json_integer(ev->parent));
-		if (ev->have_start) {
-			json_t *s = json_object();
-			json_object_set_new(s, "addr", jhex64(ev->start.addr));
-			json_object_set_new(s, "module", jsafe(ev->start.module));
-			json_object_set_new(s, "symbol", jsafe(ev->start.name));
-			json_object_set_new(s, "offset",
-					    json_integer((json_int_t)ev->start.offset));
-			json_object_set_new(o, "start_routine", s);
+		const tinspect_symbol *start = tinspect_event_start(ev);
+		jw_kint(w, "parent_tid", tinspect_event_parent(ev));
+		jw_key(w, "start_routine");
+		if (start) {
+			jw_obj(w);
+			jw_key(w, "addr");
+			jw_hex(w, tinspect_symbol_addr(start));
+			jw_kstr(w, "module", tinspect_symbol_module(start));
+			jw_kstr(w, "symbol", tinspect_symbol_name(start));
+			jw_kint(w, "offset", (int64_t)tinspect_symbol_offset(start));
+			jw_obj_end(w);
 		} else {
-			json_object_set_new(o, "start_routine", json_null());
+			jw_null(w);
 		}
 	} else {
-		json_object_set_new(o, "exit_status", WIFEXITED(ev->wait_status)
-				    ? json_integer(WEXITSTATUS(ev->wait_status))
-				    : json_null());
-		json_object_set_new(o, "signal", WIFSIGNALED(ev->wait_status)
-				    ? json_integer(WTERMSIG(ev->wait_status))
-				    : json_null());
+		jw_key(w, "exit_status");
+		if (WIFEXITED(status))
+			jw_int(w, WEXITSTATUS(status));
+		else
+			jw_null(w);
+		jw_key(w, "signal");
+		if (WIFSIGNALED(status))
+			jw_int(w, WTERMSIG(status));
+		else
+			jw_null(w);
 	}
-	line_out(o);
+	jline_put(&l);
 }
 
 /* A line about the stream itself: the target exited, an update failed. */
@@ -334,15 +425,17 @@ static void stream_event(const struct watch_opts *w, pid_t pid, const char *what
 		if (!f)
 			return;
 		char t[64];
-		iso_time(&ts, t, sizeof t);
+		iso_time(ts.tv_sec, ts.tv_nsec, t, sizeof t);
 		fprintf(f, "%s %s%s%s\n", t, what, detail ? ": " : "", detail ? detail : "");
 		mb_put(&m);
 		return;
 	}
-	json_t *o = line_head("event", pid, &ts);
-	json_object_set_new(o, "event", json_string(what));
-	json_object_set_new(o, "detail", detail ? json_string(detail) : json_null());
-	line_out(o);
+	struct jline l;
+	if (!jline_open(&l, "event", pid, ts.tv_sec, ts.tv_nsec))
+		return;
+	jw_kstr(&l.w, "event", what);
+	jw_kstr(&l.w, "detail", detail);
+	jline_put(&l);
 }
 
 /* ---- the loop ----------------------------------------------------------------- */
@@ -359,23 +452,51 @@ static void report_dropped(const struct watch_opts *w, pid_t pid)
 	stream_event(w, pid, "lines_dropped", detail);
 }
 
-static int watch_loop(struct dbs_session **sp, pid_t pid,
-		      const struct dbs_options *dopts, const struct watch_opts *w,
+/* One snapshot as a line (or a block of text) of the stream. */
+static void snapshot_out(const tinspect_snapshot *snap, unsigned long update,
+			 const struct watch_opts *w, const struct agent_opts *ao)
+{
+	if (w->summary && w->json) {
+		summary_json(snap, update);
+		return;
+	}
+	if (w->summary) {
+		summary_text(snap, update);
+		return;
+	}
+	struct membuf m;
+	FILE *f = mb_open(&m);
+	if (!f)
+		return;
+	struct agent_opts lo = *ao;
+	lo.update = update;
+	lo.pretty = false;
+	if (w->json) {
+		render_json(f, snap, &lo);
+	} else {
+		fprintf(f, "--- update %lu ---\n", update);
+		render_text(f, snap, &lo);
+	}
+	mb_put(&m);
+}
+
+static int watch_loop(tinspect_session **sp, pid_t pid,
+		      const struct tinspect_options *opts, const struct watch_opts *w,
 		      const struct agent_opts *ao)
 {
-	struct dbs_session *s = *sp;
+	tinspect_session *s = *sp;
 	struct watch_ctx ctx = { w, pid };
 	int err = 0;
 	if (w->follow) {
-		err = dbs_session_follow(s);
+		err = tinspect_session_follow(s);
 		if (err)
 			return err;
 	}
-	uint64_t next = psvc_now_ns();
+	uint64_t next = now_ns();
 	for (unsigned long update = 1; !w->count || update <= w->count; update++) {
-		struct dbs_snapshot *snap = NULL;
+		tinspect_snapshot *snap = NULL;
 		report_dropped(w, pid);
-		err = dbs_session_update(s, &snap);
+		err = tinspect_session_update(s, &snap);
 		if (err == -ESRCH) {
 			stream_event(w, pid, "target_exited", NULL);
 			return 0;
@@ -389,9 +510,9 @@ static int watch_loop(struct dbs_session **sp, pid_t pid,
 			if (w->cancel && *w->cancel)
 				return -EINTR;
 			stream_event(w, pid, "target_exec", NULL);
-			dbs_session_destroy(s);
+			tinspect_session_destroy(s);
 			*sp = s = NULL;
-			err = dbs_session_init(pid, dopts, &s);
+			err = tinspect_session_init(pid, opts, &s);
 			if (err == -ESRCH) {
 				/* the new program is gone already */
 				stream_event(w, pid, "target_exited", NULL);
@@ -400,7 +521,7 @@ static int watch_loop(struct dbs_session **sp, pid_t pid,
 			if (err)
 				return err;
 			*sp = s;
-			if (w->follow && (err = dbs_session_follow(s)))
+			if (w->follow && (err = tinspect_session_follow(s)))
 				return err;
 			update--;	/* this update did not happen */
 		} else if (err == -ETIMEDOUT) {
@@ -411,36 +532,17 @@ static int watch_loop(struct dbs_session **sp, pid_t pid,
 		} else if (err) {
 			return err;
 		} else {
-			if (w->summary && w->json) {
-				summary_json(snap, update);
-			} else if (w->summary) {
-				summary_text(snap, update);
-			} else {
-				struct membuf m;
-				FILE *f = mb_open(&m);
-				if (f) {
-					struct agent_opts lo = *ao;
-					lo.update = update;
-					lo.pretty = false;
-					if (w->json) {
-						render_json(f, snap, &lo);
-					} else {
-						fprintf(f, "--- update %lu ---\n", update);
-						render_text(f, snap, &lo);
-					}
-					mb_put(&m);
-				}
-			}
-			dbs_snapshot_free(snap);
+			snapshot_out(snap, update, w, ao);
+			tinspect_snapshot_free(snap);
 		}
-		dbs_session_service(s);
+		tinspect_session_service(s);
 		if (w->count && update == w->count)
 			break;
 		next += w->interval_ns;
-		uint64_t now = psvc_now_ns();
+		uint64_t now = now_ns();
 		if (next < now)
 			next = now;	/* an update longer than the interval */
-		err = dbs_session_wait(s, next, event_line, &ctx);
+		err = tinspect_session_wait(s, next, event_line, &ctx);
 		if (err == -ESRCH) {
 			stream_event(w, pid, "target_exited", NULL);
 			return 0;
@@ -451,7 +553,7 @@ static int watch_loop(struct dbs_session **sp, pid_t pid,
 	return 0;
 }
 
-int agent_watch(struct dbs_session **sp, pid_t pid, const struct dbs_options *dopts,
+int agent_watch(tinspect_session **sp, pid_t pid, const struct tinspect_options *opts,
 		const struct watch_opts *w, const struct agent_opts *ao)
 {
 	fflush(stdout);
@@ -459,11 +561,11 @@ int agent_watch(struct dbs_session **sp, pid_t pid, const struct dbs_options *do
 			 w->cancel, SIGPIPE);
 	if (!out)
 		return -ENOMEM;
-	int err = watch_loop(sp, pid, dopts, w, ao);
+	int err = watch_loop(sp, pid, opts, w, ao);
 	/* detach before waiting for the reader: while attached, every clone
 	 * and signal in the target waits for tinspect */
 	if (*sp)
-		dbs_session_unfollow(*sp);
+		tinspect_session_unfollow(*sp);
 	int werr = outq_finish(out);
 	out = NULL;
 	if (werr && !err)

@@ -17,6 +17,7 @@
 #include "agent.h"
 #include "dbs_int.h"
 #include "fuzz_input.h"
+#include "tin_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -116,10 +117,13 @@ static uint64_t some_addr(struct fz *z)
 	return bases[fz_pick(z, sizeof bases / sizeof *bases)] + (fz_u8(z) & ~3u);
 }
 
-static void check_json(const struct dbs_snapshot *s)
+static void check_json(struct dbs_snapshot *d)
 {
 	char *buf = NULL;
 	size_t len = 0;
+	tinspect_snapshot *s;
+	if (tin_snapshot_wrap(d, &s))
+		abort();
 	FILE *f = open_memstream(&buf, &len);
 	struct agent_opts o = { .json = true };
 	if (!f)
@@ -141,6 +145,7 @@ static void check_json(const struct dbs_snapshot *s)
 	render_text(f, s, &o);
 	fclose(f);
 	free(buf);
+	tin_snapshot_unwrap(s);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

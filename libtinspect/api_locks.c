@@ -1,0 +1,402 @@
+/*
+ * api_locks.c: locks, waits, deadlock cycles, stalls and orphaned locks of
+ * a snapshot (tinspect/locks.h), over dbsession's lock model.
+ */
+#include "tin_int.h"
+
+#include <errno.h>
+
+_Static_assert(TINSPECT_LOCK_JOIN == (int)DBS_LOCK_JOIN, "lock kind");
+_Static_assert(TINSPECT_MODE_WRITE == (int)DBS_MODE_WRITE, "wait mode");
+_Static_assert(TINSPECT_OWNER_UNKNOWN == (int)DBS_OWNER_UNKNOWN, "owner state");
+_Static_assert(TINSPECT_STALL_STOPPED == (int)DBS_STALL_STOPPED, "stall end");
+_Static_assert(TINSPECT_EV_PAIR == (int)DBS_EV_PAIR &&
+	       TINSPECT_EV_SYSCALL == (int)DBS_EV_SYSCALL, "evidence bits");
+
+/* ---- locks ------------------------------------------------------------------------ */
+
+bool tinspect_snapshot_locks_analysed(const tinspect_snapshot *snap)
+{
+	return snap->d->locks != NULL;
+}
+
+size_t tinspect_snapshot_nlocks(const tinspect_snapshot *snap)
+{
+	return snap->nlocks;
+}
+
+const tinspect_lock *tinspect_snapshot_lock(const tinspect_snapshot *snap, size_t i)
+{
+	return tin_lock_at(snap, i);
+}
+
+size_t tinspect_lock_index(const tinspect_lock *l)
+{
+	return (size_t)(l - l->snap->locks);
+}
+
+enum tinspect_lock_kind tinspect_lock_kind(const tinspect_lock *l)
+{
+	return (enum tinspect_lock_kind)l->d->kind;
+}
+
+const char *tinspect_lock_kind_name(enum tinspect_lock_kind kind)
+{
+	return dbs_lock_kind_name((enum dbs_lock_kind)kind);
+}
+
+uint64_t tinspect_lock_addr(const tinspect_lock *l)
+{
+	return l->d->addr;
+}
+
+bool tinspect_lock_object_known(const tinspect_lock *l)
+{
+	return l->d->object_known;
+}
+
+const tinspect_symbol *tinspect_lock_symbol(const tinspect_lock *l)
+{
+	return l->d->sym.name ? TIN_CAST(const tinspect_symbol *, &l->d->sym) : NULL;
+}
+
+enum tinspect_owner_state tinspect_lock_owner_state(const tinspect_lock *l)
+{
+	return (enum tinspect_owner_state)l->d->owner_state;
+}
+
+const char *tinspect_owner_state_name(enum tinspect_owner_state state)
+{
+	return dbs_owner_state_name((enum dbs_owner_state)state);
+}
+
+pid_t tinspect_lock_owner(const tinspect_lock *l)
+{
+	return l->d->owner;
+}
+
+bool tinspect_lock_orphaned(const tinspect_lock *l)
+{
+	return l->d->orphaned;
+}
+
+unsigned tinspect_lock_holders(const tinspect_lock *l)
+{
+	return l->d->nholders;
+}
+
+size_t tinspect_lock_nwaiters(const tinspect_lock *l)
+{
+	return l->d->nwaiters;
+}
+
+pid_t tinspect_lock_waiter(const tinspect_lock *l, size_t i,
+			   enum tinspect_wait_mode *ret_mode)
+{
+	if (i >= l->d->nwaiters)
+		return 0;
+	if (ret_mode)
+		*ret_mode = (enum tinspect_wait_mode)l->d->waiters[i].mode;
+	return l->d->waiters[i].tid;
+}
+
+const unsigned char *tinspect_lock_words(const tinspect_lock *l, size_t *ret_len)
+{
+	size_t n = l->d->nwords < sizeof l->d->words ? l->d->nwords : sizeof l->d->words;
+	if (ret_len)
+		*ret_len = n;
+	return n ? l->d->words : NULL;
+}
+
+const char *tinspect_lock_note(const tinspect_lock *l)
+{
+	return l->d->note;
+}
+
+bool tinspect_lock_decoded(const tinspect_lock *l)
+{
+	return l->d->decoded;
+}
+
+/* -EINVAL for a lock of another kind, -ENODATA for one not decoded. */
+static int state_of(const tinspect_lock *l, enum dbs_lock_kind kind, size_t size)
+{
+	if (l->d->kind != kind || !size)
+		return -EINVAL;
+	return l->d->decoded ? 0 : -ENODATA;
+}
+
+int tinspect_lock_mutex(const tinspect_lock *l, struct tinspect_mutex_state *ret,
+			size_t size)
+{
+	int err = state_of(l, DBS_LOCK_MUTEX, size);
+	if (err)
+		return err;
+	const struct dbs_mutex_info *m = &l->d->u.mutex;
+	struct tinspect_mutex_state v = {
+		.lock = m->lock, .count = m->count, .owner_field = m->owner_field,
+		.nusers = m->nusers, .kind_word = m->kind_word, .type = m->type,
+		.robust = m->robust, .pi = m->pi, .pp = m->pp, .elision = m->elision,
+		.pshared = m->pshared, .owner_died = m->owner_died,
+		.inconsistent = m->inconsistent, .notrecoverable = m->notrecoverable,
+		.ceiling = m->ceiling,
+	};
+	return tin_fill(ret, size, &v, sizeof v);
+}
+
+const char *tinspect_mutex_type_name(unsigned type)
+{
+	return dbs_mutex_type_name(type);
+}
+
+int tinspect_lock_rwlock(const tinspect_lock *l, struct tinspect_rwlock_state *ret,
+			 size_t size)
+{
+	int err = state_of(l, DBS_LOCK_RWLOCK, size);
+	if (err)
+		return err;
+	const struct dbs_rwlock_info *r = &l->d->u.rwlock;
+	struct tinspect_rwlock_state v = {
+		.readers_word = r->readers_word, .nreaders = r->nreaders,
+		.write_phase = r->wrphase, .write_locked = r->wrlocked,
+		.readers_waiting = r->rwaiting, .writers = r->writers,
+		.wrphase_futex = r->wrphase_futex, .writers_futex = r->writers_futex,
+		.cur_writer = r->cur_writer, .shared = r->shared, .flags = r->flags,
+	};
+	return tin_fill(ret, size, &v, sizeof v);
+}
+
+int tinspect_lock_cond(const tinspect_lock *l, struct tinspect_cond_state *ret,
+		       size_t size)
+{
+	int err = state_of(l, DBS_LOCK_COND, size);
+	if (err)
+		return err;
+	const struct dbs_cond_info *c = &l->d->u.cond;
+	struct tinspect_cond_state v = {
+		.wseq = c->wseq, .g1_start = c->g1_start, .wrefs = c->wrefs,
+		.g_signals = { c->g_signals[0], c->g_signals[1] },
+		.g_refs = { c->g_refs[0], c->g_refs[1] },
+		.g_size = { c->g_size[0], c->g_size[1] },
+		.g1_orig_size = c->g1_orig_size, .nwaiters = c->nwaiters,
+		.pshared = c->pshared, .monotonic = c->monotonic, .mutex = c->mutex,
+	};
+	return tin_fill(ret, size, &v, sizeof v);
+}
+
+int tinspect_lock_sem(const tinspect_lock *l, struct tinspect_sem_state *ret,
+		      size_t size)
+{
+	int err = state_of(l, DBS_LOCK_SEM, size);
+	if (err)
+		return err;
+	const struct dbs_sem_info *m = &l->d->u.sem;
+	struct tinspect_sem_state v = {
+		.value = m->value, .nwaiters = m->nwaiters, .pshared = m->pshared,
+	};
+	return tin_fill(ret, size, &v, sizeof v);
+}
+
+int tinspect_lock_barrier(const tinspect_lock *l, struct tinspect_barrier_state *ret,
+			  size_t size)
+{
+	int err = state_of(l, DBS_LOCK_BARRIER, size);
+	if (err)
+		return err;
+	const struct dbs_barrier_info *b = &l->d->u.barrier;
+	struct tinspect_barrier_state v = {
+		.in = b->in, .current_round = b->current_round, .count = b->count,
+		.out = b->out, .pshared = b->pshared,
+	};
+	return tin_fill(ret, size, &v, sizeof v);
+}
+
+int tinspect_lock_join(const tinspect_lock *l, struct tinspect_join_state *ret,
+		       size_t size)
+{
+	int err = state_of(l, DBS_LOCK_JOIN, size);
+	if (err)
+		return err;
+	struct tinspect_join_state v = {
+		.target = l->d->u.join.target, .pthread = l->d->u.join.pthread,
+	};
+	return tin_fill(ret, size, &v, sizeof v);
+}
+
+/* ---- waits ---------------------------------------------------------------------- */
+
+const char *tinspect_evidence_name(unsigned bit)
+{
+	return dbs_evidence_name(bit);
+}
+
+const tinspect_thread *tinspect_wait_thread(const tinspect_wait *w)
+{
+	return w->th;
+}
+
+enum tinspect_lock_kind tinspect_wait_kind(const tinspect_wait *w)
+{
+	return (enum tinspect_lock_kind)w->d->kind;
+}
+
+enum tinspect_wait_mode tinspect_wait_mode(const tinspect_wait *w)
+{
+	return (enum tinspect_wait_mode)w->d->mode;
+}
+
+uint64_t tinspect_wait_futex(const tinspect_wait *w)
+{
+	return w->d->futex;
+}
+
+uint32_t tinspect_wait_futex_op(const tinspect_wait *w)
+{
+	return w->d->futex_op;
+}
+
+uint32_t tinspect_wait_futex_val(const tinspect_wait *w)
+{
+	return w->d->futex_val;
+}
+
+long tinspect_wait_syscall(const tinspect_wait *w)
+{
+	return w->d->nr;
+}
+
+uint64_t tinspect_wait_object(const tinspect_wait *w)
+{
+	return w->d->object;
+}
+
+const tinspect_lock *tinspect_wait_lock(const tinspect_wait *w)
+{
+	return tin_lock_at(w->th->snap, w->d->lock);
+}
+
+pid_t tinspect_wait_owner(const tinspect_wait *w)
+{
+	return w->d->owner;
+}
+
+unsigned tinspect_wait_evidence(const tinspect_wait *w)
+{
+	return w->d->evidence;
+}
+
+bool tinspect_wait_in_graph(const tinspect_wait *w)
+{
+	return w->d->in_graph;
+}
+
+bool tinspect_wait_parked(const tinspect_wait *w)
+{
+	return w->d->parked;
+}
+
+const char *tinspect_wait_frame(const tinspect_wait *w)
+{
+	return w->d->frame;
+}
+
+const char *tinspect_wait_note(const tinspect_wait *w)
+{
+	return w->d->note;
+}
+
+/* A futex() wait with a NULL timeout in the registers; restart_syscall
+ * only ever continues a timed wait, so it is never untimed. */
+bool tinspect_wait_untimed(const tinspect_wait *w)
+{
+	const struct dbs_thread *t = w->th->d;
+	const struct dbs_snapshot *s = w->th->snap->d;
+	return s->arch && w->d->nr == s->arch->nr_futex && t->have_regs &&
+	       t->syscall.nr == w->d->nr && t->syscall.args[3] == 0;
+}
+
+/* ---- cycles ----------------------------------------------------------------------- */
+
+size_t tinspect_snapshot_ncycles(const tinspect_snapshot *snap)
+{
+	return snap->ncycles;
+}
+
+const tinspect_cycle *tinspect_snapshot_cycle(const tinspect_snapshot *snap, size_t i)
+{
+	return i < snap->ncycles ? &snap->cycles[i] : NULL;
+}
+
+size_t tinspect_cycle_length(const tinspect_cycle *c)
+{
+	return c->d->n;
+}
+
+pid_t tinspect_cycle_tid(const tinspect_cycle *c, size_t i)
+{
+	return i < c->d->n ? c->d->threads[i] : 0;
+}
+
+const tinspect_lock *tinspect_cycle_lock(const tinspect_cycle *c, size_t i)
+{
+	return i < c->d->n ? tin_lock_at(c->snap, c->d->locks[i]) : NULL;
+}
+
+/* ---- stalls ----------------------------------------------------------------------- */
+
+const char *tinspect_stall_end_name(enum tinspect_stall_end end)
+{
+	return dbs_stall_end_name((enum dbs_stall_end)end);
+}
+
+size_t tinspect_snapshot_nstalls(const tinspect_snapshot *snap)
+{
+	return snap->nstalls;
+}
+
+const tinspect_stall *tinspect_snapshot_stall(const tinspect_snapshot *snap, size_t i)
+{
+	return i < snap->nstalls ? &snap->stalls[i] : NULL;
+}
+
+size_t tinspect_stall_length(const tinspect_stall *st)
+{
+	return st->d->n;
+}
+
+pid_t tinspect_stall_tid(const tinspect_stall *st, size_t i)
+{
+	return i < st->d->n ? st->d->threads[i] : 0;
+}
+
+const tinspect_lock *tinspect_stall_lock(const tinspect_stall *st, size_t i)
+{
+	return i + 1 < st->d->n ? tin_lock_at(st->snap, st->d->locks[i]) : NULL;
+}
+
+enum tinspect_stall_end tinspect_stall_end(const tinspect_stall *st)
+{
+	return (enum tinspect_stall_end)st->d->end;
+}
+
+long tinspect_stall_end_syscall(const tinspect_stall *st)
+{
+	return st->d->end_syscall;	/* -1 unless the end is SYSCALL */
+}
+
+const tinspect_lock *tinspect_stall_end_lock(const tinspect_stall *st)
+{
+	return tin_lock_at(st->snap, st->d->end_lock);
+}
+
+/* ---- orphans ---------------------------------------------------------------------- */
+
+size_t tinspect_snapshot_norphans(const tinspect_snapshot *snap)
+{
+	return snap->norphans;
+}
+
+const tinspect_lock *tinspect_snapshot_orphan(const tinspect_snapshot *snap, size_t i)
+{
+	return i < snap->norphans ? snap->orphans[i] : NULL;
+}

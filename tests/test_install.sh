@@ -1,0 +1,235 @@
+#!/usr/bin/env bash
+# test_install.sh BUILDDIR - what `meson install` gives a user, checked from
+# outside the source tree (TAP):
+#   - the files: the program, libtinspect.so.0 and .a, the headers, the
+#     pkg-config file, the man pages, the schema;
+#   - the installed tinspect runs without ldconfig or LD_LIBRARY_PATH;
+#   - the shared library exports only tinspect_* and libthread_db's ps_*
+#     callbacks, the static archive defines no other global symbol, and
+#     every exported function has its man page;
+#   - the headers compile on their own as C99 (-pedantic) and as C++11;
+#   - the installed examples/embed.c, built in a temporary directory with
+#     `pkg-config --cflags --libs tinspect` (and --static), names the
+#     deadlock of fx_lock_abba and of fx_lock_heap3 with their TIDs in
+#     order, and says "no deadlock" of fx_lock_cond.
+# Exit status 0 if every check passed.  The fixtures are started here and
+# killed by PID whatever happens.
+set -uo pipefail
+
+build=$(cd "${1:?usage: test_install.sh BUILDDIR}" && pwd)
+fixtures=${FIXTURES:-$build/tests}
+work=$(mktemp -d)
+dest=$work/dest
+fx_pids=()
+
+cleanup() {
+	local p
+	for p in "${fx_pids[@]}"; do
+		kill -KILL "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+n=0 failed=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() {
+	n=$((n + 1)) failed=$((failed + 1))
+	echo "not ok $n - $1"
+	[[ -z ${2:-} ]] || sed 's/^/# /' <<<"$2"
+}
+check() {	# description command...
+	local d=$1 out
+	shift
+	if out=$("$@" 2>&1); then ok "$d"; else not_ok "$d" "$out"; fi
+}
+
+if ! out=$(meson install -C "$build" --destdir "$dest" --no-rebuild 2>&1 </dev/null); then
+	echo "1..1"
+	not_ok "meson install" "$out"
+	exit 1
+fi
+
+# where the prefix and libdir went (/usr/local, lib/x86_64-linux-gnu on
+# Debian), found from the pkg-config file
+pc=$(find "$dest" -name tinspect.pc -path '*/pkgconfig/*' | head -1)
+libdir=${pc%/pkgconfig/tinspect.pc}
+prefix=$(sed -n 's/^prefix=//p' "$pc")
+root=$dest$prefix
+so=$libdir/libtinspect.so.0
+ps_callbacks="ps_get_thread_area ps_getpid ps_lcontinue ps_lgetfpregs ps_lgetregs
+ps_lsetfpregs ps_lsetregs ps_lstop ps_pcontinue ps_pdread ps_pdwrite
+ps_pglobal_lookup ps_pstop ps_ptread ps_ptwrite"
+
+# ---- the files -----------------------------------------------------------------
+files_present() {
+	local f missing=0
+	for f in "$root/bin/tinspect" "$so" "$libdir/libtinspect.so" \
+		"$libdir/libtinspect.a" "$root/include/tinspect/tinspect.h" \
+		"$root/include/tinspect/types.h" "$root/include/tinspect/session.h" \
+		"$root/include/tinspect/snapshot.h" "$root/include/tinspect/thread.h" \
+		"$root/include/tinspect/locks.h" "$root/share/man/man1/tinspect.1" \
+		"$root/share/man/man3/tinspect.3" "$root/share/man/man3/tinspect_session.3" \
+		"$root/share/man/man3/tinspect_snapshot.3" "$root/share/man/man3/tinspect_thread.3" \
+		"$root/share/man/man3/tinspect_locks.3" \
+		"$root/share/tinspect/schema/tinspect-snapshot.schema.json" \
+		"$root/share/doc/tinspect/examples/embed.c"; do
+		[[ -e $f ]] || { echo "missing ${f#"$dest"}"; missing=1; }
+	done
+	[[ $(readelf -d "$so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p') == libtinspect.so.0 ]] ||
+		{ echo "soname is not libtinspect.so.0"; missing=1; }
+	((!missing))
+}
+check "installed: program, libraries (soname libtinspect.so.0), headers, pkg-config, man pages, schema, example" files_present
+
+# the program finds its library through its RUNPATH ($ORIGIN), no ldconfig
+check "the installed tinspect runs without LD_LIBRARY_PATH" \
+	env -u LD_LIBRARY_PATH "$root/bin/tinspect" --version
+
+# ---- exported symbols -------------------------------------------------------------
+exports_public_only() {
+	local bad
+	bad=$(nm -D --defined-only "$so" | awk '{print $NF}' |
+		grep -v '^tinspect_' | grep -vxF -f <(tr -s ' \n' '\n' <<<"$ps_callbacks"))
+	[[ -z $bad ]] || { echo "exported beyond the public API: $bad"; return 1; }
+	local s
+	for s in $ps_callbacks; do
+		nm -D --defined-only "$so" | grep -q " T $s\$" || { echo "$s not exported"; return 1; }
+	done
+	[[ $(nm -D --defined-only "$so" | grep -c ' T tinspect_') -gt 100 ]] ||
+		{ echo "too few tinspect_ functions"; return 1; }
+}
+check "nm -D of libtinspect.so: only tinspect_* and the ps_* callbacks" exports_public_only
+
+archive_public_only() {
+	local bad
+	bad=$(nm "$libdir/libtinspect.a" | awk 'NF == 3 && $2 ~ /^[A-TV-Z]$/ {print $3}' |
+		grep -v '^tinspect_' | grep -vxF -f <(tr -s ' \n' '\n' <<<"$ps_callbacks"))
+	[[ -z $bad ]] || { echo "global in the archive: $bad"; return 1; }
+}
+check "libtinspect.a defines no global symbol but tinspect_* and ps_*" archive_public_only
+
+every_function_documented() {
+	local f missing=""
+	for f in $(nm -D --defined-only "$so" | awk '$NF ~ /^tinspect_/ {print $NF}'); do
+		grep -qw -- "$f" "$root"/share/man/man3/tinspect*.3 || missing+=" $f"
+		grep -qw -- "$f" "$root"/include/tinspect/*.h || missing+=" $f(header)"
+	done
+	[[ -z $missing ]] || { echo "undocumented:$missing"; return 1; }
+}
+check "every exported function is in a header and a section 3 man page" \
+	every_function_documented
+
+# ---- the headers, outside the tree ----------------------------------------------------
+mkdir -p "$work/app"
+cd "$work/app" || exit 1
+export PKG_CONFIG_PATH=$libdir/pkgconfig PKG_CONFIG_SYSROOT_DIR=$dest
+cflags=$(pkg-config --cflags tinspect) || not_ok "pkg-config --cflags tinspect"
+for h in tinspect types session snapshot thread locks; do
+	echo "#include <tinspect/$h.h>" >"h_$h.c"
+	cp "h_$h.c" "h_$h.cc"
+	check "<tinspect/$h.h> alone: cc -std=c99 -Wall -Wextra -pedantic -Werror" \
+		cc -std=c99 -Wall -Wextra -pedantic -Werror $cflags -c "h_$h.c" -o /dev/null
+	check "<tinspect/$h.h> alone: c++ -std=c++11 -Wall -Wextra -pedantic -Werror" \
+		c++ -std=c++11 -Wall -Wextra -pedantic -Werror $cflags -c "h_$h.cc" -o /dev/null
+done
+
+# ---- the example, built with pkg-config ---------------------------------------------------
+cp "$root/share/doc/tinspect/examples/embed.c" .
+check "embed.c builds: cc embed.c \$(pkg-config --cflags --libs tinspect)" \
+	cc -std=gnu11 -Wall -Wextra -Werror embed.c $(pkg-config --cflags --libs tinspect) \
+	-o embed
+static_libs=$(pkg-config --static --libs tinspect | sed 's/-ltinspect\b/-l:libtinspect.a/')
+check "embed.c builds against libtinspect.a: pkg-config --static" \
+	cc -std=gnu11 -Wall -Wextra -Werror embed.c $cflags $static_libs -o embed-static
+static_exports_ps() {
+	local s
+	for s in $ps_callbacks; do
+		nm -D embed-static | grep -q " T $s\$" || { echo "$s not in .dynsym"; return 1; }
+	done
+	! ldd embed-static | grep -q libtinspect || { echo "linked the .so"; return 1; }
+}
+check "the static embedder exports the ps_* callbacks (libthread_db finds them)" \
+	static_exports_ps
+
+# Start a fixture; sets fx_out (its stdout, complete after "ready").
+fx_start() {	# name args...
+	local name=$1
+	shift
+	fx_out=$work/$name.out
+	mkfifo "$work/$name.in"
+	"$fixtures/$name" "$@" <"$work/$name.in" >"$fx_out" 2>&1 &
+	fx_pids+=($!)
+	fx_pid=$!
+	exec {fx_keep}>"$work/$name.in"	# stdin open: the fixture lives
+	local i
+	for ((i = 0; i < 1000; i++)); do
+		grep -q '^ready' "$fx_out" && return 0
+		grep -q '^error' "$fx_out" && break
+		sleep 0.01
+	done
+	return 1
+}
+
+# "deadlock: a -> b -> ... -> a" for TIDs in cycle order, rotated to start
+# at the smallest (the library lists each cycle from its smallest tid)
+expect_cycle() {	# tid...
+	local t=("$@") min=0 i line="deadlock:"
+	for ((i = 1; i < ${#t[@]}; i++)); do
+		((t[i] < t[min])) && min=$i
+	done
+	for ((i = 0; i <= ${#t[@]}; i++)); do
+		((i)) && line+=" ->"
+		line+=" ${t[(min + i) % ${#t[@]}]}"
+	done
+	echo "$line"
+}
+
+run_embed() {	# binary expected-line expected-status
+	local out rc
+	out=$(LD_LIBRARY_PATH=$libdir "./$1" "$fx_pid" 2>&1)
+	rc=$?
+	if [[ $out == "$2" && $rc == "$3" ]]; then
+		return 0
+	fi
+	echo "expected \"$2\" (status $3), got \"$out\" (status $rc)"
+	return 1
+}
+
+tid_of() { sed -n "s/^tid $1 //p" "$fx_out"; }
+
+if fx_start fx_lock_abba; then
+	want=$(expect_cycle "$(tid_of post-transfer)" "$(tid_of audit-ledger)")
+	check "embed on fx_lock_abba: $want, status 1" run_embed embed "$want" 1
+	check "embed (static) on fx_lock_abba: the same" run_embed embed-static "$want" 1
+else
+	not_ok "fx_lock_abba did not start" "$(cat "$fx_out")"
+fi
+if fx_start fx_lock_heap3; then
+	want=$(expect_cycle "$(tid_of stage-0)" "$(tid_of stage-1)" "$(tid_of stage-2)")
+	check "embed on fx_lock_heap3 (a 3-cycle, in wait order): $want" \
+		run_embed embed "$want" 1
+else
+	not_ok "fx_lock_heap3 did not start" "$(cat "$fx_out")"
+fi
+if fx_start fx_lock_cond; then
+	check "embed on fx_lock_cond: no deadlock, status 0" run_embed embed "no deadlock" 0
+else
+	not_ok "fx_lock_cond did not start" "$(cat "$fx_out")"
+fi
+embed_no_process() {
+	local p out rc
+	sh -c 'exit 0' &
+	p=$!
+	wait "$p"
+	out=$(LD_LIBRARY_PATH=$libdir ./embed "$p" 2>&1)
+	rc=$?
+	[[ $rc == 2 && $out == *"no such process"* ]] ||
+		{ echo "got \"$out\" (status $rc)"; return 1; }
+}
+check "embed on a process that is gone: status 2, the library's message" \
+	embed_no_process
+
+echo "1..$n"
+((failed == 0))
