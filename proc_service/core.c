@@ -96,33 +96,6 @@ static const char *type_name(unsigned t)
 	}
 }
 
-static int check_ident(const unsigned char *id, size_t n, char *why,
-		       size_t whylen)
-{
-	if (n < EI_NIDENT || memcmp(id, ELFMAG, SELFMAG)) {
-		core_say(why, whylen, "not an ELF file (and no compressed "
-			 "stream tinspect knows)");
-		return -ENOEXEC;
-	}
-	if (id[EI_CLASS] == ELFCLASS32) {
-		core_say(why, whylen, "a 32-bit core: tinspect reads 64-bit "
-			 "x86_64 and aarch64 cores");
-		return -ENOEXEC;
-	}
-	if (id[EI_CLASS] != ELFCLASS64) {
-		core_say(why, whylen, "ELF class %u is neither 32- nor 64-bit",
-			 id[EI_CLASS]);
-		return -EBADMSG;
-	}
-	if (id[EI_DATA] != ELFDATA2LSB) {
-		core_say(why, whylen, "a %s core: tinspect reads little-endian "
-			 "x86_64 and aarch64 cores", id[EI_DATA] == ELFDATA2MSB ?
-			 "big-endian" : "core of unknown byte order");
-		return -ENOEXEC;
-	}
-	return 0;
-}
-
 /* The type and machine, from the raw header: the same answer before the
  * program headers are there (a compressed core) as after. */
 static int check_ehdr(struct psvc_core *c, const GElf_Ehdr *eh, char *why,
@@ -152,12 +125,49 @@ static int check_ehdr(struct psvc_core *c, const GElf_Ehdr *eh, char *why,
 	return 0;
 }
 
+/*
+ * What the first bytes say, in the order that gives the most useful
+ * answer: not ELF; ELF but no core (e_type and e_machine sit at the same
+ * offsets in both classes and byte orders, gABI); a core of a class, byte
+ * order or machine tinspect does not read.
+ */
 int core_check_header(struct psvc_core *c, const unsigned char *p, size_t n,
 		      char *why, size_t whylen)
 {
-	int err = check_ident(p, n, why, whylen);
-	if (err)
-		return err;
+	if (n < EI_NIDENT || memcmp(p, ELFMAG, SELFMAG)) {
+		core_say(why, whylen, "not an ELF file (and no compressed "
+			 "stream tinspect knows)");
+		return -ENOEXEC;
+	}
+	if (n < 20) {
+		core_say(why, whylen, "the file ends inside its ELF header "
+			 "(%zu bytes)", n);
+		return -EBADMSG;
+	}
+	bool msb = p[EI_DATA] == ELFDATA2MSB;
+	uint16_t type, machine;
+	memcpy(&type, p + 16, 2);
+	memcpy(&machine, p + 18, 2);
+	type = msb ? be16toh(type) : le16toh(type);
+	machine = msb ? be16toh(machine) : le16toh(machine);
+	if (type != ET_CORE) {
+		core_say(why, whylen, "not a core file: %s (e_type %u)",
+			 type_name(type), type);
+		return -ENOEXEC;
+	}
+	if (p[EI_CLASS] != ELFCLASS64) {
+		core_say(why, whylen, p[EI_CLASS] == ELFCLASS32 ?
+			 "a 32-bit core: tinspect reads 64-bit x86_64 and "
+			 "aarch64 cores" : "a core of unknown ELF class %u",
+			 p[EI_CLASS]);
+		return p[EI_CLASS] == ELFCLASS32 ? -ENOEXEC : -EBADMSG;
+	}
+	if (p[EI_DATA] != ELFDATA2LSB) {
+		core_say(why, whylen, "a %s core: tinspect reads little-endian "
+			 "x86_64 and aarch64 cores", msb ? "big-endian" :
+			 "byte order unknown");
+		return -ENOEXEC;
+	}
 	if (n < sizeof(Elf64_Ehdr)) {
 		core_say(why, whylen, "the file ends inside its ELF header "
 			 "(%zu bytes)", n);
@@ -165,8 +175,7 @@ int core_check_header(struct psvc_core *c, const unsigned char *p, size_t n,
 	}
 	Elf64_Ehdr e;
 	memcpy(&e, p, sizeof e);
-	GElf_Ehdr g = { .e_type = le16toh(e.e_type),
-			.e_machine = le16toh(e.e_machine),
+	GElf_Ehdr g = { .e_type = type, .e_machine = machine,
 			.e_phentsize = le16toh(e.e_phentsize) };
 	return check_ehdr(c, &g, why, whylen);
 }
@@ -362,7 +371,8 @@ const struct psvc_core_file *psvc_core_file_for_addr(const struct psvc_core *c,
 
 int core_finish(struct psvc_core *c)
 {
-	qsort(c->files, c->nfiles, sizeof *c->files, file_cmp);
+	if (c->nfiles)
+		qsort(c->files, c->nfiles, sizeof *c->files, file_cmp);
 	size_t out = 0;
 	for (size_t i = 0; i < c->nfiles; i++) {
 		if (out && c->files[i].start < c->files[out - 1].end) {

@@ -391,7 +391,8 @@ static int order_cmp(const void *a, const void *b, void *keeps)
  */
 static int plan_keeps(struct psvc_core *c, struct wants *w, size_t **ret_order)
 {
-	qsort(w->v, w->n, sizeof *w->v, want_cmp);
+	if (w->n)
+		qsort(w->v, w->n, sizeof *w->v, want_cmp);
 	c->keeps = calloc(w->n ? w->n : 1, sizeof *c->keeps);
 	if (!c->keeps)
 		return -ENOMEM;

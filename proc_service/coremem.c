@@ -173,8 +173,8 @@ void psvc_core_miss_str(const struct psvc_core *c,
 		return;
 	char where[160] = "";
 	if (m->seg_end)
-		snprintf(where, sizeof where, " (mapping %#" PRIx64 "-%#" PRIx64
-			 "%s%s)", m->seg_start, m->seg_end, m->path ? " " : "",
+		snprintf(where, sizeof where, " %#" PRIx64 "-%#" PRIx64
+			 "%s%s", m->seg_start, m->seg_end, m->path ? " " : "",
 			 m->path ? m->path : "");
 	const struct core_seg *s = core_seg_for(c, m->addr);
 	char budget[32];
@@ -202,20 +202,21 @@ void psvc_core_miss_str(const struct psvc_core *c,
 	case PSVC_CORE_MISS_TRUNCATED:
 		snprintf(buf, len, "%#" PRIx64 " is not in the core: the core is "
 			 "truncated at offset %" PRIu64 " (its headers say %"
-			 PRIu64 " bytes)%s", m->addr, m->file_offset,
-			 c->expected_size, where);
+			 PRIu64 " bytes); in the mapping%s", m->addr,
+			 m->file_offset, c->expected_size, where);
 		break;
 	case PSVC_CORE_MISS_NOT_KEPT:
 		fmt_size(budget, sizeof budget, c->opts.budget);
 		snprintf(buf, len, "%#" PRIx64 " was not kept from the %s-"
-			 "compressed core%s: outside the thread stack windows, "
+			 "compressed core (mapping%s): outside the thread stack windows, "
 			 "and over the %s memory budget for the rest (raise it, "
 			 "or decompress the core)", m->addr,
 			 psvc_core_zip_name(c->zip), where, budget);
 		break;
 	case PSVC_CORE_MISS_CORRUPT:
 		snprintf(buf, len, "%#" PRIx64 " is not in the core: the %s "
-			 "stream breaks at uncompressed offset %" PRIu64 " (%s)%s",
+			 "stream breaks at uncompressed offset %" PRIu64 " (%s); "
+			 "in the mapping%s",
 			 m->addr, psvc_core_zip_name(c->zip), m->file_offset,
 			 c->stream_why, where);
 		break;
