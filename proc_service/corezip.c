@@ -28,6 +28,8 @@ struct zstream {
 	enum psvc_core_zip zip;
 	unsigned char *in;
 	size_t in_len, in_pos;
+	off_t in_off;		/* of the next read: pread, whatever the
+				 * descriptor's own offset is */
 	bool in_eof;
 	bool done;		/* the end of the last frame was met at EOF */
 	bool mid_frame;		/* the decoder holds a frame not finished */
@@ -131,8 +133,7 @@ void zstream_close(struct zstream *z)
 int zstream_rewind(struct zstream *z)
 {
 	decoders_free(z);
-	if (lseek(z->fd, 0, SEEK_SET) != 0)
-		return -errno;
+	z->in_off = 0;
 	z->in_len = z->in_pos = 0;
 	z->in_eof = z->done = z->mid_frame = false;
 	return decoders_init(z);
@@ -145,10 +146,11 @@ static int fill(struct zstream *z)
 		return 0;
 	ssize_t n;
 	do
-		n = read(z->fd, z->in, IN_CHUNK);
+		n = pread(z->fd, z->in, IN_CHUNK, z->in_off);
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return -errno;
+	z->in_off += n;
 	z->in_len = (size_t)n;
 	z->in_pos = 0;
 	if (n == 0)
