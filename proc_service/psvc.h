@@ -553,6 +553,8 @@ struct stat;
 int psvc_open_regular(const char *path, struct stat *ret_st);
 /* The same, path relative to the directory dirfd (openat). */
 int psvc_openat_regular(int dirfd, const char *path, struct stat *ret_st);
+/* The message for an error of psvc_open_regular() (names EMFILE). */
+const char *psvc_open_strerror(int err);
 
 /* ---- layouts the target describes (layout.c) ------------------------- */
 

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -59,4 +60,14 @@ int psvc_openat_regular(int dirfd, const char *path, struct stat *ret_st)
 	if (ret_st)
 		*ret_st = st2;
 	return fd;
+}
+
+const char *psvc_open_strerror(int err)
+{
+	switch (err) {
+	case -ENXIO: return "not a regular file";
+	case -EMFILE: return "out of file descriptors (EMFILE)";
+	case -ENFILE: return "out of file descriptors system-wide (ENFILE)";
+	default: return strerror(-err);
+	}
 }

@@ -38,6 +38,9 @@ PACKAGES=(
 	libdebuginfod1
 	# the fuzzers (clang's libFuzzer runtime) and memcheck
 	clang libclang-rt-14-dev valgrind
+	# core files (issue 12): compressed cores as systemd-coredump writes
+	# them; gcore, and the tools that compress the test cores
+	libzstd-dev liblzma-dev liblz4-dev gdb zstd xz-utils lz4 time
 )
 
 # The real services bench/services.sh inspects (issue 9).  MariaDB and a

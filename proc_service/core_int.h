@@ -1,0 +1,155 @@
+/*
+ * Private to the core reader (core.c, corenotes.c, coremem.c, corezip.c,
+ * corekeep.c): the layout of struct psvc_core and what its files share.
+ */
+#ifndef TINSPECT_PSVC_CORE_INT_H
+#define TINSPECT_PSVC_CORE_INT_H
+
+#include "core.h"
+
+#include <gelf.h>
+#include <stdarg.h>
+
+/* A PT_LOAD, after the checks of core.c. */
+struct core_seg {
+	uint64_t vaddr, memsz;	/* [vaddr, vaddr + memsz), no wrap */
+	uint64_t offset;	/* p_offset */
+	uint64_t filesz;	/* p_filesz, at most memsz */
+	uint64_t avail;		/* bytes of filesz the file really holds
+				 * (less: truncated) */
+	uint32_t flags;		/* p_flags */
+	long file;		/* index of the NT_FILE mapping holding
+				 * vaddr, -1 */
+	bool stack;		/* holds some thread's sp (compressed plan) */
+};
+
+/* Compressed cores: one range of memory the streaming pass keeps. */
+struct core_keep {
+	uint64_t lo, hi;	/* [lo, hi) in the process */
+	uint64_t file_lo;	/* offset of lo in the uncompressed core */
+	unsigned char **blocks;	/* one per 4 KiB block of the address
+				 * space from lo & ~4095; NULL: zeros */
+	size_t nblocks;
+};
+
+#define CORE_BLK_SHIFT 12
+#define CORE_BLK ((uint64_t)1 << CORE_BLK_SHIFT)
+
+struct core_chunk {
+	unsigned char *base;
+	size_t size, used;
+};
+
+struct psvc_core {
+	int fd;
+	const struct arch_desc *arch;
+	enum psvc_core_zip zip;
+	enum psvc_core_producer producer;
+	struct psvc_core_opts opts;
+
+	/* the uncompressed core as far as it is held: a plain core's whole
+	 * file (mapped), or a compressed core's first head_len bytes */
+	unsigned char *image;
+	uint64_t image_len;
+	bool image_mapped;	/* munmap, else free */
+	unsigned char *notes_buf;	/* compressed, notes after the
+					 * memory: [notes_off, +len) */
+	uint64_t notes_off, notes_len;
+
+	uint64_t file_size;	/* plain: st_size; compressed: bytes the
+				 * stream gave */
+	uint64_t expected_size;	/* from the program headers */
+
+	struct core_seg *segs;	/* sorted by vaddr, not overlapping */
+	size_t nsegs;
+	uint64_t first_data;	/* lowest p_offset of a PT_LOAD with data */
+
+	/* notes */
+	struct psvc_core_thread *threads;
+	size_t nthreads, threads_cap;
+	long signalled;		/* index, -1 */
+	bool seen_psinfo_first, seen_gdb_note;
+	struct psvc_core_proc proc;
+	uint64_t *auxv;		/* pairs */
+	size_t nauxv;
+	struct psvc_core_file *files;	/* sorted by start, not overlapping */
+	size_t nfiles;
+	char *file_names;	/* the paths, copied */
+	uint64_t page_size;	/* NT_FILE's */
+
+	struct psvc_core_map *maps;
+	size_t nmaps;
+
+	char **warnings;
+	size_t nwarnings, warnings_cap;
+
+	/* compressed */
+	struct core_keep *keeps;	/* sorted by lo, not overlapping */
+	size_t nkeeps;
+	struct core_chunk *chunks;
+	size_t nchunks, chunks_cap;
+	uint64_t kept_bytes;	/* non-zero blocks held */
+	uint64_t budget_used;	/* planned bytes of the budgeted class */
+	bool stream_broken;	/* the stream ended in an error */
+	uint64_t stream_end;	/* bytes it gave before its end / error */
+	char stream_why[160];
+};
+
+/* core.c */
+void core_warn(struct psvc_core *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void core_say(char *why, size_t whylen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* The segment holding addr, or NULL. */
+const struct core_seg *core_seg_for(const struct psvc_core *c, uint64_t addr);
+/* The identification, type and machine from the first n bytes of the
+ * core, before libelf sees it: 0, -ENOEXEC or -EBADMSG with why; sets
+ * c->arch. */
+int core_check_header(struct psvc_core *c, const unsigned char *p, size_t n,
+		      char *why, size_t whylen);
+/* Validate the ELF header and read the program headers of elf (over the
+ * first c->image_len bytes of the core) into c->segs, sorted, overlaps
+ * dropped (avail not set), c->expected_size and c->first_data; the note
+ * segments into *ret_notes (malloc'ed).  0, -ENOEXEC or -EBADMSG with why. */
+struct core_note_range {
+	uint64_t offset, size;
+	bool align8;
+};
+int core_read_headers(struct psvc_core *c, Elf *elf,
+		      struct core_note_range **ret_notes, size_t *ret_nnotes,
+		      char *why, size_t whylen);
+/* After the notes: sort and check the NT_FILE list, tie segments to it. */
+int core_finish(struct psvc_core *c);
+/* Last: the maps view (needs every segment's avail).  0 or -ENOMEM. */
+int core_build_maps(struct psvc_core *c);
+
+/* corenotes.c */
+/* Walk one PT_NOTE segment's bytes (len may be short of the segment's
+ * size when the file is truncated: `cut` says so).  Damage is warned
+ * about; only -ENOMEM is an error. */
+int core_notes_parse(struct psvc_core *c, const unsigned char *p, size_t len,
+		     bool align8, bool cut);
+/* After every note segment: which thread took the signal, who wrote the
+ * core. */
+void core_notes_done(struct psvc_core *c);
+
+/* corezip.c: decompressors over a descriptor */
+struct zstream;
+/* What the first bytes of a file say it is: PSVC_CORE_PLAIN for anything
+ * not a known compressed stream, or -EOPNOTSUPP for a compression tinspect
+ * does not read (its name into *ret_name). */
+int zip_detect(const unsigned char *magic, size_t n, const char **ret_name);
+int zstream_open(int fd, enum psvc_core_zip zip, struct zstream **ret);
+/* Up to cap decompressed bytes: > 0, 0 at the end of the stream, or a
+ * negative errno with why (-EIO: corrupt, -ENOMEM). */
+ssize_t zstream_read(struct zstream *z, void *buf, size_t cap, char *why,
+		     size_t whylen);
+/* Back to the start of the file, for a second pass. */
+int zstream_rewind(struct zstream *z);
+void zstream_close(struct zstream *z);
+
+/* corekeep.c: the streaming pass of a compressed core */
+int core_zip_load(struct psvc_core *c, char *why, size_t whylen);
+void core_keep_free(struct psvc_core *c);
+
+#endif
