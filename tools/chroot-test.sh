@@ -46,6 +46,10 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
 cp -a "$ROOTS/bookworm" "$root"
+# its root a mount point of its own, as schroot and sbuild make it: unshare
+# --mount (the ns and containers suites) makes "/" private, which needs one
+mount --bind "$root" "$root"
+mounted+=("$root")
 mkdir -p "$root/src"
 # the tree as it is (tracked and untracked files, no build directories)
 (cd "$top" && git ls-files -co --exclude-standard -z |
