@@ -69,7 +69,7 @@ int agent_watch(tinspect_session **sp, pid_t pid, const struct tinspect_options 
 
 /* JSON document format; bump the minor for additions, the major for
  * changes that break readers. */
-#define TINSPECT_FORMAT_VERSION "2.1"
+#define TINSPECT_FORMAT_VERSION "2.2"
 
 int render_text(FILE *out, const tinspect_snapshot *snap,
 		const struct agent_opts *o);

@@ -645,6 +645,8 @@ static void snapshot_json(struct jw *w, const tinspect_snapshot *snap,
 	jw_kstr(w, "status", tinspect_tdb_status_name(tinspect_snapshot_tdb_status(snap)));
 	jw_kstr(w, "detail", tinspect_snapshot_tdb_detail(snap));
 	jw_kstr(w, "library", tinspect_snapshot_tdb_library(snap));
+	jw_kstr(w, "library_origin",
+		tinspect_tdb_origin_name(tinspect_snapshot_tdb_origin(snap)));
 	jw_obj_end(w);
 	jw_kstr(w, "module_map", modmap_name(tinspect_snapshot_modmap(snap)));
 	jw_kint(w, "module_generation", (int64_t)tinspect_snapshot_module_generation(snap));

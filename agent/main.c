@@ -120,8 +120,12 @@ static const char usage_text[] =
 "  --follow-threads     also report every thread creation and exit as it\n"
 "                       happens (stays attached between updates)\n"
 "  --thread-db PATH     libthread_db to load (default: the system's)\n"
-"  --no-target-thread-db  never load the target's own libthread_db when the\n"
-"                       system's does not fit its glibc (a container's)\n"
+"  --target-thread-db   when the system's libthread_db does not fit the\n"
+"                       target's glibc (a container's), load the target's\n"
+"                       own: code from its file system, run in tinspect,\n"
+"                       so never by default (also: its directory in\n"
+"                       TINSPECT_THREAD_DB_SAFE_PATH, colon-separated);\n"
+"                       replaces --no-target-thread-db, now the default\n"
 "  --tls NAME[:TYPE]    the thread-local variable NAME in every thread\n"
 "                       (repeatable); TYPE: int long unsigned ulong int8\n"
 "                       int16 uint8 uint16 hex pointer string bytes:N\n"
@@ -367,6 +371,9 @@ int main(int argc, char **argv)
 {
 	struct agent_opts ao = { 0 };
 	struct tinspect_options dopts = TINSPECT_OPTIONS_INIT;
+	/* like gdb's auto-load safe-path: the directories whose
+	 * libthread_db may be loaded for a target without --target-thread-db */
+	dopts.thread_db_safe_path = getenv("TINSPECT_THREAD_DB_SAFE_PATH");
 	dopts.stop_timeout_ns = 1000ull * 1000000;
 	dopts.cancel = &got_signal;
 	dopts.wake_signal = WAKE_SIGNAL;
@@ -374,7 +381,7 @@ int main(int argc, char **argv)
 	enum { OPT_JSON = 256, OPT_PRETTY, OPT_MAX_FREEZE, OPT_STOP_TIMEOUT,
 	       OPT_THREAD_DB, OPT_PROC_MEM, OPT_NO_STACKS, OPT_MAX_FRAMES,
 	       OPT_STACK_BYTES, OPT_DEBUGINFOD, OPT_TLS, OPT_ERRNO, OPT_KEYS,
-	       OPT_NO_TARGET_TDB, OPT_CHECK, OPT_WATCH, OPT_COUNT, OPT_SUMMARY,
+	       OPT_NO_TARGET_TDB, OPT_TARGET_TDB, OPT_CHECK, OPT_WATCH, OPT_COUNT, OPT_SUMMARY,
 	       OPT_FOLLOW, OPT_BRIEF, OPT_VERBOSE };
 	struct watch_opts wo = { 0 };
 	bool watch = false;
@@ -403,6 +410,7 @@ int main(int argc, char **argv)
 		{ "errno", no_argument, NULL, OPT_ERRNO },
 		{ "keys", no_argument, NULL, OPT_KEYS },
 		{ "no-target-thread-db", no_argument, NULL, OPT_NO_TARGET_TDB },
+		{ "target-thread-db", no_argument, NULL, OPT_TARGET_TDB },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -509,7 +517,17 @@ int main(int argc, char **argv)
 			dopts.flags |= TINSPECT_OPT_KEYS;
 			break;
 		case OPT_NO_TARGET_TDB:
-			dopts.flags |= TINSPECT_OPT_NO_TARGET_THREAD_DB;
+			/* the old default was to load it: a script that
+			 * forbade it gets what it asked for, but must know
+			 * the option is gone */
+			fprintf(stderr, "tinspect: --no-target-thread-db is gone: "
+				"the target's own libthread_db is never loaded "
+				"unless --target-thread-db (or "
+				"TINSPECT_THREAD_DB_SAFE_PATH) allows it; drop the "
+				"option\n");
+			return EXIT_USAGE;
+		case OPT_TARGET_TDB:
+			dopts.flags |= TINSPECT_OPT_TARGET_THREAD_DB;
 			break;
 		case 'h':
 			fputs(usage_text, stdout);

@@ -28,6 +28,7 @@
  * does not match exactly is no evidence, never a guess.
  */
 #include "dbs_int.h"
+#include "glibc_versions.h"
 
 #include <string.h>
 
@@ -71,7 +72,8 @@ bool condwait_object(const struct dbs_lock_input *in, uint64_t pd,
 	    in->read(in->ctx, rec[1], cb, sizeof cb))	/* wseq, cond, mutex */
 		return false;
 	uint64_t cond = cb[1];
-	if (!user_pointer(cond) || cond + 40 + 4 * (cb[0] & 1) != futex)
+	uint64_t sig = in->glibc ? (uint64_t)in->glibc->cond_g_signals : 40;
+	if (!user_pointer(cond) || cond + sig + 4 * (cb[0] & 1) != futex)
 		return false;
 	*ret_cond = cond;
 	*ret_mutex = user_pointer(cb[2]) ? cb[2] : 0;

@@ -84,12 +84,14 @@ struct dbs_session {
 	struct psvc_target *t;
 	struct tdb_lib lib;
 	bool lib_loaded;
+	enum dbs_tdb_origin lib_origin;	/* whose lib is */
 	td_thragent_t *ta;
 	enum dbs_tdb_status tdb_status;
 	char *tdb_detail;
 	uint64_t ta_generation;		/* module generation of ta */
 	uint32_t sizeof_pthread;
 	char glibc_version[16];
+	const char *glibc_version_src;	/* static: where it was read */
 	long clk_tck;
 	struct dbs_unwinder *unwinder;	/* NULL with --no-stacks */
 
@@ -191,6 +193,9 @@ int dwarf_find_tls(struct psvc_target *t, struct psvc_module *m,
  * the system's (nothing else to try), another negative errno if it is
  * another glibc that could not be served (s->tdb_warning says why). */
 int tdb_pick_target_lib(struct dbs_session *s, td_err_e first_err);
+/* Whether the loaded libthread_db is known to be of another glibc than the
+ * target's (then its TD_NOLIBTHREAD means nothing). */
+bool tdb_serves_other_glibc(const struct dbs_session *s);
 
 
 /* tdbcheck.c: before libthread_db is asked anything about a target,
@@ -243,6 +248,12 @@ struct dbs_lock_input {
 	void *frames_ctx;		/* passed to frames() instead of ctx */
 	/* offsetof(struct pthread, cleanup); 0: unknown (condwait.c) */
 	uint32_t cleanup_offset;
+	/* The layouts verified for the target's glibc (glibc_versions.h);
+	 * NULL: glibc 2.36's, unless glibc_unverified says why there is
+	 * none: then no lock word is decoded, and no wait is read as a
+	 * pthread object's (issue 13: never another version's layout). */
+	const struct dbs_glibc_layout *glibc;
+	const char *glibc_unverified;
 };
 
 /* While the target is stopped: read (batched) the words of every lock a
@@ -258,6 +269,10 @@ void dbs_locks_free(struct dbs_snapshot *snap);
 /* Decode l->words (l->nwords bytes at l->addr) as l->kind into l->u:
  * pure, no target access.  Returns false if too few words. */
 bool dbs_lock_decode(const struct arch_desc *a, struct dbs_lock *l);
+/* The same with the layout of glibc g (NULL: 2.36's). */
+struct dbs_glibc_layout;
+bool dbs_lock_decode_glibc(const struct arch_desc *a,
+			   const struct dbs_glibc_layout *g, struct dbs_lock *l);
 /* runtimes.c: snap->runtimes (and a warning each) from the module map and
  * symbols; runtimes_free() is idempotent. */
 void runtimes_detect(struct dbs_session *s, struct dbs_snapshot *snap);

@@ -89,10 +89,24 @@ struct dbs_options {
 	size_t ntls;
 	bool want_errno;	/* --errno: libc's errno in every thread */
 	bool want_keys;		/* --keys: pthread keys and their values */
-	/* Never load the target's own libthread_db when the system's does
-	 * not fit its glibc (it is code from the target's file system). */
-	bool no_target_thread_db;
+	/* Load the target's own libthread_db when the system's does not
+	 * fit its glibc (--target-thread-db): it is code from the target's
+	 * file system, run in tinspect, so never by default. */
+	bool target_thread_db;
+	/* Colon-separated directories (as tinspect sees them) whose
+	 * libthread_db.so.1 may be loaded without target_thread_db, like
+	 * gdb's auto-load safe-path; NULL or "": none. */
+	const char *thread_db_safe_path;
 };
+
+/* Whose libthread_db served the snapshot. */
+enum dbs_tdb_origin {
+	DBS_TDB_FROM_NONE = 0,	/* none served it */
+	DBS_TDB_FROM_SYSTEM,	/* the system's libthread_db.so.1 */
+	DBS_TDB_FROM_TARGET,	/* the target's own, beside its libc */
+	DBS_TDB_FROM_GIVEN,	/* the one named by thread_db_path */
+};
+const char *dbs_tdb_origin_name(enum dbs_tdb_origin o);
 
 /* What libthread_db made of the target. */
 enum dbs_tdb_status {
@@ -356,7 +370,9 @@ struct dbs_snapshot {
 	bool stacks;			/* stacks were captured */
 	uint64_t stack_bytes_copied;	/* during the stop, all threads */
 	struct dbs_strpool *strings;	/* owns frame strings */
-	char *thread_db_path;		/* the libthread_db used, or NULL */
+	char *thread_db_path;		/* the libthread_db used, or NULL; the
+					 * target's own: as the target sees it */
+	enum dbs_tdb_origin tdb_origin;
 	char **warnings;		/* degraded, not failed: "the target's
 					 * libthread_db could not be loaded" */
 	size_t nwarnings;

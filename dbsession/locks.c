@@ -49,6 +49,7 @@
  *  At glibc's park after EDEADLK, r14 still holds &mutex->__kind.
  */
 #include "dbs_int.h"
+#include "glibc_versions.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -273,21 +274,25 @@ static void decode_rwlock(const unsigned char *w, size_t n,
 	r->flags = u32_at(w, n, 48);
 }
 
-static void decode_cond(const unsigned char *w, size_t n, struct dbs_cond_info *c)
+static void decode_cond(const unsigned char *w, size_t n, struct dbs_cond_info *c,
+			const struct dbs_glibc_layout *g)
 {
 	/* 2.36 layout: __wseq 0, __g1_start 8, __g_refs 16, __g_size 24,
-	 * __g1_orig_size 32, __wrefs 36, __g_signals 40 (GLIBC-NOTES.md §5:
-	 * 2.41 and backports drop __g_refs; this is the 2.36 layout) */
+	 * __g1_orig_size 32, __wrefs 36, __g_signals 40 (GLIBC-NOTES.md §5);
+	 * 2.41 drops __g_refs (glibc_versions.c): the offsets come from g */
+	int refs = g ? g->cond_g_refs : 16, size = g ? g->cond_g_size : 24,
+	    orig = g ? g->cond_g1_orig_size : 32, wrefs = g ? g->cond_wrefs : 36,
+	    sig = g ? g->cond_g_signals : 40;
 	c->wseq = u64_at(w, n, 0);
 	c->g1_start = u64_at(w, n, 8);
-	c->g_refs[0] = u32_at(w, n, 16);
-	c->g_refs[1] = u32_at(w, n, 20);
-	c->g_size[0] = u32_at(w, n, 24);
-	c->g_size[1] = u32_at(w, n, 28);
-	c->g1_orig_size = u32_at(w, n, 32);
-	c->wrefs = u32_at(w, n, 36);
-	c->g_signals[0] = u32_at(w, n, 40);
-	c->g_signals[1] = u32_at(w, n, 44);
+	c->g_refs[0] = refs < 0 ? 0 : u32_at(w, n, (size_t)refs);
+	c->g_refs[1] = refs < 0 ? 0 : u32_at(w, n, (size_t)refs + 4);
+	c->g_size[0] = u32_at(w, n, (size_t)size);
+	c->g_size[1] = u32_at(w, n, (size_t)size + 4);
+	c->g1_orig_size = u32_at(w, n, (size_t)orig);
+	c->wrefs = u32_at(w, n, (size_t)wrefs);
+	c->g_signals[0] = u32_at(w, n, (size_t)sig);
+	c->g_signals[1] = u32_at(w, n, (size_t)sig + 4);
 	c->nwaiters = c->wrefs >> 3;
 	c->pshared = c->wrefs & 1;
 	c->monotonic = c->wrefs & 2;
@@ -316,6 +321,12 @@ static void decode_barrier(const unsigned char *w, size_t n,
 
 bool dbs_lock_decode(const struct arch_desc *a, struct dbs_lock *l)
 {
+	return dbs_lock_decode_glibc(a, NULL, l);
+}
+
+bool dbs_lock_decode_glibc(const struct arch_desc *a,
+			   const struct dbs_glibc_layout *g, struct dbs_lock *l)
+{
 	const struct layout *L = layout_of(a);
 	size_t need = kind_size(L, l->kind);
 	if (l->kind == DBS_LOCK_MUTEX)
@@ -330,7 +341,7 @@ bool dbs_lock_decode(const struct arch_desc *a, struct dbs_lock *l)
 		decode_rwlock(l->words, l->nwords, &l->u.rwlock);
 		break;
 	case DBS_LOCK_COND:
-		decode_cond(l->words, l->nwords, &l->u.cond);
+		decode_cond(l->words, l->nwords, &l->u.cond, g);
 		break;
 	case DBS_LOCK_SEM:
 		decode_sem(l->words, l->nwords, &l->u.sem);
@@ -755,19 +766,26 @@ static enum fit rwlock_fit(const struct wait *wt, unsigned off,
 	return FIT_NO;
 }
 
-static enum fit cond_fit(const struct wait *wt, unsigned off,
-			 const unsigned char *w, size_t n)
+static enum fit cond_fit(const struct ctx *c, const struct wait *wt,
+			 unsigned off, const unsigned char *w, size_t n)
 {
-	if (n < 48 || wt->cmd != FUTEX_WAIT_BITSET || wt->val != 0)
+	const struct dbs_glibc_layout *G = c->in->glibc;
+	bool zero = G ? G->cond_wait_expects_zero : true;
+	unsigned sig = G ? (unsigned)G->cond_g_signals : 40;
+	if (n < 48 || wt->cmd != FUTEX_WAIT_BITSET || (zero && wt->val != 0))
 		return FIT_NO;
 	struct dbs_cond_info cd = { 0 };
-	decode_cond(w, n, &cd);
-	unsigned g = (off - 40) / 4;
+	decode_cond(w, n, &cd, G);
+	unsigned g = (off - sig) / 4;
 	/* every waiter holds a __wrefs reference (<< 3) and, while it may
-	 * block, a __g_refs[g] reference (+2); 2.36 waits with val 0 */
-	if (cd.nwaiters == 0 || cd.g_refs[g] < 2 || cd.pshared == wt->private_op)
+	 * block, a __g_refs[g] reference (+2); 2.36 waits with val 0.  2.41
+	 * has no __g_refs and waits with the __g_signals value it read: a
+	 * signal since then makes the words differ (a weak fit). */
+	if (cd.nwaiters == 0 || cd.pshared == wt->private_op)
 		return FIT_NO;
-	return FIT_YES;
+	if (zero)
+		return cd.g_refs[g] < 2 ? FIT_NO : FIT_YES;
+	return cd.g_signals[g] == wt->val ? FIT_YES : FIT_WEAK;
 }
 
 static enum fit sem_fit(const struct wait *wt, const unsigned char *w, size_t n)
@@ -813,7 +831,8 @@ static void try_interp(const struct ctx *c, const struct wait *wt,
 	struct interp it = { kind, wt->uaddr - off, DBS_MODE_NONE, FIT_NO };
 	unsigned char w[64];
 	size_t sz = kind_size(c->L, kind);
-	if (read_words(c, it.start, w, sz)) {
+	/* no verified layout for the target's glibc: no reading fits */
+	if (!c->in->glibc_unverified && read_words(c, it.start, w, sz)) {
 		switch (kind) {
 		case DBS_LOCK_MUTEX:
 			it.fit = mutex_fit(c, wt, w, sz);
@@ -822,7 +841,7 @@ static void try_interp(const struct ctx *c, const struct wait *wt,
 			it.fit = rwlock_fit(wt, off, w, sz, &it.mode);
 			break;
 		case DBS_LOCK_COND:
-			it.fit = cond_fit(wt, off, w, sz);
+			it.fit = cond_fit(c, wt, off, w, sz);
 			break;
 		case DBS_LOCK_SEM:
 			it.fit = sem_fit(wt, w, sz);
@@ -850,8 +869,9 @@ static size_t interpretations(const struct ctx *c, const struct wait *wt,
 	try_interp(c, wt, DBS_LOCK_RWLOCK, 0, out, &n, max);
 	try_interp(c, wt, DBS_LOCK_RWLOCK, 8, out, &n, max);
 	try_interp(c, wt, DBS_LOCK_RWLOCK, 12, out, &n, max);
-	try_interp(c, wt, DBS_LOCK_COND, 40, out, &n, max);
-	try_interp(c, wt, DBS_LOCK_COND, 44, out, &n, max);
+	unsigned sig = c->in->glibc ? (unsigned)c->in->glibc->cond_g_signals : 40;
+	try_interp(c, wt, DBS_LOCK_COND, sig, out, &n, max);
+	try_interp(c, wt, DBS_LOCK_COND, sig + 4, out, &n, max);
 	try_interp(c, wt, DBS_LOCK_SEM, 0, out, &n, max);
 	try_interp(c, wt, DBS_LOCK_BARRIER, 4, out, &n, max);
 	return n;
@@ -1449,9 +1469,11 @@ static void load_lock(const struct ctx *c, struct dbs_lock *l)
 		at = l->addr + c->in->tid_offset;	/* the tid word */
 	if (sz > sizeof l->words)
 		sz = sizeof l->words;
-	if (read_words(c, at, l->words, sz)) {
+	if (c->in->glibc_unverified) {
+		l->note = "its glibc's lock layout is not verified: not decoded";
+	} else if (read_words(c, at, l->words, sz)) {
 		l->nwords = sz;
-		l->decoded = dbs_lock_decode(c->in->arch, l);
+		l->decoded = dbs_lock_decode_glibc(c->in->arch, c->in->glibc, l);
 	}
 	if (c->in->symbol) {
 		uint64_t size;
@@ -1664,8 +1686,13 @@ static void adopt(struct verdict *v, enum dbs_lock_kind k, uint64_t start,
 /* Futex offsets of the objects of kind k; a thread whose frames say it
  * is inside a cond operation may also wait on the signaller's words
  * (__g_refs +16/+20, the internal lock in __g1_orig_size +32). */
-static bool futex_offset_of(enum dbs_lock_kind k, uint64_t off, bool in_cond)
+static bool futex_offset_of(enum dbs_lock_kind k, uint64_t off, bool in_cond,
+			    const struct dbs_glibc_layout *g)
 {
+	/* 2.41 (no __g_refs): __g_signals at +32, the internal lock at +24 */
+	uint64_t sig = g ? (uint64_t)g->cond_g_signals : 40;
+	uint64_t orig = g ? (uint64_t)g->cond_g1_orig_size : 32;
+	bool refs = !g || g->cond_g_refs >= 0;
 	switch (k) {
 	case DBS_LOCK_MUTEX:
 	case DBS_LOCK_SEM:
@@ -1673,8 +1700,9 @@ static bool futex_offset_of(enum dbs_lock_kind k, uint64_t off, bool in_cond)
 	case DBS_LOCK_RWLOCK:
 		return off == 0 || off == 8 || off == 12;
 	case DBS_LOCK_COND:
-		return off == 40 || off == 44 ||
-		       (in_cond && (off == 16 || off == 20 || off == 32));
+		return off == sig || off == sig + 4 ||
+		       (in_cond && ((refs && (off == 16 || off == 20)) ||
+				    off == orig));
 	case DBS_LOCK_BARRIER:
 		return off == 4 || off == 0;
 	case DBS_LOCK_JOIN:
@@ -1753,7 +1781,8 @@ static int analyse(struct ctx *c, struct verdict *vd)
 		for (; a < nident && ident[a].key <= f; a++) {
 			size_t j = ident[a].i;
 			if ((in_cond && vd[j].kind != DBS_LOCK_COND) ||
-			    !futex_offset_of(vd[j].kind, f - vd[j].object, in_cond))
+			    !futex_offset_of(vd[j].kind, f - vd[j].object, in_cond,
+					    c->in->glibc))
 				continue;
 			enum dbs_wait_mode md = DBS_MODE_NONE;
 			if (vd[j].kind == DBS_LOCK_RWLOCK) {
@@ -2157,5 +2186,17 @@ int dbs_locks_run(struct dbs_session *s, struct dbs_snapshot *snap)
 		.ctx = s->t,
 		.cleanup_offset = condwait_cleanup_offset(s),
 	};
+	/* the layouts verified for its glibc (glibc_versions.c), never
+	 * another version's */
+	const char *why = NULL;
+	in.glibc = dbs_glibc_layout(s->glibc_version, in.arch->id, &why);
+	if (!in.glibc) {
+		in.glibc_unverified = why;
+		dbs_add_error(&snap->warnings, &snap->nwarnings,
+			       "locks: glibc %s: %s; lock words are not decoded "
+			       "and waits are not matched to pthread objects",
+			       s->glibc_version[0] ? s->glibc_version : "(unknown)",
+			       why);
+	}
 	return dbs_locks_analyse(snap, &in);
 }

@@ -6,6 +6,7 @@
  * build the snapshot from the copies.  Only step 3 is frozen time.
  */
 #include "dbs_int.h"
+#include "glibc_versions.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -27,6 +28,17 @@ const char *dbs_tdb_status_name(enum dbs_tdb_status s)
 	case DBS_TDB_ERROR: return "error";
 	}
 	return "error";
+}
+
+const char *dbs_tdb_origin_name(enum dbs_tdb_origin o)
+{
+	switch (o) {
+	case DBS_TDB_FROM_NONE: return NULL;
+	case DBS_TDB_FROM_SYSTEM: return "system";
+	case DBS_TDB_FROM_TARGET: return "target";
+	case DBS_TDB_FROM_GIVEN: return "given";
+	}
+	return NULL;
 }
 
 /* ---- libthread_db agent ------------------------------------------------------ */
@@ -86,21 +98,10 @@ static void ta_setup(struct dbs_session *s)
 	}
 	preload_elves(s->t);
 
-	uint64_t a;
-	s->glibc_version[0] = '\0';
-	/* "nptl_version" (a local symbol of libpthread) before 2.34 */
-	if (psvc_lookup_symbol(s->t, "__nptl_version", &a) == 0 ||
-	    psvc_lookup_symbol(s->t, "nptl_version", &a) == 0) {
-		char v[sizeof s->glibc_version];
-		if (psvc_read_string(s->t, a, v, sizeof v) == 0) {
-			/* keep it printable: it is target memory */
-			size_t i;
-			for (i = 0; v[i] && ((v[i] >= '0' && v[i] <= '9') ||
-					     v[i] == '.'); i++)
-				s->glibc_version[i] = v[i];
-			s->glibc_version[i] = '\0';
-		}
-	}
+	/* __nptl_version (2.34 on), nptl_version (libpthread before), else
+	 * its libc's banner (glibc_versions.c) */
+	dbs_glibc_version_read(s->t, s->glibc_version, sizeof s->glibc_version,
+			       &s->glibc_version_src);
 	/* libthread_db trusts the target's descriptors (an alloca of
 	 * _thread_db_sizeof_pthread bytes): check them first (tdbcheck.c) */
 	char why[256];
@@ -123,6 +124,13 @@ static void ta_setup(struct dbs_session *s)
 
 	psvc_tdb_budget(s->t, TDB_READ_BUDGET);
 	td_err_e e = s->lib.td_ta_new(psvc_prochandle(s->t), &s->ta);
+	/* The system's 2.34+ libthread_db asks for __nptl_version in libc:
+	 * a 2.31 target (nptl_version in libpthread.so.0) gets
+	 * TD_NOLIBTHREAD although it has a thread library.  Only a library
+	 * of the target's own glibc may say "no thread library"; another's
+	 * answer is a mismatch (issue 13). */
+	if (e == TD_NOLIBTHREAD && tdb_serves_other_glibc(s))
+		e = TD_VERSION;
 	if (e == TD_VERSION || e == TD_NOLIBTHREAD) {
 		int pick = tdb_pick_target_lib(s, e);
 		if (pick == 0)
@@ -133,6 +141,9 @@ static void ta_setup(struct dbs_session *s)
 	switch (e) {
 	case TD_OK:
 		s->tdb_status = DBS_TDB_OK;
+		if (s->lib_origin != DBS_TDB_FROM_TARGET)
+			s->lib_origin = s->opts.thread_db_path ? DBS_TDB_FROM_GIVEN
+							       : DBS_TDB_FROM_SYSTEM;
 		return;
 	case TD_NOLIBTHREAD:
 		s->tdb_status = exe_is_static_unsymbolled(s->t)
@@ -480,8 +491,10 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 		snap->stacks = true;
 		snap->strings = strpool_ref(unwinder_pool(s->unwinder));
 	}
-	if (s->ta)
+	if (s->ta) {
 		snap->thread_db_path = dbs_strdup(s->lib.path);
+		snap->tdb_origin = s->lib_origin;
+	}
 	if (s->tdb_warning)
 		dbs_add_error(&snap->warnings, &snap->nwarnings, "%s",
 			       s->tdb_warning);

@@ -6,16 +6,21 @@
  * 2.34 the symbols it looks for had other names (nptl_version, in
  * libpthread), which the system's 2.36 library reports as TD_NOLIBTHREAD
  * (GLIBC-NOTES.md §2).  A container with another distribution's glibc, or a
- * program run with its own ld.so, is served, as gdb does, by the
+ * program run with its own ld.so, can be served, as gdb does, by the
  * libthread_db.so.1 beside the target's libc (or libpthread), opened in
  * the target's mount namespace through /proc/PID/root and dlopen'ed
  * RTLD_LOCAL; it binds to the ps_* callbacks tinspect exports.
  *
- * That is code from the target's file system running in tinspect (as
- * root): it is only loaded if it is a regular file owned by root and
- * writable by nobody else, and never with --no-target-thread-db or an
- * explicit --thread-db.  When nothing fits, the snapshot says so in a
- * warning and threads are listed from /proc alone.
+ * That is code from the target's file system running in tinspect, usually
+ * as root.  Who owns the file proves nothing: without user namespaces a
+ * container image's files are root's too.  So, like gdb's auto-load
+ * safe-path, it is loaded only when asked: with --target-thread-db
+ * (opts.target_thread_db), or when the file is under a directory listed in
+ * TINSPECT_THREAD_DB_SAFE_PATH (opts.thread_db_safe_path) as tinspect
+ * itself reaches it by path (a file of another mount namespace that
+ * tinspect cannot reach is under none).  Never with an explicit
+ * --thread-db.  When nothing fits, the snapshot says so in a warning that
+ * names the option, and threads are listed from /proc alone.
  */
 #include "dbs_int.h"
 
@@ -28,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <gnu/libc-version.h>
 #include <sys/stat.h>
 
 static void warn(struct dbs_session *s, const char *fmt, ...)
@@ -57,6 +63,45 @@ static bool same_as_loaded(struct dbs_session *s, const struct stat *st)
 	       mine.st_ino == st->st_ino;
 }
 
+/*
+ * Is the open file fd under a directory of the safe path?  Its path is
+ * the one the kernel gives for the descriptor (from our root), and only if
+ * that path leads us to the very same file: a file of a mount namespace we
+ * cannot reach reads as its path in that namespace, which may name another
+ * file (or a trusted directory) here.
+ */
+static bool under_safe_path(const struct dbs_session *s, int fd)
+{
+	const char *list = s->opts.thread_db_safe_path;
+	if (!list || !list[0])
+		return false;
+	char link[64], real[PATH_MAX];
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(link, real, sizeof real - 1);
+	if (n <= 0 || (size_t)n >= sizeof real - 1)
+		return false;
+	real[n] = '\0';
+	struct stat a, b;
+	if (real[0] != '/' || fstat(fd, &a) || stat(real, &b) ||
+	    a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+		return false;
+	for (const char *p = list; *p;) {
+		const char *end = strchr(p, ':');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		while (len > 1 && p[len - 1] == '/')
+			len--;	/* "/opt/x/" is "/opt/x" */
+		if (len && p[0] == '/' && !strncmp(real, p, len) &&
+		    (real[len] == '/' || len == 1))
+			return true;
+		p += len;
+		while (*p && *p != ':')
+			p++;	/* the trailing slashes skipped above */
+		if (*p == ':')
+			p++;
+	}
+	return false;
+}
+
 /* Try the libthread_db.so.1 in directory dir (a path in the target's
  * mount namespace).  0: the session now uses it; -ENOENT: none there (or
  * it is ours); another error: it is there but does not serve, or must not
@@ -64,10 +109,8 @@ static bool same_as_loaded(struct dbs_session *s, const struct stat *st)
 static int try_dir(struct dbs_session *s, const char *dir, char *why,
 		   size_t whylen)
 {
-	char root[PATH_MAX], path[PATH_MAX], dpath[PATH_MAX];
+	char root[PATH_MAX], dpath[PATH_MAX];
 	if (psvc_root_dir(s->t, root, sizeof root) ||
-	    snprintf(path, sizeof path, "%s%s/libthread_db.so.1", root, dir) >=
-		    (int)sizeof path ||
 	    snprintf(dpath, sizeof dpath, "%s%s", root, dir) >= (int)sizeof dpath)
 		return -ENAMETOOLONG;
 	/* Everything is checked on descriptors and the library is loaded
@@ -83,7 +126,8 @@ static int try_dir(struct dbs_session *s, const char *dir, char *why,
 	int fd = psvc_openat_regular(dfd, "libthread_db.so.1", &st);
 	if (fd == -ENXIO) {
 		close(dfd);
-		snprintf(why, whylen, "%s is not a regular file; not loaded", path);
+		snprintf(why, whylen, "%.1024s%s is not a regular file; not loaded", dir,
+			 "/libthread_db.so.1");
 		return -EPERM;
 	}
 	if (fd < 0 || fstat(dfd, &dst) != 0) {
@@ -97,33 +141,36 @@ static int try_dir(struct dbs_session *s, const char *dir, char *why,
 		close(fd);
 		return -ENOENT;
 	}
-	if (s->opts.no_target_thread_db) {
-		snprintf(why, whylen, "--no-target-thread-db forbids loading %s",
-			 path);
+	if (!S_ISREG(st.st_mode) || (st.st_mode & 022)) {
+		snprintf(why, whylen, "%.1024s%s is writable by others than its owner; "
+			 "not loaded", dir, "/libthread_db.so.1");
 		close(fd);
 		return -EPERM;
 	}
-	if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022) ||
-	    dst.st_uid != 0 || (dst.st_mode & 022)) {
-		snprintf(why, whylen, "%s is not a root-owned file, writable only "
-			 "by root, in such a directory; not loaded", path);
+	if (!s->opts.target_thread_db && !under_safe_path(s, fd)) {
+		snprintf(why, whylen, "loading the target's own %.1024s%s (code from "
+			 "its file system) needs --target-thread-db, or its "
+			 "directory in TINSPECT_THREAD_DB_SAFE_PATH", dir,
+			 "/libthread_db.so.1");
 		close(fd);
 		return -EPERM;
 	}
 	char fdpath[64];
 	snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fd);
+	(void)dst;
 	struct tdb_lib lib;
 	char *detail = NULL;
 	int lerr = tdb_load(fdpath, &lib, &detail);
 	close(fd);	/* loaded, or not: the mapping needs no descriptor */
 	if (lerr) {
-		snprintf(why, whylen, "%s could not be loaded: %s", path,
-			 detail ? detail : "?");
+		snprintf(why, whylen, "%.1024s%s could not be loaded: %s", dir,
+			 "/libthread_db.so.1", detail ? detail : "?");
 		free(detail);
 		return -ENOEXEC;
 	}
 	free(lib.path);
-	lib.path = strdup(path);	/* what the report names */
+	/* what the report names: the path as the target sees it */
+	lib.path = dbs_format("%s/libthread_db.so.1", dir);
 	td_thragent_t *ta = NULL;
 	psvc_tdb_budget(s->t, TDB_READ_BUDGET);
 	td_err_e e = lib.td_ta_new(psvc_prochandle(s->t), &ta);
@@ -134,13 +181,14 @@ static int try_dir(struct dbs_session *s, const char *dir, char *why,
 		return -ENOENT;
 	}
 	if (e != TD_OK) {
-		snprintf(why, whylen, "%s does not serve it either: %s", path,
-			 tdb_strerror(e));
+		snprintf(why, whylen, "%.1024s%s does not serve it either: %s", dir,
+			 "/libthread_db.so.1", tdb_strerror(e));
 		tdb_unload(&lib);
 		return -ENOEXEC;
 	}
 	tdb_unload(&s->lib);
 	s->lib = lib;
+	s->lib_origin = DBS_TDB_FROM_TARGET;
 	s->ta = ta;
 	return 0;
 }
@@ -190,8 +238,50 @@ int tdb_pick_target_lib(struct dbs_session *s, td_err_e first_err)
 	if (err == -ENOENT && first_err != TD_VERSION)
 		return err;	/* the same glibc: just not threaded (yet) */
 	warn(s, "the system's libthread_db does not serve the target's glibc "
-	     "(%s), and %s; threads are listed from /proc only",
-	     tdb_strerror(first_err),
+	     "%s%s(%s), and %s; threads are listed from /proc only (locks are "
+	     "still analysed)", s->glibc_version[0] ? s->glibc_version : "",
+	     s->glibc_version[0] ? " " : "", tdb_strerror(first_err),
 	     why[0] ? why : "there is no libthread_db.so.1 beside its libc");
 	return err;
+}
+
+/* major.minor of a version string ("2.36" of "2.36.1"). */
+static void major_minor(const char *v, char *buf, size_t len)
+{
+	size_t o = 0;
+	unsigned dots = 0;
+	for (; v[o] && o + 1 < len; o++) {
+		if (v[o] == '.' && ++dots == 2)
+			break;
+		buf[o] = v[o];
+	}
+	buf[o] = '\0';
+}
+
+bool tdb_serves_other_glibc(const struct dbs_session *s)
+{
+	/* only the system's library is known to be of our glibc (Debian's
+	 * libc6 ships both); a given or the target's own: no claim */
+	if (!s->glibc_version[0] || s->opts.thread_db_path ||
+	    s->lib_origin == DBS_TDB_FROM_TARGET)
+		return false;
+	/* the target has a thread library: it names its nptl version, or
+	 * its glibc merged libpthread into libc (2.34), or libpthread.so.0
+	 * is mapped (a banner alone would not tell a 2.31 program that is
+	 * not threaded) */
+	bool threaded = s->glibc_version_src &&
+			strcmp(s->glibc_version_src, "libc banner") != 0;
+	unsigned maj = 0, min = 0;
+	if (sscanf(s->glibc_version, "%u.%u", &maj, &min) == 2 &&
+	    (maj > 2 || (maj == 2 && min >= 34)))
+		threaded = true;
+	for (size_t i = 0; !threaded && i < psvc_nmodules(s->t); i++) {
+		const struct psvc_module *m = psvc_module_at(s->t, i);
+		const char *base = m->path ? strrchr(m->path, '/') : NULL;
+		if (base && !strncmp(base, "/libpthread.so", 14))
+			threaded = true;
+	}
+	char ours[16];
+	major_minor(gnu_get_libc_version(), ours, sizeof ours);
+	return threaded && strcmp(ours, s->glibc_version) != 0;
 }

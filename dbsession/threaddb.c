@@ -74,6 +74,12 @@ int tdb_load(const char *path, struct tdb_lib *ret, char **ret_detail)
 		missing = "td_init() failed";
 		goto fail;
 	}
+	/* the file the dynamic linker found, for the report ("which
+	 * libthread_db served") */
+	Dl_info info;
+	if (dladdr(*(void **)&lib.td_ta_new, &info) && info.dli_fname &&
+	    info.dli_fname[0] == '/')
+		path = info.dli_fname;
 	lib.path = strdup(path);
 	*ret = lib;
 	return 0;

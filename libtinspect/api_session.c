@@ -24,7 +24,8 @@ _Static_assert(TINSPECT_EPERM_NOT_DUMPABLE == (int)PSVC_EPERM_NOT_DUMPABLE &&
 	       "tinspect_eperm_cause is psvc_eperm_cause");
 
 #define KNOWN_FLAGS (TINSPECT_OPT_NO_STACKS | TINSPECT_OPT_ERRNO | TINSPECT_OPT_KEYS | \
-		     TINSPECT_OPT_NO_TARGET_THREAD_DB | TINSPECT_OPT_PROC_MEM)
+		     TINSPECT_OPT_NO_TARGET_THREAD_DB | TINSPECT_OPT_PROC_MEM | \
+		     TINSPECT_OPT_TARGET_THREAD_DB)
 #define DEFAULT_STOP_TIMEOUT_NS 1000000000ull
 
 /*
@@ -70,10 +71,14 @@ static int options_to_dbs(tinspect_session *s, const struct tinspect_options *o,
 		.max_frames = o->max_frames,
 		.want_errno = o->flags & TINSPECT_OPT_ERRNO,
 		.want_keys = o->flags & TINSPECT_OPT_KEYS,
-		.no_target_thread_db = o->flags & TINSPECT_OPT_NO_TARGET_THREAD_DB,
+		.target_thread_db = o->flags & TINSPECT_OPT_TARGET_THREAD_DB,
 	};
 	if (o->thread_db_path && !(s->thread_db_path = strdup(o->thread_db_path)))
 		return -ENOMEM;
+	if (o->thread_db_safe_path &&
+	    !(s->thread_db_safe_path = strdup(o->thread_db_safe_path)))
+		return -ENOMEM;
+	d.thread_db_safe_path = s->thread_db_safe_path;
 	d.thread_db_path = s->thread_db_path;
 	if (o->ntls) {
 		s->tls = calloc(o->ntls, sizeof *s->tls);
@@ -105,6 +110,7 @@ static void session_free(tinspect_session *s)
 		free((char *)s->tls[i].name);
 	free(s->tls);
 	free(s->thread_db_path);
+	free(s->thread_db_safe_path);
 	free(s);
 }
 

@@ -176,6 +176,20 @@ const char *tinspect_snapshot_tdb_library(const tinspect_snapshot *snap)
 	return snap->d->thread_db_path;
 }
 
+_Static_assert(TINSPECT_TDB_FROM_GIVEN == (int)DBS_TDB_FROM_GIVEN &&
+	       TINSPECT_TDB_FROM_TARGET == (int)DBS_TDB_FROM_TARGET,
+	       "tinspect_tdb_origin is dbs_tdb_origin");
+
+enum tinspect_tdb_origin tinspect_snapshot_tdb_origin(const tinspect_snapshot *snap)
+{
+	return (enum tinspect_tdb_origin)snap->d->tdb_origin;
+}
+
+const char *tinspect_tdb_origin_name(enum tinspect_tdb_origin origin)
+{
+	return dbs_tdb_origin_name((enum dbs_tdb_origin)origin);
+}
+
 enum tinspect_modmap tinspect_snapshot_modmap(const tinspect_snapshot *snap)
 {
 	return (enum tinspect_modmap)snap->d->modmap_source;

@@ -32,6 +32,7 @@ struct tinspect_session {
 	struct dbs_tls_request *tls;
 	size_t ntls;
 	char *thread_db_path;
+	char *thread_db_safe_path;
 };
 
 struct tinspect_wait {

@@ -12,12 +12,59 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+/* ---- paths between roots ------------------------------------------------------------ */
+
+/*
+ * The paths /proc gives about another process (its maps, exe) are printed
+ * by the kernel's d_path() from *our* root: a file under our root reads as
+ * our path to it; a file we cannot reach (the target is in another mount
+ * namespace, or we are chrooted) reads as its path from the top of the
+ * mount tree it belongs to (fs/d_path.c prepend_path(): "global root").
+ * readlink(/proc/PID/root) is printed the same way, so the target's own
+ * path to a file is what follows its root's prefix: a target chrooted at
+ * ROOT maps "ROOT/usr/lib/libc.so.6", which it knows as /usr/lib/libc.so.6,
+ * and which we open as /proc/PID/root/usr/lib/libc.so.6 whether or not
+ * ROOT is reachable from our root.  Read at every maps read: a process may
+ * chroot while it runs.  prefix "" when the target's root is ours (or
+ * cannot be told: the paths are then taken as they are).
+ */
+static void root_prefix(const struct psvc_live *L, char *buf, size_t len)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/root", (int)L->mm_tid);
+	ssize_t n = readlink(path, buf, len - 1);
+	if (n <= 0 || (size_t)n >= len - 1 || buf[0] != '/') {
+		buf[0] = '\0';
+		return;
+	}
+	buf[n] = '\0';
+	if (n == 1)
+		buf[0] = '\0';	/* "/": nothing to strip */
+}
+
+/* path as the target sees it, in place; false if it is not under the
+ * target's root (mapped before a chroot: left as we see it). */
+static bool strip_root(const char *prefix, char *path)
+{
+	size_t n = strlen(prefix);
+	if (!n || path[0] != '/')
+		return true;
+	if (strncmp(path, prefix, n) != 0 || (path[n] != '/' && path[n] != '\0'))
+		return false;
+	if (!path[n])
+		memcpy(path, "/", 2);
+	else
+		memmove(path, path + n, strlen(path + n) + 1);
+	return true;
+}
 
 /* ---- the process ---------------------------------------------------------------- */
 
@@ -68,6 +115,9 @@ void psvc_live_read_facts(struct psvc_target *t)
 	ssize_t n = readlink(path, buf, sizeof buf - 1);
 	if (n > 0) {
 		buf[n] = '\0';
+		char prefix[PATH_MAX];
+		root_prefix(L, prefix, sizeof prefix);
+		strip_root(prefix, buf);
 		psvc_target_set_exe(t, buf);
 	}
 	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)L->mm_tid);
@@ -226,7 +276,14 @@ int psvc_live_maps(struct psvc_target *t, struct psvc_mapping **ret,
 		return err == -ENOENT ? -ESRCH : err;
 	err = psvc_maps_parse(buf, ret, ret_n);
 	free(buf);
-	return err;
+	if (err)
+		return err;
+	char prefix[PATH_MAX];
+	root_prefix(psvc_live(t), prefix, sizeof prefix);
+	for (size_t i = 0; prefix[0] && i < *ret_n; i++)
+		if ((*ret)[i].path)
+			strip_root(prefix, (*ret)[i].path);
+	return 0;
 }
 
 /* A new descriptor on the module's file: the mapped inode itself through

@@ -80,9 +80,10 @@ check "no source of the release: no mirror, and a failure status" \
 # the repository's scripts name no host: no URL, no domain name
 hosts() {
 	! grep -nEi 'https?://|ftp://|\b[a-z0-9-]+\.(debian|ubuntu)\.(org|com|net)\b|\bdeb\.[a-z]+\.[a-z]+' \
-		"$setup" "$top/tools/fuzz.sh" "$top/.ci/run"
+		"$setup" "$top/tools/fuzz.sh" "$top/.ci/run" "$top/tools/roots.sh" \
+		"$top/tools/chroot-test.sh"
 }
-check "tools/setup.sh, tools/fuzz.sh and .ci/run name no host" hosts
+check "tools/setup.sh, roots.sh, chroot-test.sh, fuzz.sh and .ci/run name no host" hosts
 
 echo "1..$n"
 ((bad == 0))

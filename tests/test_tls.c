@@ -525,7 +525,8 @@ Test(tls, other_glibc_served_by_its_own_libthread_db)
 	if (!have_old_glibc())
 		cr_skip_test("no Debian 11 glibc unpacked (tools/setup.sh deps fetches it)");
 	fx_start(&fx, "fx_oldglibc", NULL, 30);
-	const char *extra[] = { "--tls", "fx_old_tls", "--errno", "--keys", NULL };
+	const char *extra[] = { "--target-thread-db", "--tls", "fx_old_tls", "--errno",
+				"--keys", NULL };
 	int status;
 	json_t *doc = inspect_json(fx.pid, extra, &status);
 	cr_assert_eq(status, 0);
@@ -534,8 +535,10 @@ Test(tls, other_glibc_served_by_its_own_libthread_db)
 	json_t *tdb = json_object_get(p, "thread_db");
 	cr_assert_str_eq(jstr(tdb, "status"), "ok");
 	const char *lib = jstr(tdb, "library");
-	cr_assert(lib && strstr(lib, "/root") && strstr(lib, getenv("OLD_GLIBC")),
+	/* named as the target sees it (its root is ours here) */
+	cr_assert(lib && !strncmp(lib, getenv("OLD_GLIBC"), strlen(getenv("OLD_GLIBC"))),
 		  "library %s", lib);
+	cr_assert_str_eq(jstr(tdb, "library_origin"), "target");
 	json_t *warn = json_object_get(json_object_get(doc, "capture"), "warnings");
 	cr_assert(strstr(json_string_value(json_array_get(warn, 0)), "target's own"));
 	struct worker w[4];
@@ -563,7 +566,8 @@ Test(tls, other_glibc_without_its_libthread_db_degrades)
 	if (!have_old_glibc())
 		cr_skip_test("no Debian 11 glibc unpacked (tools/setup.sh deps fetches it)");
 	fx_start(&fx, "fx_oldglibc", NULL, 30);
-	const char *extra[] = { "--no-target-thread-db", "--tls", "fx_old_tls", NULL };
+	/* the default: the target's own libthread_db is not loaded */
+	const char *extra[] = { "--tls", "fx_old_tls", NULL };
 	int status;
 	json_t *doc = inspect_json(fx.pid, extra, &status);
 	cr_assert_eq(status, 0);
@@ -571,9 +575,30 @@ Test(tls, other_glibc_without_its_libthread_db_degrades)
 	cr_assert_str_eq(jstr(tdb, "status"), "version_mismatch");
 	cr_assert(json_is_null(json_object_get(tdb, "library")));
 	json_t *warn = json_object_get(json_object_get(doc, "capture"), "warnings");
-	cr_assert(strstr(json_string_value(json_array_get(warn, 0)), "/proc only"));
+	const char *w0 = json_string_value(json_array_get(warn, 0));
+	cr_assert(strstr(w0, "/proc only") && strstr(w0, "--target-thread-db") &&
+		  strstr(w0, "TINSPECT_THREAD_DB_SAFE_PATH"), "warning: %s", w0);
+	cr_assert(json_is_null(json_object_get(tdb, "library_origin")));
 	/* threads still listed, from /proc */
 	cr_assert_eq(json_array_size(json_object_get(doc, "threads")), 4);
 	cr_assert_str_eq(jstr(tls_of(doc, fx.pid, "fx_old_tls"), "status"), "unavailable");
 	json_decref(doc);
+}
+
+/* --no-target-thread-db was the way to forbid what is now the default: a
+ * script that still passes it is told, not silently given another
+ * meaning. */
+Test(tls, removed_no_target_thread_db_is_a_usage_error)
+{
+	fx_start(&fx, "fx_tls", NULL, 30);
+	char pid[16];
+	snprintf(pid, sizeof pid, "%d", (int)fx.pid);
+	const char *args[] = { "--no-target-thread-db", pid, NULL };
+	struct run r;
+	run_tinspect(&r, args, 30);
+	cr_assert_eq(r.status, 2);
+	cr_assert(r.err && strstr(r.err, "--target-thread-db"), "stderr: %s",
+		  r.err ? r.err : "");
+	cr_assert(!any_task_stopped(fx.pid));
+	run_free(&r);
 }

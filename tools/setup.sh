@@ -41,6 +41,9 @@ PACKAGES=(
 	# core files (issue 12): compressed cores as systemd-coredump writes
 	# them; gcore, and the tools that compress the test cores
 	libzstd-dev liblzma-dev liblz4-dev gdb zstd xz-utils lz4 time
+	# the containers suite's Debian 11/12/13 roots (tools/roots.sh);
+	# capsh tells the tests that need CAP_SYS_ADMIN whether they have it
+	debootstrap libcap2-bin
 )
 
 # The real services bench/services.sh inspects (issue 9).  MariaDB and a
@@ -76,6 +79,20 @@ install_missing() {	# package...
 deps() {
 	install_missing "${PACKAGES[@]}"
 	old_glibc
+	roots
+}
+
+# Debian 11, 12 and 13 roots with a compiler (tools/roots.sh), made once and
+# cached under /var/cache/tinspect/roots: the containers suite runs its
+# fixtures in them, built with their own glibc.  TINSPECT_NO_ROOTS=1 (set by
+# tools/chroot-test.sh, which lends the host's roots to its chroot) or a
+# failure (no network) leaves them out: those tests then skip with a reason.
+roots() {
+	[[ ${TINSPECT_NO_ROOTS:-0} == 1 ]] && return 0
+	[[ $(dpkg --print-architecture) == amd64 ]] || return 0
+	as_root bash "$top/tools/roots.sh" bullseye bookworm trixie ||
+		echo "setup: some Debian roots could not be made; the containers" \
+			"tests that need them will be skipped" >&2
 }
 
 # Debian 11's glibc (2.31), unpacked (not installed) for the test of a

@@ -43,12 +43,17 @@ enum tinspect_option_flags {
 	TINSPECT_OPT_ERRNO = 1u << 1,
 	/* Read the pthread keys in use and every thread's values. */
 	TINSPECT_OPT_KEYS = 1u << 2,
-	/* Never load the target's own libthread_db when the system's does not
-	 * fit the target's glibc: that is code from the target's file system,
-	 * run in the calling process. */
+	/* Accepted and ignored: never loading the target's own libthread_db
+	 * is the default now (see TINSPECT_OPT_TARGET_THREAD_DB). */
 	TINSPECT_OPT_NO_TARGET_THREAD_DB = 1u << 3,
 	/* Read target memory through /proc/PID/mem only. */
 	TINSPECT_OPT_PROC_MEM = 1u << 4,
+	/* When the system's libthread_db does not serve the target's glibc
+	 * (a container of another distribution), load the target's own, from
+	 * beside its libc: that is code from the target's file system, run in
+	 * the calling process, so it is never done without this flag (or the
+	 * file under thread_db_safe_path). */
+	TINSPECT_OPT_TARGET_THREAD_DB = 1u << 5,
 };
 
 /*
@@ -98,6 +103,11 @@ struct tinspect_options {
 	 * (names unique), read during the stop. */
 	const struct tinspect_tls_request *tls;
 	size_t ntls;
+	/* Colon-separated directories, as the calling process reaches them
+	 * by path, whose libthread_db.so.1 may be loaded for a target without
+	 * TINSPECT_OPT_TARGET_THREAD_DB (gdb's auto-load safe-path); the
+	 * tinspect program passes $TINSPECT_THREAD_DB_SAFE_PATH.  NULL: none. */
+	const char *thread_db_safe_path;
 };
 #define TINSPECT_OPTIONS_INIT { .size = sizeof(struct tinspect_options) }
 

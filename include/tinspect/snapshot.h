@@ -58,6 +58,18 @@ const char *tinspect_snapshot_tdb_detail(const tinspect_snapshot *snap);
 /* The libthread_db in use, as it was loaded ("libthread_db.so.1", or the
  * path of the target's own); NULL if none serves the target. */
 const char *tinspect_snapshot_tdb_library(const tinspect_snapshot *snap);
+/* Whose libthread_db served the snapshot. */
+enum tinspect_tdb_origin {
+	TINSPECT_TDB_FROM_NONE = 0,	/* none: threads from /proc only */
+	TINSPECT_TDB_FROM_SYSTEM,	/* the system's libthread_db.so.1 */
+	TINSPECT_TDB_FROM_TARGET,	/* the target's own, beside its libc
+					 * (library: its path as the target
+					 * sees it) */
+	TINSPECT_TDB_FROM_GIVEN,	/* options.thread_db_path */
+};
+enum tinspect_tdb_origin tinspect_snapshot_tdb_origin(const tinspect_snapshot *snap);
+/* "system", "target", "given"; NULL for TINSPECT_TDB_FROM_NONE. */
+const char *tinspect_tdb_origin_name(enum tinspect_tdb_origin origin);
 
 /* Where the module list came from. */
 enum tinspect_modmap {

@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# test_containers.sh: targets in Debian 11 (glibc 2.31) and 13 (glibc 2.41)
+# roots, run as a container runs them (own mount and PID namespaces,
+# chroot: `unshare --mount --pid --fork chroot ROOT PROG`), inspected from
+# the host with and without --target-thread-db; a target chrooted in our
+# own mount namespace (its root reachable from ours); and tinspect run
+# from inside a chroot.  The fixtures are built inside each root with its
+# own compiler and glibc.  TAP; a root that tools/roots.sh could not make
+# skips its tests with the reason.  Every process is ended by PID, every
+# mount undone, also on failure.
+#
+#   test_containers.sh SOURCE_ROOT   (env: TINSPECT, VALIDATE, SCHEMA)
+set -u
+top=${1:?usage: test_containers.sh SOURCE_ROOT}
+ROOTS=${TINSPECT_ROOTS:-/var/cache/tinspect/roots}
+tmp=$(mktemp -d)
+n=0 bad=0 pids=() mounts=()
+
+cleanup() {
+	local p i
+	for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+	for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do umount "${mounts[i]}" 2>/dev/null; done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+notok() { n=$((n + 1)); bad=$((bad + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do sed 's/^/# /' <<<"$l"; done; }
+skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
+check() {	# description, python expression over d (the document), json file
+	local what=$1 expr=$2 f=$3 msg
+	if ! msg=$(/usr/bin/python3 "$VALIDATE" "$SCHEMA" "$f" 2>&1); then
+		notok "$what: schema" "$msg"
+		return
+	fi
+	if msg=$(/usr/bin/python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+p = d['process']; tdb = p['thread_db']; w = ' '.join(d['capture']['warnings'])
+ok = $expr
+if not ok:
+    print('exe', p['exe'], 'glibc', p['glibc_version'], 'tdb', tdb)
+    print('warnings', w[:400])
+    print('deadlocks', json.dumps(d.get('deadlocks'))[:300])
+sys.exit(0 if ok else 1)" "$f" 2>&1); then
+		ok "$what"
+	else
+		notok "$what" "$msg"
+	fi
+}
+
+if [[ $(id -u) -ne 0 ]] || ! unshare --mount --pid --fork true 2>/dev/null; then
+	skip "containers" "needs root and CAP_SYS_ADMIN (unshare --mount --pid)"
+	echo "1..$n"
+	exit 0
+fi
+
+# start ROOT PROG...: the program in its own mount+PID namespace chrooted
+# at ROOT; its host PID in $target, ready when it printed "ready"
+target=""
+start() {	# how (container|chroot) root prog...
+	local how=$1 root=$2
+	shift 2
+	local out=$tmp/out.$n fifo=$tmp/in.$n
+	mkfifo "$fifo"
+	if [[ $how == container ]]; then
+		# its own /proc (the fixtures poll their tasks there), mounted
+		# in its namespace only
+		unshare --mount --pid --fork --kill-child --mount-proc="${root%/}/proc" \
+			chroot "$root" "$@" <"$fifo" >"$out" 2>&1 &
+	else
+		if ! mountpoint -q "$root/proc"; then
+			mount -t proc proc "$root/proc" && mounts+=("$root/proc")
+		fi
+		chroot "$root" "$@" <"$fifo" >"$out" 2>&1 &
+	fi
+	local outer=$!
+	pids+=("$outer")
+	exec {holdfd}>"$fifo"	# the fixture runs until stdin closes
+	local i
+	for ((i = 0; i < 600; i++)); do
+		grep -q '^ready' "$out" 2>/dev/null && break
+		sleep 0.05
+	done
+	if [[ $how == container ]]; then
+		target=$(cat "/proc/$outer/task/$outer/children" 2>/dev/null)
+		target=${target%% *}
+	else
+		target=$outer
+	fi
+	[[ -n $target ]] && pids+=("$target")
+	grep -q '^ready' "$out" 2>/dev/null
+}
+stop() {
+	local p
+	for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+	pids=()
+	exec {holdfd}>&- 2>/dev/null
+}
+inspect() {	# out.json args...: tinspect --json args... $target; its status in $st
+	local f=$1
+	shift
+	"$TINSPECT" --json "$@" "$target" >"$f" 2>"$f.err"
+	st=$?
+	# the target must not be left stopped
+	local t s
+	for t in /proc/"$target"/task/*; do
+		s=$(awk '{print $3}' "$t/stat" 2>/dev/null)
+		[[ $s == [Tt] ]] && notok "target left stopped after tinspect $*"
+	done
+}
+
+fixtures="fx_lock_abba fx_lock_rwcycle fx_lock_pi fx_lock_orphan fx_lock_cond fx_lock_cxx"
+for suite in bullseye trixie; do
+	root=$ROOTS/$suite
+	case $suite in bullseye) want=2.31 ;; trixie) want=2.41 ;; esac
+	if [[ ! -x $root/usr/bin/gcc ]]; then
+		skip "$suite: fixtures" "no $root (tools/roots.sh $suite could not make it: no network or debootstrap)"
+		continue
+	fi
+	# built inside the root, against its glibc
+	rm -rf "$root/tmp/tinspect-fx"
+	mkdir -p "$root/tmp/tinspect-fx"
+	cp "$top"/tests/fixtures/fx_lock*.c "$top"/tests/fixtures/fx_lock*.cc \
+		"$top"/tests/fixtures/fx_lock.h "$root/tmp/tinspect-fx/"
+	built=1
+	for fx in $fixtures; do
+		if [[ $fx == *cxx ]]; then
+			cc="g++ -O1 -g -pthread -o /tmp/tinspect-fx/$fx /tmp/tinspect-fx/$fx.cc"
+		else
+			cc="gcc -O1 -g -pthread -o /tmp/tinspect-fx/$fx /tmp/tinspect-fx/$fx.c"
+		fi
+		chroot "$root" $cc 2>"$tmp/cc.err" || { built=0; notok "$suite: build $fx" "$(cat "$tmp/cc.err")"; }
+	done
+	((built)) && ok "$suite: lock fixtures built with its own compiler"
+	for fx in $fixtures; do
+		for opt in "" --target-thread-db; do
+			what="$suite $fx ${opt:-(default)}"
+			if ! start container "$root" "/tmp/tinspect-fx/$fx"; then
+				notok "$what: fixture not ready"
+				stop
+				continue
+			fi
+			inspect "$tmp/d.json" $opt
+			exe="p['exe'] == '/tmp/tinspect-fx/$fx'"
+			ver="p['glibc_version'] == '$want'"
+			if [[ -n $opt ]]; then
+				tdbok="tdb['status'] == 'ok' and tdb['library_origin'] == 'target' and tdb['library'].endswith('/libthread_db.so.1') and not tdb['library'].startswith('$root') and all(t['pthread'] for t in d['threads'])"
+			else
+				tdbok="tdb['status'] == 'version_mismatch' and tdb['library_origin'] is None and '--target-thread-db' in w and all(t['pthread'] is None for t in d['threads'])"
+			fi
+			case $fx in
+			fx_lock_orphan) lock="len(d['orphaned_locks']) == 1" ;;
+			fx_lock_cond) lock="any((t['blocked_on'] or {}).get('kind') == 'cond' for t in d['threads'])" ;;
+			*) lock="len(d['deadlocks']) == 1" ;;
+			esac
+			# glibc 2.41 parks the second PI waiter otherwise than 2.36
+			# does (not yet recognised): a known gap, shown as TODO
+			[[ $suite == trixie && $fx == fx_lock_pi ]] &&
+				what+=" # TODO 2.41's PI deadlock park is not recognised yet"
+			check "$what" "$exe and $ver and $tdbok and $lock" "$tmp/d.json"
+			stop
+		done
+	done
+	# safe path: the root's library directory trusted, as the host reaches it
+	if start container "$root" /tmp/tinspect-fx/fx_lock_abba; then
+		TINSPECT_THREAD_DB_SAFE_PATH=/nonexistent:$root/usr/lib inspect "$tmp/d.json"
+		check "$suite: TINSPECT_THREAD_DB_SAFE_PATH admits the root's libthread_db" \
+			"tdb['status'] == 'ok' and tdb['library_origin'] == 'target'" "$tmp/d.json"
+	else
+		notok "$suite: safe path: fixture not ready"
+	fi
+	stop
+	# chrooted in our own mount namespace: its root is reachable from ours
+	if start chroot "$root" /tmp/tinspect-fx/fx_lock_abba; then
+		inspect "$tmp/d.json" --target-thread-db
+		check "$suite: chroot without namespaces: paths as the target sees them" \
+			"p['exe'] == '/tmp/tinspect-fx/fx_lock_abba' and tdb['status'] == 'ok' and len(d['deadlocks']) == 1" "$tmp/d.json"
+	else
+		notok "$suite: chroot: fixture not ready"
+	fi
+	stop
+done
+
+# tinspect inside a chroot (Debian 12's, like the host's glibc) inspecting a
+# process of the host's root in its own mount namespace
+root=$ROOTS/bookworm
+if [[ ! -x $root/usr/bin/gcc ]]; then
+	skip "tinspect in a chroot" "no $root (tools/roots.sh bookworm could not make it)"
+else
+	# tinspect and its libraries as built here, in the chroot
+	inside=$root/tmp/tinspect-self
+	rm -rf "$inside"
+	mkdir -p "$inside" "$root/proc"
+	mkdir -p "$inside/lib"
+	cp "$TINSPECT" "$inside/tinspect"
+	# its libraries but the C library (the root's is the same 2.36)
+	ldd "$TINSPECT" | awk '$3 ~ /^\// { print $3 }' | grep -v '/libc\.so\|/ld-linux' |
+		xargs -r cp -L -t "$inside/lib"
+	mountpoint -q "$root/proc" || { mount -t proc proc "$root/proc" && mounts+=("$root/proc"); }
+	if start container / "$FIXTURES/fx_lock_abba"; then
+		LD_LIBRARY_PATH=/tmp/tinspect-self/lib chroot "$root" \
+			/tmp/tinspect-self/tinspect --json "$target" \
+			>"$tmp/d.json" 2>"$tmp/d.err"
+		check "tinspect in a chroot: target in its own mount namespace" \
+			"p['exe'] == '$FIXTURES/fx_lock_abba' and tdb['status'] == 'ok' and len(d['deadlocks']) == 1" "$tmp/d.json"
+	else
+		notok "tinspect in a chroot: fixture not ready"
+	fi
+	stop
+fi
+echo "1..$n"
+((bad == 0))
