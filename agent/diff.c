@@ -16,7 +16,12 @@
  * "The same wait" is the rule of the library's waiting_since (waits.c):
  * the same thread (tid, and pthread_t where both say), the same object
  * (kind and address, or the same system call and first argument), the
- * same frame pcs, and at most 15 ms more CPU time.
+ * same frame pcs, at most 15 ms more CPU time and at most 4 more context
+ * switches (2 are the second capture's own; a document without them,
+ * older than 2.2, is compared on the CPU time alone).  A lock is "held by
+ * the same owner in both" only if one of its waiters is in the same wait
+ * in both: three threads taking turns show the same owner in two
+ * captures one time in three.
  */
 #include "agent.h"
 #include "overtime.h"
@@ -30,6 +35,9 @@
 /* CPU time that still counts as "none": one clock tick and a half (see
  * waits.c: every capture costs the thread a few microseconds). */
 #define SAME_WAIT_CPU_S 0.015
+/* context switches the second capture itself costs a waiting thread,
+ * with a margin (waits.c) */
+#define SAME_WAIT_SWITCHES 4
 
 struct doc {
 	const char *path;
@@ -188,6 +196,22 @@ static bool thread_cpu(json_t *t, double *ret)
 	return true;
 }
 
+/* Not run between the captures, as far as the documents tell. */
+static bool did_not_run(json_t *nt, json_t *ot, double *ret_cpu)
+{
+	double cn, co;
+	if (!thread_cpu(nt, &cn) || !thread_cpu(ot, &co) || cn < co ||
+	    cn - co > SAME_WAIT_CPU_S)
+		return false;
+	*ret_cpu = cn - co;
+	json_t *sn = json_object_get(json_object_get(nt, "cpu"), "context_switches");
+	json_t *so = json_object_get(json_object_get(ot, "cpu"), "context_switches");
+	if (!json_is_integer(sn) || !json_is_integer(so))
+		return true;
+	json_int_t d = json_integer_value(sn) - json_integer_value(so);
+	return d >= 0 && d <= SAME_WAIT_SWITCHES;
+}
+
 /* The same thread: the same tid, and the same pthread_t if both know it
  * (a tid reused by a new thread has another descriptor, usually). */
 static bool same_thread(json_t *a, json_t *b)
@@ -286,6 +310,17 @@ static void threads_only_in(struct out *o, const struct doc *a, const struct doc
 	section_end(o);
 }
 
+/* t (NEW) and u (OLD) are the same thread in the same wait; *ret is
+ * what it waits on. */
+static bool same_wait(json_t *t, json_t *u, struct dwait *ret, double *ret_cpu)
+{
+	struct dwait wo;
+	return same_thread(t, u) && thread_wait(t, ret) && thread_wait(u, &wo) &&
+	       same_str(ret->kind, wo.kind) && same_str(ret->addr, wo.addr) &&
+	       same_str(ret->syscall, wo.syscall) && same_stack(t, u) &&
+	       did_not_run(t, u, ret_cpu);
+}
+
 static void same_waits(struct out *o, const struct doc *od, const struct doc *nd)
 {
 	size_t i, n = 0;
@@ -297,13 +332,9 @@ static void same_waits(struct out *o, const struct doc *od, const struct doc *nd
 				"stack in both", n);
 		json_array_foreach(nd->threads, i, t) {
 			json_t *u = thread_of(od, json_integer_value(json_object_get(t, "tid")));
-			struct dwait wn, wo;
-			double cn, co;
-			if (!u || !same_thread(t, u) || !thread_wait(t, &wn) ||
-			    !thread_wait(u, &wo) || !same_str(wn.kind, wo.kind) ||
-			    !same_str(wn.addr, wo.addr) || !same_str(wn.syscall, wo.syscall) ||
-			    !same_stack(t, u) || !thread_cpu(t, &cn) || !thread_cpu(u, &co) ||
-			    cn < co || cn - co > SAME_WAIT_CPU_S)
+			double gained;
+			struct dwait wn;
+			if (!u || !same_wait(t, u, &wn, &gained))
 				continue;
 			if (!pass) {
 				n++;
@@ -320,7 +351,7 @@ static void same_waits(struct out *o, const struct doc *od, const struct doc *nd
 				jw_kstr(&o->w, "syscall", wn.syscall);
 				jw_obj_end(&o->w);
 				jw_key(&o->w, "cpu_gained_s");
-				jw_real(&o->w, cn - co);
+				jw_real(&o->w, gained);
 				jw_kstr(&o->w, "function", fn);
 				jw_obj_end(&o->w);
 				continue;
@@ -359,6 +390,22 @@ static json_t *lock_at(const struct doc *d, const char *addr)
 	return NULL;
 }
 
+/* Some waiter of lock l (NEW) is in the same wait in both. */
+static bool waited_throughout(json_t *l, const struct doc *od, const struct doc *nd)
+{
+	size_t i;
+	json_t *wt;
+	json_array_foreach(json_object_get(l, "waiters"), i, wt) {
+		json_int_t tid = json_integer_value(json_object_get(wt, "tid"));
+		json_t *t = thread_of(nd, tid), *u = thread_of(od, tid);
+		struct dwait w;
+		double gained;
+		if (t && u && same_wait(t, u, &w, &gained))
+			return true;
+	}
+	return false;
+}
+
 static void same_locks(struct out *o, const struct doc *od, const struct doc *nd)
 {
 	size_t i, n = 0;
@@ -375,7 +422,7 @@ static void same_locks(struct out *o, const struct doc *od, const struct doc *nd
 			    !strcmp(kind, "join") || !same_str(kind, jstr(m, "kind")))
 				continue;
 			json_t *ot = thread_of(od, owner), *nt = thread_of(nd, owner);
-			if (!ot || !nt || !same_thread(ot, nt))
+			if (!ot || !nt || !same_thread(ot, nt) || !waited_throughout(l, od, nd))
 				continue;
 			if (!pass) {
 				n++;

@@ -501,6 +501,9 @@ static void thread_proc_json(struct jw *w, const tinspect_thread *th)
 		jw_real(w, user_s);
 		jw_key(w, "system_s");
 		jw_real(w, system_s);
+		uint64_t switches;
+		if (tinspect_thread_context_switches(th, &switches) == 0)
+			jw_kint(w, "context_switches", (int64_t)switches);
 		jw_obj_end(w);
 		jw_key(w, "signals");
 		jw_obj(w);

@@ -14,7 +14,11 @@
  *   - lock_held, once, when a lock has been held by the same owner while
  *     others wait on it for --hung-after seconds (the "persistent blocker"
  *     Java tools find by comparing thread dumps), with the owner's stack;
- *     lock_released when that ends.
+ *     lock_released when that ends.  Seen held by the same owner at every
+ *     update is not enough (three threads taking turns on a lock show the
+ *     same owner at two updates one time in three): one of its waiters
+ *     must also have been in the same wait since the lock was first seen
+ *     held, which a lock that changed hands would have ended.
  *
  * Everything is sampled: a lock seen held by the same thread at two
  * updates may have been released and taken again in between.  The
@@ -428,7 +432,18 @@ static void track_held(struct overtime *o, const tinspect_snapshot *snap, int64_
 			};
 		}
 		r->seen = true;
-		if (!r->reported && now - r->since >= o->hung_after_ns) {
+		/* held the whole time: some waiter has been in its wait since
+		 * the lock was first seen held by this owner (a lock handed
+		 * from thread to thread wakes its waiters, and the library
+		 * then starts their waits afresh) */
+		bool blocked_throughout = false;
+		for (size_t k = 0, nw = tinspect_lock_nwaiters(l); k < nw; k++) {
+			const tinspect_thread *wt = thread_of(snap, tinspect_lock_waiter(l, k, NULL));
+			int64_t ws = wt ? tinspect_thread_waiting_since_ns(wt) : -1;
+			blocked_throughout |= ws >= 0 && ws <= r->since;
+		}
+		if (!r->reported && blocked_throughout &&
+		    now - r->since >= o->hung_after_ns) {
 			r->reported = true;
 			held_line(f, o, r, snap, l, now, json, NULL);
 		}

@@ -259,6 +259,10 @@ struct dbs_thread {
 	char state;		/* R S D T t Z X I ... ; 0 unknown */
 	char wchan[64];
 	double utime_s, stime_s;
+	/* voluntary + nonvoluntary context switches (status); valid if
+	 * have_ctxt */
+	uint64_t ctxt_switches;
+	bool have_ctxt;
 	unsigned policy, rt_priority;
 	long priority, nice;
 	int processor;

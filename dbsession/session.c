@@ -420,6 +420,8 @@ static void fill_proc(struct dbs_session *s, struct dbs_thread *th,
 	memcpy(th->wchan, ti->wchan, sizeof th->wchan);
 	th->utime_s = (double)ti->utime_ticks / (double)s->clk_tck;
 	th->stime_s = (double)ti->stime_ticks / (double)s->clk_tck;
+	th->have_ctxt = ti->status_valid && ti->ctxt_lines == 2;
+	th->ctxt_switches = ti->ctxt_switches;
 	th->policy = ti->policy;
 	th->rt_priority = ti->rt_priority;
 	th->priority = ti->priority;

@@ -10,11 +10,18 @@
  *     (blocked_on), or for another blocking system call (epoll_wait,
  *     nanosleep, read...) the same call and first argument;
  *   - the same stack: the same frame pcs, innermost first;
- *   - no CPU time gained: utime+stime from /proc/TID/stat grew by at most
- *     one clock tick.  One tick, not zero, because every update wakes the
- *     thread itself (PTRACE_INTERRUPT makes it leave the wait and restart
- *     it: a few microseconds of system time each time, which /proc rounds
- *     down to ticks and which crosses a tick boundary now and then).
+ *   - it did not run in between: its context switches (voluntary and
+ *     not, /proc/TID/status) grew by at most WAIT_SWITCHES_PER_UPDATE,
+ *     and its CPU time (utime+stime of /proc/TID/stat) by at most one
+ *     clock tick.  Not zero, because every update wakes the thread itself:
+ *     PTRACE_INTERRUPT makes it leave the wait for the stop and the resume
+ *     sends it back (2 voluntary switches per update, measured on Linux
+ *     6.1 with a thread blocked on a mutex, one-shot and --watch alike;
+ *     a few microseconds of system time, which /proc rounds down to ticks
+ *     and which crosses a tick boundary now and then).  The switches are
+ *     what tells a waiter that took the lock and came back from one that
+ *     never woke: a contended lock held across a sleep costs its waiters
+ *     no measurable CPU, but two switches per acquisition.
  *
  * The wait's start (waiting_since) is the capture time of the first
  * update that saw it: the real start lies between the capture before
@@ -38,6 +45,9 @@
 
 /* kind of a wait that is a system call other than a futex wait */
 #define WAIT_SYSCALL (-1)
+/* context switches an update itself may cost a waiting thread: 2
+ * measured, twice that for the attach of --follow-threads and the like */
+#define WAIT_SWITCHES_PER_UPDATE 4
 
 struct wait_rec {
 	pid_t tid;
@@ -48,6 +58,7 @@ struct wait_rec {
 	uint64_t stack;		/* hash of the frame pcs */
 	size_t nframes;
 	double cpu_s;		/* utime + stime at this update */
+	uint64_t switches;	/* context switches at this update */
 	int64_t since_ns;	/* CLOCK_REALTIME */
 };
 
@@ -92,11 +103,12 @@ static bool current_wait(const struct dbs_snapshot *snap, const struct dbs_threa
 {
 	/* without the CPU time nothing can say it stayed: every update
 	 * would be a new wait, so none is followed */
-	if (!th->proc_valid || !th->proc_before_stop)
+	if (!th->proc_valid || !th->proc_before_stop || !th->have_ctxt)
 		return false;
 	memset(r, 0, sizeof *r);
 	r->tid = th->tid;
 	r->cpu_s = th->utime_s + th->stime_s;
+	r->switches = th->ctxt_switches;
 	r->stack = stack_hash(&th->stack);
 	r->nframes = th->stack.nframes;
 	if (th->blocked_on) {
@@ -133,7 +145,9 @@ static bool same_wait(const struct dbs_session *s, const struct wait_rec *p,
 	double tick = s->clk_tck > 0 ? 1.0 / (double)s->clk_tck : 0.01;
 	return p->kind == r->kind && p->nr == r->nr && p->addr == r->addr &&
 	       p->stack == r->stack && p->nframes == r->nframes &&
-	       r->cpu_s >= p->cpu_s && r->cpu_s - p->cpu_s <= tick * 1.5;
+	       r->cpu_s >= p->cpu_s && r->cpu_s - p->cpu_s <= tick * 1.5 &&
+	       r->switches >= p->switches &&
+	       r->switches - p->switches <= WAIT_SWITCHES_PER_UPDATE;
 }
 
 void dbs_waits_track(struct dbs_session *s, struct dbs_snapshot *snap)

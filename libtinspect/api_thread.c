@@ -78,6 +78,16 @@ int tinspect_thread_cpu(const tinspect_thread *th, double *ret_user_s,
 	return 0;
 }
 
+int tinspect_thread_context_switches(const tinspect_thread *th,
+				     uint64_t *ret_switches)
+{
+	if (!th->d->proc_valid || !th->d->have_ctxt)
+		return -ENODATA;
+	if (ret_switches)
+		*ret_switches = th->d->ctxt_switches;
+	return 0;
+}
+
 int tinspect_thread_sched(const tinspect_thread *th, unsigned *ret_policy,
 			  long *ret_priority, long *ret_nice,
 			  unsigned *ret_rt_priority, int *ret_processor)

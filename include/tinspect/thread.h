@@ -54,6 +54,11 @@ const char *tinspect_thread_wchan(const tinspect_thread *th);
 /* CPU time used, in seconds. */
 int tinspect_thread_cpu(const tinspect_thread *th, double *ret_user_s,
 			double *ret_system_s);
+/* The times it left a CPU, voluntary and not (/proc/TID/status): a
+ * thread that has not run between two captures has only the captures'
+ * own (about 2 each). */
+int tinspect_thread_context_switches(const tinspect_thread *th,
+				     uint64_t *ret_switches);
 /* Scheduling: policy (SCHED_OTHER ... as <sched.h> numbers them, 6
  * SCHED_DEADLINE), priority and nice as /proc gives them, real-time
  * priority, and the CPU it last ran on. */
@@ -210,9 +215,10 @@ const tinspect_wait *tinspect_thread_wait(const tinspect_thread *th);
  * or another system call it sleeps in (epoll_wait, nanosleep, read...).
  * Two updates see the same wait when the thread waits on the same object
  * (lock kind and address; for another system call the same call and
- * first argument), with the same stack (frame pcs), and its CPU time
- * (tinspect_thread_cpu()) grew by at most one clock tick (each update
- * itself wakes the thread for a few microseconds).
+ * first argument), with the same stack (frame pcs), and it did not run in
+ * between: its context switches (/proc/TID/status) grew by at most 4 and
+ * its CPU time (tinspect_thread_cpu()) by at most one clock tick (each
+ * update itself wakes the thread: 2 switches, a few microseconds).
  *
  * The value is the capture time of the first update that saw the thread
  * in this wait (so the first update of a session gives its own capture
@@ -221,7 +227,7 @@ const tinspect_wait *tinspect_thread_wait(const tinspect_thread *th);
  * thread that left and re-entered the same wait between two updates
  * using less than a tick of CPU cannot be told from one that never left.
  * -1 also for a thread whose /proc facts could not be read before the
- * stop (its CPU time is unknown).
+ * stop (its CPU time or switches are unknown).
  */
 int64_t tinspect_thread_waiting_since_ns(const tinspect_thread *th);
 
