@@ -153,11 +153,9 @@ static bool thread_wait(json_t *t, struct dwait *w)
 	}
 	const char *st = jstr(t, "state");
 	json_t *sc = json_object_get(t, "syscall");
+	/* asleep before the stop (state), in that call at the stop (epoll_wait
+	 * shows it returning EINTR, interrupted by the stop: the same call) */
 	if (!st || (strcmp(st, "S") && strcmp(st, "D")) || !json_is_object(sc))
-		return false;
-	/* stopped at the entry or exit of a call is not asleep in it */
-	if (!strcmp(jstr(sc, "source") ? jstr(sc, "source") : "", "registers") &&
-	    !json_is_true(json_object_get(sc, "restarting")))
 		return false;
 	w->kind = "syscall";
 	w->syscall = jstr(sc, "name");

@@ -123,8 +123,10 @@ static bool current_wait(const struct dbs_snapshot *snap, const struct dbs_threa
 	struct dbs_syscall_view v;
 	if (dbs_thread_syscall(snap, th, &v))
 		return false;
-	if (v.source == DBS_SYSCALL_REGISTERS && !v.restarting)
-		return false;	/* stopped at its entry or exit: not asleep */
+	/* /proc saw it asleep before the stop, and the registers show the
+	 * call it slept in: to be restarted (ERESTART*), or returning EINTR
+	 * because our stop interrupted it (epoll_wait does, see signal(7),
+	 * "Interruption of system calls"); either way the same call */
 	r->kind = WAIT_SYSCALL;
 	r->nr = v.nr;
 	r->addr = v.args[0];
