@@ -237,7 +237,7 @@ bool tinspect_wait_untimed(const tinspect_wait *w);
  * Threads that sleep in other system calls (nanosleep, clock_nanosleep,
  * epoll_wait, poll, select, read on a socket or a pipe) have no
  * tinspect_wait at all: they are idle by this definition, and so are
- * never reported as hung.
+ * never reported as hung.  Manual: tinspect_waiting(3).
  */
 int tinspect_wait_is_idle(const tinspect_wait *w);
 

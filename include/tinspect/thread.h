@@ -225,9 +225,10 @@ const tinspect_wait *tinspect_thread_wait(const tinspect_thread *th);
  * time for every waiting thread): the wait began after the update before
  * that one, i.e. at most one watch interval earlier than this says.  A
  * thread that left and re-entered the same wait between two updates
- * using less than a tick of CPU cannot be told from one that never left.
- * -1 also for a thread whose /proc facts could not be read before the
- * stop (its CPU time or switches are unknown).
+ * without a context switch or a tick of CPU cannot be told from one that
+ * never left.  -1 also for a thread whose /proc facts could not be read
+ * before the stop (its CPU time or switches are unknown).  Manual:
+ * tinspect_waiting(3).
  */
 int64_t tinspect_thread_waiting_since_ns(const tinspect_thread *th);
 
