@@ -11,6 +11,7 @@
  * not lose address bits.
  */
 #include "agent.h"
+#include "overtime.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -500,6 +501,9 @@ static void thread_proc_json(struct jw *w, const tinspect_thread *th)
 		jw_real(w, user_s);
 		jw_key(w, "system_s");
 		jw_real(w, system_s);
+		uint64_t switches;
+		if (tinspect_thread_context_switches(th, &switches) == 0)
+			jw_kint(w, "context_switches", (int64_t)switches);
 		jw_obj_end(w);
 		jw_key(w, "signals");
 		jw_obj(w);
@@ -594,6 +598,7 @@ static void thread_json(struct jw *w, const tinspect_snapshot *snap,
 	jw_kbool(w, "jobctl_stopped", tinspect_thread_jobctl_stopped(th));
 	jw_key(w, "blocked_on");
 	json_blocked_on(w, snap, th);
+	json_waiting(w, snap, th);
 	thread_errors(w, th);
 	thread_extras_json(w, snap, tk, th);
 	jw_obj_end(w);

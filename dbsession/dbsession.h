@@ -273,6 +273,10 @@ struct dbs_thread {
 	char state;		/* R S D T t Z X I ... ; 0 unknown */
 	char wchan[64];
 	double utime_s, stime_s;
+	/* voluntary + nonvoluntary context switches (status); valid if
+	 * have_ctxt */
+	uint64_t ctxt_switches;
+	bool have_ctxt;
 	unsigned policy, rt_priority;
 	long priority, nice;
 	int processor;
@@ -317,6 +321,10 @@ struct dbs_thread {
 	/* what it sleeps on (a futex wait), NULL if it is not blocked on one;
 	 * see the lock section below */
 	struct dbs_blocked_on *blocked_on;
+	/* since when it has been in this wait (waits.c): CLOCK_REALTIME ns
+	 * of the first update of the session that saw it in it; 0: in no
+	 * wait, or not known */
+	int64_t waiting_since_ns;
 };
 
 /* A language runtime whose locks are not pthread objects (runtimes.c):

@@ -222,6 +222,7 @@ void dbs_session_destroy(struct dbs_session *s)
 	free(s->tdb_detail);
 	s->tdb_detail = NULL;
 	free(s->tid_off_why);
+	dbs_waits_free(s->waits);
 	unwinder_free(s->unwinder);
 	s->unwinder = NULL;
 	psvc_close(s->t);
@@ -430,6 +431,8 @@ static void fill_proc(struct dbs_session *s, struct dbs_thread *th,
 	memcpy(th->wchan, ti->wchan, sizeof th->wchan);
 	th->utime_s = (double)ti->utime_ticks / (double)s->clk_tck;
 	th->stime_s = (double)ti->stime_ticks / (double)s->clk_tck;
+	th->have_ctxt = ti->status_valid && ti->ctxt_lines == 2;
+	th->ctxt_switches = ti->ctxt_switches;
 	th->policy = ti->policy;
 	th->rt_priority = ti->rt_priority;
 	th->priority = ti->priority;
@@ -728,6 +731,7 @@ static int update_body(struct dbs_session *s, struct dbs_snapshot **ret)
 	if (!snap)
 		return -ENOMEM;
 	snap->captured_at = captured_at;
+	dbs_waits_track(s, snap);	/* uses the locks and the stacks */
 	tm.analyse_ns = psvc_now_ns() - t_resumed;
 	snap->timings = tm;
 	snap->freeze_ns = psvc_freeze_ns(t);

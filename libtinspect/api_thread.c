@@ -78,6 +78,16 @@ int tinspect_thread_cpu(const tinspect_thread *th, double *ret_user_s,
 	return 0;
 }
 
+int tinspect_thread_context_switches(const tinspect_thread *th,
+				     uint64_t *ret_switches)
+{
+	if (!th->d->proc_valid || !th->d->have_ctxt)
+		return -ENODATA;
+	if (ret_switches)
+		*ret_switches = th->d->ctxt_switches;
+	return 0;
+}
+
 int tinspect_thread_sched(const tinspect_thread *th, unsigned *ret_policy,
 			  long *ret_priority, long *ret_nice,
 			  unsigned *ret_rt_priority, int *ret_processor)
@@ -446,4 +456,10 @@ int tinspect_thread_key_value(const tinspect_thread *th, size_t i, unsigned *ret
 	if (ret_value)
 		*ret_value = kv->value;
 	return 0;
+}
+
+int64_t tinspect_thread_waiting_since_ns(const tinspect_thread *th)
+{
+	/* dbsession keeps 0 for "in no wait" (a calloc'ed thread) */
+	return th->d->waiting_since_ns > 0 ? th->d->waiting_since_ns : -1;
 }

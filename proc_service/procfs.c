@@ -241,6 +241,18 @@ static void status_line(const char *key, size_t klen, const char *v, size_t n,
 				ti->ns_tid = pid_prefix(v + i, e - i);
 		}
 		break;
+	case 'v':
+	case 'n':
+		if (KEY_IS("voluntary_ctxt_switches") ||
+		    KEY_IS("nonvoluntary_ctxt_switches")) {
+			uint64_t c = 0;
+			size_t i = 0;
+			while (i < n && v[i] >= '0' && v[i] <= '9' && c < UINT64_MAX / 20)
+				c = c * 10 + (uint64_t)(v[i++] - '0');
+			ti->ctxt_switches += c;
+			ti->ctxt_lines++;
+		}
+		break;
 	case 'C':
 		if (KEY_IS("Cpus_allowed_list")) {
 			if (n >= sizeof ti->cpus_allowed) {

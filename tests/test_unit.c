@@ -820,9 +820,13 @@ Test(procfs, status_lines)
 		"SigBlk:\tfffffffe7ffbfeff\n"
 		"Cpus_allowed:\t3\n"
 		"Cpus_allowed_list:\t0-1,4\n"
+		"nonvoluntary_ctxt_switches:\t40\n"
 		"voluntary_ctxt_switches:\t3";		/* no final newline */
 	struct psvc_taskinfo ti = { 0 };
 	psvc_parse_status(st, sizeof st - 1, &ti);
+	/* both switch counts, summed (waits.c), whatever their order */
+	cr_assert_eq(ti.ctxt_switches, 43);
+	cr_assert_eq(ti.ctxt_lines, 2);
 	cr_assert_eq(ti.sigpnd, 0x8000004000000200ull);
 	cr_assert_eq(ti.shdpnd, 1);
 	cr_assert_eq(ti.sigblk, 0xfffffffe7ffbfeffull);

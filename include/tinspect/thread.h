@@ -54,6 +54,11 @@ const char *tinspect_thread_wchan(const tinspect_thread *th);
 /* CPU time used, in seconds. */
 int tinspect_thread_cpu(const tinspect_thread *th, double *ret_user_s,
 			double *ret_system_s);
+/* The times it left a CPU, voluntary and not (/proc/TID/status): a
+ * thread that has not run between two captures has only the captures'
+ * own (about 2 each). */
+int tinspect_thread_context_switches(const tinspect_thread *th,
+				     uint64_t *ret_switches);
 /* Scheduling: policy (SCHED_OTHER ... as <sched.h> numbers them, 6
  * SCHED_DEADLINE), priority and nice as /proc gives them, real-time
  * priority, and the CPU it last ran on. */
@@ -202,6 +207,30 @@ int tinspect_thread_stack_bounds(const tinspect_thread *th,
 
 /* The futex wait it is blocked in, decoded; NULL if it is in none. */
 const tinspect_wait *tinspect_thread_wait(const tinspect_thread *th);
+
+/*
+ * Since when it has been in its current wait, as far as the updates of its
+ * session can tell: CLOCK_REALTIME nanoseconds; -1 when it is in no wait
+ * or that is not known.  A wait is a futex wait (tinspect_thread_wait())
+ * or another system call it sleeps in (epoll_wait, nanosleep, read...).
+ * Two updates see the same wait when the thread waits on the same object
+ * (lock kind and address; for another system call the same call and
+ * first argument), with the same stack (frame pcs), and it did not run in
+ * between: its context switches (/proc/TID/status) grew by at most 4 and
+ * its CPU time (tinspect_thread_cpu()) by at most one clock tick (each
+ * update itself wakes the thread: 2 switches, a few microseconds).
+ *
+ * The value is the capture time of the first update that saw the thread
+ * in this wait (so the first update of a session gives its own capture
+ * time for every waiting thread): the wait began after the update before
+ * that one, i.e. at most one watch interval earlier than this says.  A
+ * thread that left and re-entered the same wait between two updates
+ * without a context switch or a tick of CPU cannot be told from one that
+ * never left.  -1 also for a thread whose /proc facts could not be read
+ * before the stop (its CPU time or switches are unknown).  Manual:
+ * tinspect_waiting(3).
+ */
+int64_t tinspect_thread_waiting_since_ns(const tinspect_thread *th);
 
 /* ---- failures -------------------------------------------------------------- */
 
