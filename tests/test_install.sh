@@ -93,11 +93,14 @@ exports_public_only() {
 	bad=$(nm -D --defined-only "$so" | awk '{print $NF}' |
 		grep -v '^tinspect_' | grep -vxF -f <(tr -s ' \n' '\n' <<<"$ps_callbacks"))
 	[[ -z $bad ]] || { echo "exported beyond the public API: $bad"; return 1; }
-	local s
+	# nm's output in a variable, not piped into grep -q: under pipefail
+	# grep -q's early exit gives nm SIGPIPE and the pipeline fails
+	local s dyn
+	dyn=$(nm -D --defined-only "$so")
 	for s in $ps_callbacks; do
-		nm -D --defined-only "$so" | grep -q " T $s\$" || { echo "$s not exported"; return 1; }
+		grep -q " T $s\$" <<<"$dyn" || { echo "$s not exported"; return 1; }
 	done
-	[[ $(nm -D --defined-only "$so" | grep -c ' T tinspect_') -gt 100 ]] ||
+	[[ $(grep -c ' T tinspect_' <<<"$dyn") -gt 100 ]] ||
 		{ echo "too few tinspect_ functions"; return 1; }
 }
 check "nm -D of libtinspect.so: only tinspect_* and the ps_* callbacks" exports_public_only
@@ -111,10 +114,12 @@ archive_public_only() {
 check "libtinspect.a defines no global symbol but tinspect_* and ps_*" archive_public_only
 
 every_function_documented() {
-	local f missing=""
+	local f missing="" pages headers
+	pages=$(cat "$root"/share/man/man3/tinspect*.3) || return 1
+	headers=$(cat "$root"/include/tinspect/*.h) || return 1
 	for f in $(nm -D --defined-only "$so" | awk '$NF ~ /^tinspect_/ {print $NF}'); do
-		grep -qw -- "$f" "$root"/share/man/man3/tinspect*.3 || missing+=" $f"
-		grep -qw -- "$f" "$root"/include/tinspect/*.h || missing+=" $f(header)"
+		grep -qw -- "$f" <<<"$pages" || missing+=" $f"
+		grep -qw -- "$f" <<<"$headers" || missing+=" $f(header)"
 	done
 	[[ -z $missing ]] || { echo "undocumented:$missing"; return 1; }
 }
@@ -144,11 +149,12 @@ static_libs=$(pkg-config --static --libs tinspect | sed 's/-ltinspect\b/-l:libti
 check "embed.c builds against libtinspect.a: pkg-config --static" \
 	cc -std=gnu11 -Wall -Wextra -Werror embed.c $cflags $static_libs -o embed-static
 static_exports_ps() {
-	local s
+	local s dyn
+	dyn=$(nm -D embed-static) || return 1
 	for s in $ps_callbacks; do
-		nm -D embed-static | grep -q " T $s\$" || { echo "$s not in .dynsym"; return 1; }
+		grep -q " T $s\$" <<<"$dyn" || { echo "$s not in .dynsym"; return 1; }
 	done
-	! ldd embed-static | grep -q libtinspect || { echo "linked the .so"; return 1; }
+	[[ $(ldd embed-static) != *libtinspect* ]] || { echo "linked the .so"; return 1; }
 }
 check "the static embedder exports the ps_* callbacks (libthread_db finds them)" \
 	static_exports_ps
