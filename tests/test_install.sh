@@ -113,18 +113,47 @@ archive_public_only() {
 }
 check "libtinspect.a defines no global symbol but tinspect_* and ps_*" archive_public_only
 
+# The NAME sections of the installed section 3 pages: what man(1) and
+# apropos find a function by.
+man3_names() {
+	local p
+	for p in "$root"/share/man/man3/*.3; do
+		[[ -L $p ]] || awk '/^\.SH/ { name = ($2 == "NAME"); next } name' "$p"
+	done
+}
 every_function_documented() {
-	local f missing="" pages headers
-	pages=$(cat "$root"/share/man/man3/tinspect*.3) || return 1
+	local f missing="" names headers
+	names=$(man3_names) || return 1
 	headers=$(cat "$root"/include/tinspect/*.h) || return 1
 	for f in $(nm -D --defined-only "$so" | awk '$NF ~ /^tinspect_/ {print $NF}'); do
-		grep -qw -- "$f" <<<"$pages" || missing+=" $f"
+		grep -qw -- "$f" <<<"$names" || missing+=" $f"
 		grep -qw -- "$f" <<<"$headers" || missing+=" $f(header)"
 	done
 	[[ -z $missing ]] || { echo "undocumented:$missing"; return 1; }
 }
-check "every exported function is in a header and a section 3 man page" \
+check "every exported function is declared in a header and named in a section 3 page's NAME" \
 	every_function_documented
+
+# Each page renders without a groff warning, and names no page of section
+# 3 that is not installed.
+man_pages_render() {
+	local p out bad=0 ref
+	for p in "$root"/share/man/man1/tinspect.1 "$root"/share/man/man3/*.3; do
+		if [[ -L $p ]]; then	# a function's link to its page
+			[[ -f $p ]] || { echo "${p##*/}: a dangling link"; bad=1; }
+			continue
+		fi
+		out=$(groff -man -Tutf8 -ww -z "$p" 2>&1)
+		[[ -z $out ]] || { echo "${p##*/}: $out"; bad=1; }
+		for ref in $(grep -o 'tinspect[a-z_]* (3)' "$p" | sed 's/ (3)//' | sort -u); do
+			[[ -e $root/share/man/man3/$ref.3 ]] ||
+				{ echo "${p##*/}: no page $ref(3) is installed"; bad=1; }
+		done
+	done
+	((!bad))
+}
+check "the man pages render without groff warnings; every tinspect*(3) they refer to is installed (a page, or a function's link to its page)" \
+	man_pages_render
 
 # ---- the headers, outside the tree ----------------------------------------------------
 mkdir -p "$work/app"
