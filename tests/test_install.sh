@@ -11,13 +11,24 @@
 #   - the installed examples/embed.c, built in a temporary directory with
 #     `pkg-config --cflags --libs tinspect` (and --static), names the
 #     deadlock of fx_lock_abba and of fx_lock_heap3 with their TIDs in
-#     order, and says "no deadlock" of fx_lock_cond.
+#     order, and says "no deadlock" of fx_lock_cond;
+#   - tests/embed_dlopen.c, which dlopen()s libtinspect.so.0: with
+#     RTLD_GLOBAL libthread_db works and the deadlock is found, with
+#     RTLD_LOCAL libthread_db is reported unavailable (tinspect.h).
 # Exit status 0 if every check passed.  The fixtures are started here and
 # killed by PID whatever happens.
+#
+# In a sanitizer build (TINSPECT_SANITIZE, set by tests/meson.build to
+# b_sanitize) the installed library is instrumented: the programs built
+# against it here are built with the same -fsanitize, as an embedder of
+# such a library must be.
 set -uo pipefail
 
 build=$(cd "${1:?usage: test_install.sh BUILDDIR}" && pwd)
+src=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 fixtures=${FIXTURES:-$build/tests}
+san=()
+[[ ${TINSPECT_SANITIZE:-none} == none ]] || san=(-fsanitize="$TINSPECT_SANITIZE")
 work=$(mktemp -d)
 dest=$work/dest
 fx_pids=()
@@ -172,11 +183,16 @@ done
 # ---- the example, built with pkg-config ---------------------------------------------------
 cp "$root/share/doc/tinspect/examples/embed.c" .
 check "embed.c builds: cc embed.c \$(pkg-config --cflags --libs tinspect)" \
-	cc -std=gnu11 -Wall -Wextra -Werror embed.c $(pkg-config --cflags --libs tinspect) \
-	-o embed
+	cc -std=gnu11 -Wall -Wextra -Werror "${san[@]}" embed.c \
+	$(pkg-config --cflags --libs tinspect) -o embed
 static_libs=$(pkg-config --static --libs tinspect | sed 's/-ltinspect\b/-l:libtinspect.a/')
 check "embed.c builds against libtinspect.a: pkg-config --static" \
-	cc -std=gnu11 -Wall -Wextra -Werror embed.c $cflags $static_libs -o embed-static
+	cc -std=gnu11 -Wall -Wextra -Werror "${san[@]}" embed.c $cflags $static_libs \
+	-o embed-static
+cp "$src/embed_dlopen.c" .
+check "embed_dlopen.c builds with pkg-config --cflags only (it links nothing of libtinspect)" \
+	cc -std=gnu11 -Wall -Wextra -Werror "${san[@]}" embed_dlopen.c $cflags -ldl \
+	-o embed_dlopen
 static_exports_ps() {
 	local s dyn
 	dyn=$(nm -D embed-static) || return 1
@@ -234,12 +250,32 @@ run_embed() {	# binary expected-line expected-status
 
 tid_of() { sed -n "s/^tid $1 //p" "$fx_out"; }
 
+want=""
 if fx_start fx_lock_abba; then
 	want=$(expect_cycle "$(tid_of post-transfer)" "$(tid_of audit-ledger)")
 	check "embed on fx_lock_abba: $want, status 1" run_embed embed "$want" 1
 	check "embed (static) on fx_lock_abba: the same" run_embed embed-static "$want" 1
 else
 	not_ok "fx_lock_abba did not start" "$(cat "$fx_out")"
+fi
+# The dlopen()ing embedder: exit status 0, and output that matches the
+# pattern.
+run_dlopen() {	# global|local pattern
+	local out rc
+	out=$(./embed_dlopen "$1" "$so" "$fx_pid" 2>&1)
+	rc=$?
+	# shellcheck disable=SC2053  # $2 is a pattern
+	[[ $out == $2 && $rc == 0 ]] && return 0
+	echo "expected \"$2\" (status 0), got \"$out\" (status $rc)"
+	return 1
+}
+if [[ -n ${want:-} ]]; then
+	check "dlopen(libtinspect.so.0, RTLD_GLOBAL): libthread_db ok, $want" \
+		run_dlopen global "tdb: ok"$'\n'"$want"
+	# without libthread_db the wait-for graph may still be whole: only
+	# the status is the point here
+	check "dlopen(libtinspect.so.0, RTLD_LOCAL): libthread_db unavailable (no ps_* in the global scope), as tinspect.h says" \
+		run_dlopen local "tdb: unavailable"$'\n''*'
 fi
 if fx_start fx_lock_heap3; then
 	want=$(expect_cycle "$(tid_of stage-0)" "$(tid_of stage-1)" "$(tid_of stage-2)")
