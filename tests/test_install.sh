@@ -11,13 +11,24 @@
 #   - the installed examples/embed.c, built in a temporary directory with
 #     `pkg-config --cflags --libs tinspect` (and --static), names the
 #     deadlock of fx_lock_abba and of fx_lock_heap3 with their TIDs in
-#     order, and says "no deadlock" of fx_lock_cond.
+#     order, and says "no deadlock" of fx_lock_cond;
+#   - tests/embed_dlopen.c, which dlopen()s libtinspect.so.0: with
+#     RTLD_GLOBAL libthread_db works and the deadlock is found, with
+#     RTLD_LOCAL libthread_db is reported unavailable (tinspect.h).
 # Exit status 0 if every check passed.  The fixtures are started here and
 # killed by PID whatever happens.
+#
+# In a sanitizer build (TINSPECT_SANITIZE, set by tests/meson.build to
+# b_sanitize) the installed library is instrumented: the programs built
+# against it here are built with the same -fsanitize, as an embedder of
+# such a library must be.
 set -uo pipefail
 
 build=$(cd "${1:?usage: test_install.sh BUILDDIR}" && pwd)
+src=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 fixtures=${FIXTURES:-$build/tests}
+san=()
+[[ ${TINSPECT_SANITIZE:-none} == none ]] || san=(-fsanitize="$TINSPECT_SANITIZE")
 work=$(mktemp -d)
 dest=$work/dest
 fx_pids=()
@@ -93,11 +104,14 @@ exports_public_only() {
 	bad=$(nm -D --defined-only "$so" | awk '{print $NF}' |
 		grep -v '^tinspect_' | grep -vxF -f <(tr -s ' \n' '\n' <<<"$ps_callbacks"))
 	[[ -z $bad ]] || { echo "exported beyond the public API: $bad"; return 1; }
-	local s
+	# nm's output in a variable, not piped into grep -q: under pipefail
+	# grep -q's early exit gives nm SIGPIPE and the pipeline fails
+	local s dyn
+	dyn=$(nm -D --defined-only "$so")
 	for s in $ps_callbacks; do
-		nm -D --defined-only "$so" | grep -q " T $s\$" || { echo "$s not exported"; return 1; }
+		grep -q " T $s\$" <<<"$dyn" || { echo "$s not exported"; return 1; }
 	done
-	[[ $(nm -D --defined-only "$so" | grep -c ' T tinspect_') -gt 100 ]] ||
+	[[ $(grep -c ' T tinspect_' <<<"$dyn") -gt 100 ]] ||
 		{ echo "too few tinspect_ functions"; return 1; }
 }
 check "nm -D of libtinspect.so: only tinspect_* and the ps_* callbacks" exports_public_only
@@ -110,16 +124,47 @@ archive_public_only() {
 }
 check "libtinspect.a defines no global symbol but tinspect_* and ps_*" archive_public_only
 
+# The NAME sections of the installed section 3 pages: what man(1) and
+# apropos find a function by.
+man3_names() {
+	local p
+	for p in "$root"/share/man/man3/*.3; do
+		[[ -L $p ]] || awk '/^\.SH/ { name = ($2 == "NAME"); next } name' "$p"
+	done
+}
 every_function_documented() {
-	local f missing=""
+	local f missing="" names headers
+	names=$(man3_names) || return 1
+	headers=$(cat "$root"/include/tinspect/*.h) || return 1
 	for f in $(nm -D --defined-only "$so" | awk '$NF ~ /^tinspect_/ {print $NF}'); do
-		grep -qw -- "$f" "$root"/share/man/man3/tinspect*.3 || missing+=" $f"
-		grep -qw -- "$f" "$root"/include/tinspect/*.h || missing+=" $f(header)"
+		grep -qw -- "$f" <<<"$names" || missing+=" $f"
+		grep -qw -- "$f" <<<"$headers" || missing+=" $f(header)"
 	done
 	[[ -z $missing ]] || { echo "undocumented:$missing"; return 1; }
 }
-check "every exported function is in a header and a section 3 man page" \
+check "every exported function is declared in a header and named in a section 3 page's NAME" \
 	every_function_documented
+
+# Each page renders without a groff warning, and names no page of section
+# 3 that is not installed.
+man_pages_render() {
+	local p out bad=0 ref
+	for p in "$root"/share/man/man1/tinspect.1 "$root"/share/man/man3/*.3; do
+		if [[ -L $p ]]; then	# a function's link to its page
+			[[ -f $p ]] || { echo "${p##*/}: a dangling link"; bad=1; }
+			continue
+		fi
+		out=$(groff -man -Tutf8 -ww -z "$p" 2>&1)
+		[[ -z $out ]] || { echo "${p##*/}: $out"; bad=1; }
+		for ref in $(grep -o 'tinspect[a-z_]* (3)' "$p" | sed 's/ (3)//' | sort -u); do
+			[[ -e $root/share/man/man3/$ref.3 ]] ||
+				{ echo "${p##*/}: no page $ref(3) is installed"; bad=1; }
+		done
+	done
+	((!bad))
+}
+check "the man pages render without groff warnings; every tinspect*(3) they refer to is installed (a page, or a function's link to its page)" \
+	man_pages_render
 
 # ---- the headers, outside the tree ----------------------------------------------------
 mkdir -p "$work/app"
@@ -138,17 +183,23 @@ done
 # ---- the example, built with pkg-config ---------------------------------------------------
 cp "$root/share/doc/tinspect/examples/embed.c" .
 check "embed.c builds: cc embed.c \$(pkg-config --cflags --libs tinspect)" \
-	cc -std=gnu11 -Wall -Wextra -Werror embed.c $(pkg-config --cflags --libs tinspect) \
-	-o embed
+	cc -std=gnu11 -Wall -Wextra -Werror "${san[@]}" embed.c \
+	$(pkg-config --cflags --libs tinspect) -o embed
 static_libs=$(pkg-config --static --libs tinspect | sed 's/-ltinspect\b/-l:libtinspect.a/')
 check "embed.c builds against libtinspect.a: pkg-config --static" \
-	cc -std=gnu11 -Wall -Wextra -Werror embed.c $cflags $static_libs -o embed-static
+	cc -std=gnu11 -Wall -Wextra -Werror "${san[@]}" embed.c $cflags $static_libs \
+	-o embed-static
+cp "$src/embed_dlopen.c" .
+check "embed_dlopen.c builds with pkg-config --cflags only (it links nothing of libtinspect)" \
+	cc -std=gnu11 -Wall -Wextra -Werror "${san[@]}" embed_dlopen.c $cflags -ldl \
+	-o embed_dlopen
 static_exports_ps() {
-	local s
+	local s dyn
+	dyn=$(nm -D embed-static) || return 1
 	for s in $ps_callbacks; do
-		nm -D embed-static | grep -q " T $s\$" || { echo "$s not in .dynsym"; return 1; }
+		grep -q " T $s\$" <<<"$dyn" || { echo "$s not in .dynsym"; return 1; }
 	done
-	! ldd embed-static | grep -q libtinspect || { echo "linked the .so"; return 1; }
+	[[ $(ldd embed-static) != *libtinspect* ]] || { echo "linked the .so"; return 1; }
 }
 check "the static embedder exports the ps_* callbacks (libthread_db finds them)" \
 	static_exports_ps
@@ -199,12 +250,32 @@ run_embed() {	# binary expected-line expected-status
 
 tid_of() { sed -n "s/^tid $1 //p" "$fx_out"; }
 
+want=""
 if fx_start fx_lock_abba; then
 	want=$(expect_cycle "$(tid_of post-transfer)" "$(tid_of audit-ledger)")
 	check "embed on fx_lock_abba: $want, status 1" run_embed embed "$want" 1
 	check "embed (static) on fx_lock_abba: the same" run_embed embed-static "$want" 1
 else
 	not_ok "fx_lock_abba did not start" "$(cat "$fx_out")"
+fi
+# The dlopen()ing embedder: exit status 0, and output that matches the
+# pattern.
+run_dlopen() {	# global|local pattern
+	local out rc
+	out=$(./embed_dlopen "$1" "$so" "$fx_pid" 2>&1)
+	rc=$?
+	# shellcheck disable=SC2053  # $2 is a pattern
+	[[ $out == $2 && $rc == 0 ]] && return 0
+	echo "expected \"$2\" (status 0), got \"$out\" (status $rc)"
+	return 1
+}
+if [[ -n ${want:-} ]]; then
+	check "dlopen(libtinspect.so.0, RTLD_GLOBAL): libthread_db ok, $want" \
+		run_dlopen global "tdb: ok"$'\n'"$want"
+	# without libthread_db the wait-for graph may still be whole: only
+	# the status is the point here
+	check "dlopen(libtinspect.so.0, RTLD_LOCAL): libthread_db unavailable (no ps_* in the global scope), as tinspect.h says" \
+		run_dlopen local "tdb: unavailable"$'\n''*'
 fi
 if fx_start fx_lock_heap3; then
 	want=$(expect_cycle "$(tid_of stage-0)" "$(tid_of stage-1)" "$(tid_of stage-2)")

@@ -247,8 +247,9 @@ int tinspect_wait_is_idle(const tinspect_wait *w);
 size_t tinspect_snapshot_ncycles(const tinspect_snapshot *snap);
 const tinspect_cycle *tinspect_snapshot_cycle(const tinspect_snapshot *snap,
 					      size_t i);
-/* The threads of the cycle: thread i waits for tinspect_cycle_lock(c, i),
- * held by thread (i + 1) % length. */
+/* The threads of the cycle, from its smallest tid: thread i waits for
+ * tinspect_cycle_lock(c, i), held by thread (i + 1) % length.
+ * tinspect_cycle_tid() gives 0 if i is out of range. */
 size_t tinspect_cycle_length(const tinspect_cycle *c);
 pid_t tinspect_cycle_tid(const tinspect_cycle *c, size_t i);
 /* NULL if i is out of range. */
@@ -275,6 +276,7 @@ const tinspect_stall *tinspect_snapshot_stall(const tinspect_snapshot *snap,
 /* Its threads: thread i waits for tinspect_stall_lock(st, i), held by
  * thread i + 1, for i < length - 1; the last one is stuck. */
 size_t tinspect_stall_length(const tinspect_stall *st);
+/* 0 if i is out of range. */
 pid_t tinspect_stall_tid(const tinspect_stall *st, size_t i);
 /* NULL if i >= length - 1. */
 const tinspect_lock *tinspect_stall_lock(const tinspect_stall *st, size_t i);

@@ -161,12 +161,20 @@ int tinspect_session_init(pid_t pid, const struct tinspect_options *opts,
 int tinspect_session_update(tinspect_session *s, tinspect_snapshot **ret);
 
 /*
- * Free a session: stop following, detach from whatever is still attached,
- * unload libthread_db, close its files.  Snapshots taken with it stay
- * valid.  s may be NULL.  A failed tinspect_session_init() has freed what
- * it had built and left *ret as it was, so a pointer set to NULL before
- * init can be destroyed whatever init returned.  Not idempotent: s is
- * freed, and a second call with the same pointer is a use after free.
+ * Free a session: stop following, detach from whatever is still attached
+ * (the target runs on), unload libthread_db, close its files.  Snapshots
+ * taken with it stay valid.
+ *   - s may be NULL: nothing happens.
+ *   - No half-initialised session reaches the caller: a failed
+ *     tinspect_session_init() has freed what it had built and left *ret as
+ *     it was, so a pointer set to NULL before init can be destroyed
+ *     whatever init returned.
+ *   - s may be in any state the other functions leave it in: after any
+ *     error of tinspect_session_update() (-ESTALE, -ETIMEDOUT, -EINTR,
+ *     ...), or while following (then call it from the thread that
+ *     follows).
+ *   - Not idempotent: s is freed, and a second call with the same pointer
+ *     is a use after free.  Set your pointer to NULL after it.
  */
 void tinspect_session_destroy(tinspect_session *s);
 

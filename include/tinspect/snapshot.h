@@ -180,7 +180,9 @@ size_t tinspect_snapshot_keys_max(const tinspect_snapshot *snap);
 /* The keys in use, by key. */
 size_t tinspect_snapshot_nkeys(const tinspect_snapshot *snap);
 const tinspect_key *tinspect_snapshot_key(const tinspect_snapshot *snap, size_t i);
+/* The key as pthread_key_create() returned it. */
 unsigned tinspect_key_id(const tinspect_key *key);
+/* glibc's sequence number of its slot (odd while the key is in use). */
 uint64_t tinspect_key_seq(const tinspect_key *key);
 /* Its destructor; NULL if it has none. */
 const tinspect_symbol *tinspect_key_destructor(const tinspect_key *key);
@@ -193,8 +195,11 @@ const tinspect_symbol *tinspect_key_destructor(const tinspect_key *key);
 size_t tinspect_snapshot_nruntimes(const tinspect_snapshot *snap);
 const tinspect_runtime *tinspect_snapshot_runtime(const tinspect_snapshot *snap,
 						  size_t i);
+/* "jvm", "cpython", "go". */
 const char *tinspect_runtime_name(const tinspect_runtime *rt);
+/* The module that shows it (its libjvm.so, ...); NULL if none does. */
 const char *tinspect_runtime_module(const tinspect_runtime *rt);
+/* What stays invisible, and what to run instead; for a person. */
 const char *tinspect_runtime_note(const tinspect_runtime *rt);
 
 /* ---- symbols --------------------------------------------------------------- */
