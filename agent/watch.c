@@ -14,6 +14,7 @@
  * waitpid() when following threads): the target is never polled.
  */
 #include "agent.h"
+#include "formats.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -529,9 +530,11 @@ static int watch_loop(tinspect_session **sp, pid_t pid,
 			 * goes on */
 			stream_event(w, pid, "capture_abandoned",
 				     "the freeze limit was exceeded");
+			formats_update_failed(ao->formats);
 		} else if (err) {
 			return err;
 		} else {
+			formats_snapshot(ao->formats, snap);
 			snapshot_out(snap, update, w, ao);
 			tinspect_snapshot_free(snap);
 		}
