@@ -41,6 +41,12 @@ PACKAGES=(
 	# core files (issue 12): compressed cores as systemd-coredump writes
 	# them; gcore, and the tools that compress the test cores
 	libzstd-dev liblzma-dev liblz4-dev gdb zstd xz-utils lz4 time
+	# --pprof (issue 15): profile.proto compiled by protoc-c, packed by
+	# libprotobuf-c, gzip'ed by zlib; and the consumers the formats suite
+	# reads the files with: node_exporter's textfile collector, Python's
+	# prometheus_client parser, go tool pprof
+	protobuf-c-compiler libprotobuf-c-dev zlib1g-dev
+	prometheus-node-exporter python3-prometheus-client golang-go
 )
 
 # The real services bench/services.sh inspects (issue 9).  MariaDB and a
