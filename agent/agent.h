@@ -54,6 +54,11 @@ struct watch_opts {
 	 * it too, with SIGPIPE */
 	volatile sig_atomic_t *cancel;
 	size_t queue_limit;	/* bytes of lines waiting; 0: 256 MiB */
+	/* --hung-after: thread_hung / lock_held after this long; 0: never */
+	uint64_t hung_after_ns;
+	/* --max-duty: lengthen the interval to keep the share of the time
+	 * the target is frozen under this; 0: no limit */
+	double max_duty_percent;
 };
 
 /* outq.c: lines written by a thread of their own (see there why) */
@@ -71,9 +76,15 @@ int outq_finish(struct outq *q);
 int agent_watch(tinspect_session **sp, pid_t pid, const struct tinspect_options *opts,
 		const struct watch_opts *w, const struct agent_opts *ao);
 
+/* diff.c: tinspect --diff OLD NEW: what stayed the same between two
+ * snapshot documents (text, or JSON with json).  Returns the exit
+ * status: EXIT_SNAPSHOT_OK, or EXIT_USAGE when a document cannot be read
+ * or is of another major format version (said on stderr). */
+int agent_diff(const char *old_path, const char *new_path, bool json);
+
 /* JSON document format; bump the minor for additions, the major for
  * changes that break readers. */
-#define TINSPECT_FORMAT_VERSION "2.1"
+#define TINSPECT_FORMAT_VERSION "2.2"
 
 int render_text(FILE *out, const tinspect_snapshot *snap,
 		const struct agent_opts *o);

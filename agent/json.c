@@ -11,6 +11,7 @@
  * not lose address bits.
  */
 #include "agent.h"
+#include "overtime.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -594,6 +595,7 @@ static void thread_json(struct jw *w, const tinspect_snapshot *snap,
 	jw_kbool(w, "jobctl_stopped", tinspect_thread_jobctl_stopped(th));
 	jw_key(w, "blocked_on");
 	json_blocked_on(w, snap, th);
+	json_waiting(w, snap, th);
 	thread_errors(w, th);
 	thread_extras_json(w, snap, tk, th);
 	jw_obj_end(w);

@@ -92,8 +92,12 @@ static void raise_fd_limit(void)
 
 static const char usage_text[] =
 "Usage: tinspect [OPTIONS] PID\n"
+"       tinspect --diff [--json] OLD.json NEW.json\n"
 "Stop every thread of process PID together for as short a time as possible,\n"
-"record what each thread is doing, let the process go, and report.\n"
+"record what each thread is doing, let the process go, and report.  With\n"
+"--diff, compare two snapshots taken with --json: threads that appeared and\n"
+"went away, and what stayed stuck (the same wait, a lock held by the same\n"
+"owner, a deadlock) in both.\n"
 "\n"
 "Options:\n"
 "  --json               print one JSON document (schema in "
@@ -121,6 +125,14 @@ static const char usage_text[] =
 "                       target exits; with --json one document per line\n"
 "                       (NDJSON)\n"
 "  --count N            stop after N updates\n"
+"  --hung-after SECONDS in watch mode, report a thread that has waited this\n"
+"                       long on a lock, a join or a semaphore (thread_hung,\n"
+"                       then thread_recovered) and a lock held this long by\n"
+"                       one owner while others wait (lock_held); default\n"
+"                       60, 0 turns it off\n"
+"  --max-duty PERCENT   in watch mode, lengthen the interval when an update's\n"
+"                       freeze would keep the target frozen more than\n"
+"                       PERCENT of the time (said in the stream)\n"
 "  --summary            compact update lines for dashboards\n"
 "  --follow-threads     also report every thread creation and exit as it\n"
 "                       happens (stays attached between updates)\n"
@@ -152,7 +164,8 @@ static const char usage_text[] =
 "  1   snapshot taken, but some threads could not be fully read (their\n"
 "      errors say why: registers, libthread_db, a stack whose unwinding\n"
 "      failed in native code); a stack that stops in JIT code is no error\n"
-"  2   usage error\n"
+"  2   usage error (with --diff: a document that cannot be read, or of\n"
+"      another major format version)\n"
 "  3   no such process (or only its zombie: exited, not reaped)\n"
 "  4   permission denied (the message says why)\n"
 "  5   unsupported target (32-bit, other architecture, kernel thread)\n"
@@ -389,11 +402,11 @@ int main(int argc, char **argv)
 	       OPT_THREAD_DB, OPT_PROC_MEM, OPT_NO_STACKS, OPT_MAX_FRAMES,
 	       OPT_STACK_BYTES, OPT_DEBUGINFOD, OPT_TLS, OPT_ERRNO, OPT_KEYS,
 	       OPT_NO_TARGET_TDB, OPT_CHECK, OPT_WATCH, OPT_COUNT, OPT_SUMMARY,
-	       OPT_FOLLOW, OPT_BRIEF, OPT_VERBOSE, OPT_PROMETHEUS, OPT_FOLDED,
-	       OPT_FOLDED_BY, OPT_PPROF };
+	       OPT_FOLLOW, OPT_BRIEF, OPT_VERBOSE, OPT_HUNG_AFTER, OPT_MAX_DUTY,
+	       OPT_DIFF, OPT_PROMETHEUS, OPT_FOLDED, OPT_FOLDED_BY, OPT_PPROF };
 	struct format_opts fo = { 0 };
 	struct watch_opts wo = { 0 };
-	bool watch = false;
+	bool watch = false, diff = false, hung_after_set = false;
 	bool debuginfod = false;
 	enum { MAX_TLS = 64 };
 	static struct tinspect_tls_request tls[MAX_TLS];
@@ -411,6 +424,9 @@ int main(int argc, char **argv)
 		{ "folded", required_argument, NULL, OPT_FOLDED },
 		{ "folded-by", required_argument, NULL, OPT_FOLDED_BY },
 		{ "pprof", required_argument, NULL, OPT_PPROF },
+		{ "hung-after", required_argument, NULL, OPT_HUNG_AFTER },
+		{ "max-duty", required_argument, NULL, OPT_MAX_DUTY },
+		{ "diff", no_argument, NULL, OPT_DIFF },
 		{ "max-freeze", required_argument, NULL, OPT_MAX_FREEZE },
 		{ "stop-timeout", required_argument, NULL, OPT_STOP_TIMEOUT },
 		{ "thread-db", required_argument, NULL, OPT_THREAD_DB },
@@ -517,6 +533,27 @@ int main(int argc, char **argv)
 #endif
 			fo.pprof = optarg;
 			break;
+		case OPT_HUNG_AFTER:
+			if (!parse_decimal(optarg, 86400.0 * 365, 1e9, &wo.hung_after_ns)) {
+				fprintf(stderr, "tinspect: --hung-after: not a number of "
+					"seconds: %s\n", optarg);
+				return EXIT_USAGE;
+			}
+			hung_after_set = true;
+			break;
+		case OPT_MAX_DUTY: {
+			uint64_t centi;	/* hundredths of a percent */
+			if (!parse_decimal(optarg, 100.0, 100.0, &centi) || !centi) {
+				fprintf(stderr, "tinspect: --max-duty: not a percentage "
+					"above 0 and at most 100: %s\n", optarg);
+				return EXIT_USAGE;
+			}
+			wo.max_duty_percent = (double)centi / 100.0;
+			break;
+		}
+		case OPT_DIFF:
+			diff = true;
+			break;
 		case OPT_NO_STACKS:
 			dopts.flags |= TINSPECT_OPT_NO_STACKS;
 			break;
@@ -564,6 +601,14 @@ int main(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
+	if (diff) {
+		if (optind != argc - 2 || watch) {
+			fprintf(stderr, "tinspect: --diff takes two documents: "
+				"tinspect --diff [--json] OLD.json NEW.json\n");
+			return EXIT_USAGE;
+		}
+		return agent_diff(argv[optind], argv[optind + 1], ao.json);
+	}
 	pid_t pid;
 	if (optind != argc - 1 || !parse_pid(argv[optind], &pid)) {
 		if (optind == argc - 1)
@@ -580,11 +625,14 @@ int main(int argc, char **argv)
 	 * an incident tool must not wait on the network unless asked to */
 	if (!debuginfod)
 		unsetenv("DEBUGINFOD_URLS");
-	if (!watch && (wo.count || wo.summary || wo.follow)) {
-		fprintf(stderr, "tinspect: --count, --summary and --follow-threads "
-			"go with --watch\n");
+	if (!watch && (wo.count || wo.summary || wo.follow || hung_after_set ||
+		       wo.max_duty_percent > 0)) {
+		fprintf(stderr, "tinspect: --count, --summary, --follow-threads, "
+			"--hung-after and --max-duty go with --watch\n");
 		return EXIT_USAGE;
 	}
+	if (watch && !hung_after_set)
+		wo.hung_after_ns = 60 * UINT64_C(1000000000);
 	if (ao.brief && ao.verbose) {
 		fprintf(stderr, "tinspect: --brief and --verbose do not go together\n");
 		return EXIT_USAGE;

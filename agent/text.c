@@ -9,6 +9,7 @@
  * to move the cursor of the engineer's terminal.
  */
 #include "agent.h"
+#include "overtime.h"
 
 #include <inttypes.h>
 #include <sched.h>
@@ -458,6 +459,7 @@ static void put_thread(FILE *out, const tinspect_snapshot *snap, size_t ti,
 		fprintf(out, " (tid %d in its namespace)", (int)ns_tid);
 	if (tinspect_thread_is_main(th))
 		fputs(" [main]", out);
+	overtime_put_wait_age(out, th);
 	fputc('\n', out);
 
 	if (pr != TINSPECT_PROC_FAILED) {

@@ -15,6 +15,7 @@
  */
 #include "agent.h"
 #include "formats.h"
+#include "overtime.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -45,6 +46,10 @@ static uint64_t now_ns(void)
 
 /* Where the lines go: the writer thread's queue (outq.c). */
 static struct outq *out;
+/* What lasts across updates (overtime.c, duty.c): hung threads, locks
+ * held long, the duty cycle and the interval --max-duty sets. */
+static struct overtime *ot;
+static struct duty duty;
 
 /* Lines are built in memory and handed over whole. */
 struct membuf {
@@ -294,6 +299,9 @@ static void summary_json(const tinspect_snapshot *snap, unsigned long update)
 	tally_json(w, "by_state", &by_state);
 	tally_json(w, "by_start_routine", &by_start);
 	summary_locks_json(w, snap);
+	duty_json(w, &duty);
+	jw_kint(w, "threads_hung", (int64_t)overtime_nhung(ot));
+	jw_kint(w, "locks_held_long", (int64_t)overtime_nheld(ot));
 	jline_put(&l);
 }
 
@@ -324,9 +332,11 @@ static void summary_text(const tinspect_snapshot *snap, unsigned long update)
 			first = false;
 		}
 	size_t dl = tinspect_snapshot_ncycles(snap);
-	fprintf(f, "), %zu blocked on futexes, %zu deadlock%s, frozen %.3f ms\n",
-		blocked, dl, dl == 1 ? "" : "s",
-		(double)tinspect_snapshot_freeze_ns(snap) / 1e6);
+	fprintf(f, "), %zu blocked on futexes, %zu deadlock%s, %zu hung, frozen %.3f ms, "
+		"duty %.3f%% (last %.3f%%)\n",
+		blocked, dl, dl == 1 ? "" : "s", overtime_nhung(ot),
+		(double)tinspect_snapshot_freeze_ns(snap) / 1e6,
+		duty.total * 100, duty.last * 100);
 	mb_put(&m);
 }
 
@@ -481,6 +491,25 @@ static void snapshot_out(const tinspect_snapshot *snap, unsigned long update,
 	mb_put(&m);
 }
 
+/* One update's lines: the duty cycle and the events of what lasts
+ * (overtime.c) are worked out first, so that the update's line carries
+ * them; the events follow the update they come from. */
+static void overtime_out(const tinspect_snapshot *snap, unsigned long update,
+			 const struct watch_opts *w, const struct agent_opts *ao)
+{
+	pid_t pid = tinspect_snapshot_pid(snap);
+	struct membuf before, after;
+	FILE *fb = mb_open(&before);
+	if (fb)
+		duty_note(&duty, snap, now_ns(), pid, w->json, fb);
+	FILE *fa = mb_open(&after);
+	if (fa)
+		overtime_update(ot, snap, w->json, fa);
+	snapshot_out(snap, update, w, ao);
+	mb_put(&before);	/* interval_changed: says when the next comes */
+	mb_put(&after);
+}
+
 static int watch_loop(tinspect_session **sp, pid_t pid,
 		      const struct tinspect_options *opts, const struct watch_opts *w,
 		      const struct agent_opts *ao)
@@ -535,13 +564,13 @@ static int watch_loop(tinspect_session **sp, pid_t pid,
 			return err;
 		} else {
 			formats_snapshot(ao->formats, snap);
-			snapshot_out(snap, update, w, ao);
+			overtime_out(snap, update, w, ao);
 			tinspect_snapshot_free(snap);
 		}
 		tinspect_session_service(s);
 		if (w->count && update == w->count)
 			break;
-		next += w->interval_ns;
+		next += duty.interval_ns;
 		uint64_t now = now_ns();
 		if (next < now)
 			next = now;	/* an update longer than the interval */
@@ -564,7 +593,11 @@ int agent_watch(tinspect_session **sp, pid_t pid, const struct tinspect_options 
 			 w->cancel, SIGPIPE);
 	if (!out)
 		return -ENOMEM;
-	int err = watch_loop(sp, pid, opts, w, ao);
+	duty_init(&duty, w->interval_ns, w->max_duty_percent);
+	ot = overtime_new(pid, w->hung_after_ns);
+	int err = ot ? watch_loop(sp, pid, opts, w, ao) : -ENOMEM;
+	overtime_free(ot);
+	ot = NULL;
 	/* detach before waiting for the reader: while attached, every clone
 	 * and signal in the target waits for tinspect */
 	if (*sp)

@@ -113,6 +113,8 @@ struct dbs_session {
 	uint64_t cleanup_off_gen;
 	bool cleanup_off_valid;
 	char *tid_off_why;		/* why it is unknown (NULL: known) */
+	/* waits.c: what each thread waited on at the last update */
+	struct dbs_waits *waits;
 };
 
 /* What libthread_db said about one task during the stop, by task index;
@@ -301,5 +303,11 @@ char *dbs_format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Add a formatted message to the list *errs of *n: 0 or -ENOMEM. */
 int dbs_add_error(char ***errs, size_t *n, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* waits.c: follow each thread's wait from the last update to this one
+ * and set every thread's waiting_since_ns (after the locks are analysed) */
+struct dbs_waits;
+void dbs_waits_track(struct dbs_session *s, struct dbs_snapshot *snap);
+void dbs_waits_free(struct dbs_waits *w);
 
 #endif

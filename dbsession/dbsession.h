@@ -303,6 +303,10 @@ struct dbs_thread {
 	/* what it sleeps on (a futex wait), NULL if it is not blocked on one;
 	 * see the lock section below */
 	struct dbs_blocked_on *blocked_on;
+	/* since when it has been in this wait (waits.c): CLOCK_REALTIME ns
+	 * of the first update of the session that saw it in it; 0: in no
+	 * wait, or not known */
+	int64_t waiting_since_ns;
 };
 
 /* A language runtime whose locks are not pthread objects (runtimes.c):

@@ -211,6 +211,7 @@ void dbs_session_destroy(struct dbs_session *s)
 	free(s->tdb_detail);
 	s->tdb_detail = NULL;
 	free(s->tid_off_why);
+	dbs_waits_free(s->waits);
 	unwinder_free(s->unwinder);
 	s->unwinder = NULL;
 	psvc_close(s->t);
@@ -715,6 +716,7 @@ static int update_body(struct dbs_session *s, struct dbs_snapshot **ret)
 	if (!snap)
 		return -ENOMEM;
 	snap->captured_at = captured_at;
+	dbs_waits_track(s, snap);	/* uses the locks and the stacks */
 	tm.analyse_ns = psvc_now_ns() - t_resumed;
 	snap->timings = tm;
 	snap->freeze_ns = psvc_freeze_ns(t);

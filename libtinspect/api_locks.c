@@ -315,6 +315,23 @@ bool tinspect_wait_untimed(const tinspect_wait *w)
 	       t->syscall.nr == w->d->nr && t->syscall.args[3] == 0;
 }
 
+int tinspect_wait_is_idle(const tinspect_wait *w)
+{
+	switch (w->d->kind) {
+	case DBS_LOCK_COND:
+		return 1;
+	case DBS_LOCK_MUTEX:
+	case DBS_LOCK_RWLOCK:
+	case DBS_LOCK_SEM:
+	case DBS_LOCK_BARRIER:
+	case DBS_LOCK_JOIN:
+		return 0;
+	case DBS_LOCK_FUTEX:
+		break;
+	}
+	return -ENODATA;
+}
+
 /* ---- cycles ----------------------------------------------------------------------- */
 
 size_t tinspect_snapshot_ncycles(const tinspect_snapshot *snap)

@@ -447,3 +447,9 @@ int tinspect_thread_key_value(const tinspect_thread *th, size_t i, unsigned *ret
 		*ret_value = kv->value;
 	return 0;
 }
+
+int64_t tinspect_thread_waiting_since_ns(const tinspect_thread *th)
+{
+	/* dbsession keeps 0 for "in no wait" (a calloc'ed thread) */
+	return th->d->waiting_since_ns > 0 ? th->d->waiting_since_ns : -1;
+}

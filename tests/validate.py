@@ -8,7 +8,8 @@ Each FILE holds one JSON document, or one per line (NDJSON: lines end at
 every document of every file is valid, 1 otherwise (the first errors are
 printed, and "FILE: invalid" on stdout for each file that is not).  A line
 with "kind" (a --watch summary or event line) is checked against
-tinspect-stream.schema.json from SCHEMA's directory.  Uses Debian's
+tinspect-stream.schema.json from SCHEMA's directory, one with "kind": "diff"
+(tinspect --diff --json) against tinspect-diff.schema.json.  Uses Debian's
 python3-jsonschema (Draft 2020-12).
 """
 import json
@@ -30,15 +31,20 @@ def main():
         stream_schema = json.load(f)
     jsonschema.Draft202012Validator.check_schema(stream_schema)
     stream = jsonschema.Draft202012Validator(stream_schema)
+    with open(os.path.join(os.path.dirname(schema_path),
+                           "tinspect-diff.schema.json")) as f:
+        diff_schema = json.load(f)
+    jsonschema.Draft202012Validator.check_schema(diff_schema)
+    diff = jsonschema.Draft202012Validator(diff_schema)
     bad = 0
     for path in doc_paths:
-        if check(path, validator, stream):
+        if check(path, validator, stream, diff):
             print(f"{path}: invalid")
             bad += 1
     return 1 if bad else 0
 
 
-def check(doc_path, validator, stream):
+def check(doc_path, validator, stream, diff):
     with open(doc_path, "rb") as f:
         raw = f.read()
     try:
@@ -57,7 +63,8 @@ def check(doc_path, validator, stream):
         except ValueError as e:
             print(f"{doc_path}: document {i}: not JSON: {e}", file=sys.stderr)
             return 1
-        v = stream if isinstance(doc, dict) and "kind" in doc else validator
+        kind = doc.get("kind") if isinstance(doc, dict) else None
+        v = diff if kind == "diff" else stream if kind else validator
         errors = sorted(v.iter_errors(doc), key=lambda e: list(e.path))
         for e in errors[:5]:
             print(f"{doc_path}: document {i}: {'/'.join(map(str, e.path))}: {e.message}",

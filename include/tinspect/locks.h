@@ -224,6 +224,22 @@ const char *tinspect_wait_note(const tinspect_wait *w);
  * a timed wait) with no timeout, as its registers at the stop show: it
  * will not wake up by itself. */
 bool tinspect_wait_untimed(const tinspect_wait *w);
+/*
+ * Whether the wait is what an idle thread does, not something it is held
+ * up by.  1: a condition variable (a worker of a pool waiting for work, a
+ * consumer waiting for an event: waiting long is its normal state).
+ * 0: a mutex, an rwlock, a semaphore, a barrier or a join (the thread
+ * needs another thread to release something: waiting long there is a
+ * hang, tinspect --hung-after reports it).  -ENODATA: a futex word that
+ * could not be identified (TINSPECT_LOCK_FUTEX: a custom lock or a custom
+ * event, tinspect cannot say which).
+ *
+ * Threads that sleep in other system calls (nanosleep, clock_nanosleep,
+ * epoll_wait, poll, select, read on a socket or a pipe) have no
+ * tinspect_wait at all: they are idle by this definition, and so are
+ * never reported as hung.
+ */
+int tinspect_wait_is_idle(const tinspect_wait *w);
 
 /* ---- deadlocks ---------------------------------------------------------------- */
 

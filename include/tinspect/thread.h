@@ -203,6 +203,28 @@ int tinspect_thread_stack_bounds(const tinspect_thread *th,
 /* The futex wait it is blocked in, decoded; NULL if it is in none. */
 const tinspect_wait *tinspect_thread_wait(const tinspect_thread *th);
 
+/*
+ * Since when it has been in its current wait, as far as the updates of its
+ * session can tell: CLOCK_REALTIME nanoseconds; -1 when it is in no wait
+ * or that is not known.  A wait is a futex wait (tinspect_thread_wait())
+ * or another system call it sleeps in (epoll_wait, nanosleep, read...).
+ * Two updates see the same wait when the thread waits on the same object
+ * (lock kind and address; for another system call the same call and
+ * first argument), with the same stack (frame pcs), and its CPU time
+ * (tinspect_thread_cpu()) grew by at most one clock tick (each update
+ * itself wakes the thread for a few microseconds).
+ *
+ * The value is the capture time of the first update that saw the thread
+ * in this wait (so the first update of a session gives its own capture
+ * time for every waiting thread): the wait began after the update before
+ * that one, i.e. at most one watch interval earlier than this says.  A
+ * thread that left and re-entered the same wait between two updates
+ * using less than a tick of CPU cannot be told from one that never left.
+ * -1 also for a thread whose /proc facts could not be read before the
+ * stop (its CPU time is unknown).
+ */
+int64_t tinspect_thread_waiting_since_ns(const tinspect_thread *th);
+
 /* ---- failures -------------------------------------------------------------- */
 
 /* What could not be read about it, one text each ("registers: No such
