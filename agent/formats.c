@@ -44,6 +44,8 @@ int formats_open(const struct format_opts *o, struct formats **ret,
 	if (!f)
 		return -ENOMEM;
 	f->o = *o;
+	f->prom.wait_ages = o->wait_ages;
+	f->prom.hung_after_ns = o->hung_after_ns;
 	mode_t um = umask(0);
 	umask(um);
 	f->mode = 0666 & ~um;

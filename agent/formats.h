@@ -29,6 +29,10 @@ struct format_opts {
 	const char *folded;	/* --folded FILE */
 	const char *pprof;	/* --pprof FILE */
 	bool folded_by_name;	/* --folded-by thread-name */
+	/* wait ages are known (a watch: tinspect_thread_waiting_since_ns()
+	 * needs updates before this one); --hung-after, 0: no hung count */
+	bool wait_ages;
+	uint64_t hung_after_ns;
 };
 
 /* Whether any file was asked for. */
@@ -145,6 +149,8 @@ struct prom_state {
 	uint64_t errors;		/* failed updates */
 	char *gauges;			/* the last successful update's gauges */
 	char *info;			/* tinspect_target_info */
+	bool wait_ages;			/* see struct format_opts */
+	uint64_t hung_after_ns;
 };
 /* Render snap's gauges into st (NULL snap: keep the last ones) and write
  * the whole exposition to path.  0 or -errno. */

@@ -655,6 +655,8 @@ int main(int argc, char **argv)
 	struct formats *formats = NULL;
 	if (formats_wanted(&fo)) {
 		const char *bad = NULL;
+		fo.wait_ages = watch;
+		fo.hung_after_ns = wo.hung_after_ns;
 		int e = formats_open(&fo, &formats, &bad);
 		if (e) {
 			fprintf(stderr, "tinspect: cannot write %s: %s\n",

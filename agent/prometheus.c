@@ -231,7 +231,56 @@ static void put_capture(FILE *f, const tinspect_snapshot *snap)
 		nsec / 1000000);
 }
 
-static char *render_gauges(const tinspect_snapshot *snap)
+/*
+ * Hung threads and the longest wait, from the wait ages of issue 14
+ * (tinspect_thread_waiting_since_ns()), as --hung-after counts them: a
+ * thread in a wait that is not idle (tinspect_wait_is_idle() == 0: a
+ * mutex, rwlock, semaphore, barrier or join; not a condvar, not an
+ * unidentified futex, not another system call) for hung_after_ns or
+ * more.  Only in a watch: one update cannot tell how long a wait lasts.
+ */
+static void put_wait_ages(FILE *f, const tinspect_snapshot *snap,
+			  const struct prom_state *st)
+{
+	if (!st->wait_ages)
+		return;
+	int64_t sec;
+	long nsec;
+	tinspect_snapshot_captured_at(snap, &sec, &nsec);
+	int64_t now = sec * 1000000000 + nsec, longest = 0;
+	size_t hung = 0;
+	for (size_t i = 0, n = tinspect_snapshot_nthreads(snap); i < n; i++) {
+		const tinspect_thread *th = tinspect_snapshot_thread(snap, i);
+		const tinspect_wait *w = tinspect_thread_wait(th);
+		int64_t since = tinspect_thread_waiting_since_ns(th);
+		if (!w || since < 0 || tinspect_wait_is_idle(w) != 0)
+			continue;
+		int64_t age = now > since ? now - since : 0;
+		if (age > longest)
+			longest = age;
+		if (st->hung_after_ns && age >= (int64_t)st->hung_after_ns)
+			hung++;
+	}
+	if (st->hung_after_ns) {
+		family(f, "tinspect_hung_threads", "gauge",
+		       "Threads in the same non-idle wait (mutex, rwlock, semaphore, "
+		       "barrier, join) for --hung-after seconds or more, at the last "
+		       "update.");
+		fprintf(f, "tinspect_hung_threads %zu\n", hung);
+		family(f, "tinspect_hung_after_seconds", "gauge",
+		       "The --hung-after threshold of tinspect_hung_threads.");
+		fprintf(f, "tinspect_hung_after_seconds %.3f\n",
+			(double)st->hung_after_ns / 1e9);
+	}
+	family(f, "tinspect_longest_wait_seconds", "gauge",
+	       "The longest current non-idle wait (mutex, rwlock, semaphore, "
+	       "barrier, join) at the last update, as far as the updates can tell; "
+	       "0: none.");
+	fprintf(f, "tinspect_longest_wait_seconds %.3f\n", (double)longest / 1e9);
+}
+
+static char *render_gauges(const tinspect_snapshot *snap,
+			   const struct prom_state *st)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -240,6 +289,7 @@ static char *render_gauges(const tinspect_snapshot *snap)
 		return NULL;
 	put_threads(f, snap);
 	put_locks(f, snap);
+	put_wait_ages(f, snap, st);
 	put_capture(f, snap);
 	if (fclose(f)) {
 		free(buf);
@@ -279,7 +329,7 @@ int prom_write(const char *path, struct prom_state *st,
 	       const tinspect_snapshot *snap, unsigned mode)
 {
 	if (snap) {
-		char *g = render_gauges(snap), *info = render_info(snap);
+		char *g = render_gauges(snap, st), *info = render_info(snap);
 		if (!g || !info) {
 			free(g);
 			free(info);

@@ -253,6 +253,9 @@ def test_prometheus_once(tmp):
         assert value(samples, "tinspect_update_errors_total") == 0
         assert families["tinspect_updates"].type == "counter"
         assert families["tinspect_deadlock_cycles"].type == "gauge"
+        # one update cannot tell how long a wait lasts: unknown, not 0
+        assert "tinspect_hung_threads" not in families
+        assert "tinspect_longest_wait_seconds" not in families
         assert os.stat(path).st_mode & 0o777 == 0o666 & ~current_umask()
         assert [f for f in os.listdir(tmp) if f.startswith(".")] == [], \
             "no temporary file is left behind"
@@ -328,6 +331,32 @@ def test_node_exporter(tmp):
         except subprocess.TimeoutExpired:
             os.kill(node.pid, signal.SIGKILL)
             node.wait()
+
+
+def test_hung_threads(tmp):
+    """In a watch, the two deadlocked mutex waiters are hung once their
+    wait is older than --hung-after; the idle pool threads (a condvar)
+    never are.  The default threshold is 60 seconds."""
+    path = os.path.join(tmp, "h.prom")
+    with fixture("fx_lock_abba", "--idle", "2") as fx:
+        r = run_tinspect(["--watch", "0.3", "--count", "5", "--summary",
+                          "--hung-after", "0.5", "--prometheus", path,
+                          str(fx.pid)])
+        assert r.returncode == 0, r.stderr
+        text = open(path).read()
+        samples, families = parse_prom(text)
+        check_help_and_type(text, families)
+        assert value(samples, "tinspect_hung_threads") == 2, text
+        assert value(samples, "tinspect_hung_after_seconds") == 0.5
+        # 4 intervals of at least 0.3 s between the first and the last
+        # update that saw the waits
+        assert 1.2 <= value(samples, "tinspect_longest_wait_seconds") < 600
+        r = run_tinspect(["--watch", "0.1", "--count", "2", "--summary",
+                          "--prometheus", path, str(fx.pid)])
+        assert r.returncode == 0, r.stderr
+        samples, _ = parse_prom(open(path).read())
+        assert value(samples, "tinspect_hung_after_seconds") == 60
+        assert value(samples, "tinspect_hung_threads") == 0
 
 
 def watch_abba(tmp, count, extra=()):
@@ -532,7 +561,7 @@ def test_usage(tmp):
         assert not tasks_stopped(fx.pid)
 
 
-TESTS = [test_prometheus_once, test_node_exporter, test_folded,
+TESTS = [test_prometheus_once, test_node_exporter, test_hung_threads, test_folded,
          test_folded_by_thread_name, test_pprof, test_hostile_names,
          test_atomic_replacement, test_sigint_writes_samples, test_usage]
 
