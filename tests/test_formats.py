@@ -237,12 +237,19 @@ def check_help_and_type(text, families):
 
 
 def test_prometheus_once(tmp):
-    """Without --watch: one update, the textfile written once, the report
-    on stdout as usual; the values are the planted deadlock's."""
+    """Without --watch: one update, the textfile written once (the folded
+    and pprof files too), the report on stdout as usual; the values are the
+    planted deadlock's."""
     path = os.path.join(tmp, "tinspect.prom")
     with fixture("fx_lock_abba", "--idle", "2") as fx:
-        r = run_tinspect(["--prometheus", path, str(fx.pid)])
+        folded = os.path.join(tmp, "once.folded")
+        pprof = os.path.join(tmp, "once.pb.gz")
+        r = run_tinspect(["--prometheus", path, "--folded", folded,
+                          "--pprof", pprof, str(fx.pid)])
         assert not tasks_stopped(fx.pid)
+        # and the samples of the one update
+        assert sum(read_folded(folded).values()) == ABBA_THREADS
+        assert sum(c for c, _, _ in go_pprof_raw(pprof)) == ABBA_THREADS
         assert r.returncode == 0, r.stderr
         assert b"deadlock" in r.stdout.lower(), "the report still goes to stdout"
         text = open(path).read()
