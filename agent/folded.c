@@ -68,7 +68,7 @@ static char *stack_of(const struct sample *sm, bool by_name)
 	FILE *f = open_memstream(&buf, &len);
 	if (!f)
 		return NULL;
-	char name[1024];
+	char name[4096];
 	if (by_name) {
 		folded_sanitize(sm->thread_name, name, sizeof name);
 		fprintf(f, "%s;", name[0] ? name : "(unnamed)");

@@ -159,9 +159,9 @@ const char *formats_state_label(char state)
 /* What the thread was doing, most specific first: the object of a futex
  * wait, a system call, user space, or only /proc's word for it. */
 static void leaf_of(const tinspect_thread *th, char *what, size_t len,
-		    const char **ret_name)
+		    const tinspect_symbol **ret_lock)
 {
-	*ret_name = NULL;
+	*ret_lock = NULL;
 	const tinspect_wait *w = tinspect_thread_wait(th);
 	if (tinspect_thread_jobctl_stopped(th)) {
 		snprintf(what, len, "stopped");
@@ -179,7 +179,7 @@ static void leaf_of(const tinspect_thread *th, char *what, size_t len,
 				 mode == TINSPECT_MODE_READ ? "(r)" :
 				 mode == TINSPECT_MODE_WRITE ? "(w)" : "");
 		if (sym && tinspect_symbol_name(sym))
-			*ret_name = tinspect_symbol_name(sym);
+			*ret_lock = sym;
 		return;
 	}
 	struct tinspect_syscall sc;
@@ -199,11 +199,9 @@ static void leaf_of(const tinspect_thread *th, char *what, size_t len,
 }
 
 /* A lock symbol with its offset ("bank_locks+0x28"), as one string. */
-static const char *lock_name(struct samples *s, const tinspect_thread *th,
-			     const char *name)
+static const char *lock_name(struct samples *s, const tinspect_symbol *sym)
 {
-	const tinspect_wait *w = tinspect_thread_wait(th);
-	const tinspect_symbol *sym = tinspect_lock_symbol(tinspect_wait_lock(w));
+	const char *name = tinspect_symbol_name(sym);
 	uint64_t off = tinspect_symbol_offset(sym);
 	if (!off)
 		return intern(s, name);
@@ -243,12 +241,12 @@ static int add_thread(struct samples *s, const tinspect_thread *th)
 	size_t namelen = 0;
 	const char *name = tinspect_thread_name(th, &namelen);
 	char what[96], buf[512];
-	const char *lock;
+	const tinspect_symbol *lock;
 	leaf_of(th, what, sizeof what, &lock);
 	key[KEY_NAME] = intern_n(s, name ? name : "", name ? namelen : 0);
 	key[KEY_STATE] = intern(s, formats_state_label(tinspect_thread_state(th)));
 	key[KEY_WHAT] = intern(s, what);
-	key[KEY_LOCK] = lock ? lock_name(s, th, lock) : NULL;
+	key[KEY_LOCK] = lock ? lock_name(s, lock) : NULL;
 	if (!key[KEY_NAME] || !key[KEY_STATE] || !key[KEY_WHAT] || (lock && !key[KEY_LOCK]))
 		goto out;
 	for (size_t i = 0; i < nframes; i++) {
