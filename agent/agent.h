@@ -28,6 +28,8 @@ enum agent_exit {
 	EXIT_DEADLOCK = 10,		/* --check: a deadlock was found */
 };
 
+struct formats;		/* formats.h */
+
 struct agent_opts {
 	bool json;
 	bool pretty;
@@ -37,6 +39,8 @@ struct agent_opts {
 				 * bounds, every stack in full, every tid */
 	unsigned long update;	/* watch mode: the update's number (JSON
 				 * "update"); 0 outside watch mode */
+	struct formats *formats;	/* the files for other tools
+					 * (formats.h); NULL: none */
 };
 
 /* --watch */

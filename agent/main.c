@@ -5,6 +5,7 @@
  * outcome to a one-line message and a documented exit status.
  */
 #include "agent.h"
+#include "formats.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -26,11 +27,15 @@ static volatile sig_atomic_t capturing;
 /* Raised by the session while it holds the target (stopped, or followed
  * between updates): only then must a signal wait for the resume. */
 static volatile sig_atomic_t holding;
+/* A watch run that writes its samples at the end (--folded, --pprof):
+ * then SIGINT and SIGTERM between updates only raise the flag too, so
+ * that the loop ends and the files are written before tinspect dies. */
+static volatile sig_atomic_t finish_first;
 
 static void on_signal(int sig)
 {
 	got_signal = sig;
-	if (!capturing || !holding) {
+	if (!capturing || (!holding && !finish_first)) {
 		/* nothing is stopped: leave the way the signal says, now,
 		 * even in the middle of an analysis or a file that will not
 		 * open (the kernel detaches a straggler still seized) */
@@ -131,6 +136,15 @@ static const char usage_text[] =
 "  --summary            compact update lines for dashboards\n"
 "  --follow-threads     also report every thread creation and exit as it\n"
 "                       happens (stays attached between updates)\n"
+"  --prometheus FILE    after every update, replace FILE (atomically) by\n"
+"                       the metrics in Prometheus' text format, for\n"
+"                       node_exporter's textfile collector\n"
+"  --folded FILE        at the end (also on SIGINT/SIGTERM) write the stacks\n"
+"                       of every thread of every update as folded stacks\n"
+"                       (flamegraph.pl), the leaf saying what it waits on\n"
+"  --folded-by thread-name  put the thread's name at the root of each stack\n"
+"  --pprof FILE         the same samples as a gzip'ed pprof profile\n"
+"                       (go tool pprof, Parca, Pyroscope)\n"
 "  --thread-db PATH     libthread_db to load (default: the system's)\n"
 "  --target-thread-db   when the system's libthread_db does not fit the\n"
 "                       target's glibc (a container's), load the target's\n"
@@ -396,7 +410,8 @@ int main(int argc, char **argv)
 	       OPT_STACK_BYTES, OPT_DEBUGINFOD, OPT_TLS, OPT_ERRNO, OPT_KEYS,
 	       OPT_NO_TARGET_TDB, OPT_TARGET_TDB, OPT_CHECK, OPT_WATCH, OPT_COUNT, OPT_SUMMARY,
 	       OPT_FOLLOW, OPT_BRIEF, OPT_VERBOSE, OPT_HUNG_AFTER, OPT_MAX_DUTY,
-	       OPT_DIFF };
+	       OPT_DIFF, OPT_PROMETHEUS, OPT_FOLDED, OPT_FOLDED_BY, OPT_PPROF };
+	struct format_opts fo = { 0 };
 	struct watch_opts wo = { 0 };
 	bool watch = false, diff = false, hung_after_set = false;
 	bool debuginfod = false;
@@ -412,6 +427,10 @@ int main(int argc, char **argv)
 		{ "count", required_argument, NULL, OPT_COUNT },
 		{ "summary", no_argument, NULL, OPT_SUMMARY },
 		{ "follow-threads", no_argument, NULL, OPT_FOLLOW },
+		{ "prometheus", required_argument, NULL, OPT_PROMETHEUS },
+		{ "folded", required_argument, NULL, OPT_FOLDED },
+		{ "folded-by", required_argument, NULL, OPT_FOLDED_BY },
+		{ "pprof", required_argument, NULL, OPT_PPROF },
 		{ "hung-after", required_argument, NULL, OPT_HUNG_AFTER },
 		{ "max-duty", required_argument, NULL, OPT_MAX_DUTY },
 		{ "diff", no_argument, NULL, OPT_DIFF },
@@ -499,6 +518,28 @@ int main(int argc, char **argv)
 			break;
 		case OPT_FOLLOW:
 			wo.follow = true;
+			break;
+		case OPT_PROMETHEUS:
+			fo.prometheus = optarg;
+			break;
+		case OPT_FOLDED:
+			fo.folded = optarg;
+			break;
+		case OPT_FOLDED_BY:
+			if (strcmp(optarg, "thread-name")) {
+				fprintf(stderr, "tinspect: --folded-by: only "
+					"thread-name is known: %s\n", optarg);
+				return EXIT_USAGE;
+			}
+			fo.folded_by_name = true;
+			break;
+		case OPT_PPROF:
+#if !HAVE_PPROF
+			fprintf(stderr, "tinspect: --pprof: this tinspect was built "
+				"without protobuf-c (protoc-c and libprotobuf-c-dev)\n");
+			return EXIT_USAGE;
+#endif
+			fo.pprof = optarg;
 			break;
 		case OPT_HUNG_AFTER:
 			if (!parse_decimal(optarg, 86400.0 * 365, 1e9, &wo.hung_after_ns)) {
@@ -625,6 +666,25 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 
+	if (fo.folded_by_name && !fo.folded) {
+		fprintf(stderr, "tinspect: --folded-by goes with --folded\n");
+		return EXIT_USAGE;
+	}
+	struct formats *formats = NULL;
+	if (formats_wanted(&fo)) {
+		const char *bad = NULL;
+		fo.wait_ages = watch;
+		fo.hung_after_ns = wo.hung_after_ns;
+		int e = formats_open(&fo, &formats, &bad);
+		if (e) {
+			fprintf(stderr, "tinspect: cannot write %s: %s\n",
+				bad ? bad : "the output files", strerror(-e));
+			return e == -ENOMEM ? EXIT_INTERNAL : EXIT_USAGE;
+		}
+		ao.formats = formats;
+		finish_first = watch && (fo.folded || fo.pprof);
+	}
+
 	raise_fd_limit();
 	install_signals();
 	tinspect_session *s = NULL;
@@ -632,6 +692,7 @@ int main(int argc, char **argv)
 	int err = tinspect_session_init(pid, &dopts, &s);
 	if (err) {
 		capturing = 0;
+		formats_close(formats);
 		if (err == -ENOEXEC)
 			return report_unsupported(pid);
 		return report_error(pid, err, false, dopts.max_freeze_ns);
@@ -644,13 +705,16 @@ int main(int argc, char **argv)
 		err = agent_watch(&s, pid, &dopts, &wo, &ao);
 		tinspect_session_destroy(s);
 		capturing = 0;
+		/* the samples of every update made, also when a signal ended
+		 * the run */
+		int ferr = formats_close(formats);
 		if (got_signal)
 			reraise();
 		if (err == -EPIPE)
 			reraise_signal(SIGPIPE);	/* the reader is gone */
 		if (err)
 			return report_error(pid, err, true, dopts.max_freeze_ns);
-		return EXIT_SNAPSHOT_OK;
+		return ferr ? EXIT_INTERNAL : EXIT_SNAPSHOT_OK;
 	}
 	tinspect_snapshot *snap = NULL;
 	err = tinspect_session_update(s, &snap);
@@ -658,6 +722,13 @@ int main(int argc, char **argv)
 	capturing = 0;
 	if (got_signal)
 		reraise();
+	/* once, without --watch: the files of this one update (or, after
+	 * the freeze limit, a textfile that counts the failure) */
+	if (snap)
+		formats_snapshot(formats, snap);
+	else if (err == -ETIMEDOUT)
+		formats_update_failed(formats);
+	int ferr = formats_close(formats);
 	if (err)
 		return report_error(pid, err, true, dopts.max_freeze_ns);
 
@@ -670,6 +741,8 @@ int main(int argc, char **argv)
 	if (ao.check && tinspect_snapshot_ncycles(snap))
 		status = EXIT_DEADLOCK;
 	tinspect_snapshot_free(snap);
+	if (ferr && status != EXIT_DEADLOCK)
+		status = EXIT_INTERNAL;
 	if (fflush(stdout) != 0 || r != 0) {
 		if (got_signal)
 			reraise();

@@ -14,6 +14,7 @@
  * waitpid() when following threads): the target is never polled.
  */
 #include "agent.h"
+#include "formats.h"
 #include "overtime.h"
 
 #include <errno.h>
@@ -558,9 +559,11 @@ static int watch_loop(tinspect_session **sp, pid_t pid,
 			 * goes on */
 			stream_event(w, pid, "capture_abandoned",
 				     "the freeze limit was exceeded");
+			formats_update_failed(ao->formats);
 		} else if (err) {
 			return err;
 		} else {
+			formats_snapshot(ao->formats, snap);
 			overtime_out(snap, update, w, ao);
 			tinspect_snapshot_free(snap);
 		}

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "formats.h"
 #include "dbs_int.h"
 #include "arch.h"
 #include "harness.h"
@@ -963,4 +964,62 @@ Test(strpool, outsized_first_string)
 	}
 	cr_assert_eq(strlen(b), sizeof big - 1);
 	strpool_unref(p);
+}
+
+/* ---- the files for other tools (issue 15) ------------------------------------ */
+
+static char *label_value(const char *s)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	cr_assert(f);
+	prom_put_label_value(f, s);
+	fclose(f);
+	return buf;
+}
+
+Test(formats, prometheus_label_values)
+{
+	struct { const char *in, *out; } cases[] = {
+		{ "ledger_lock", "ledger_lock" },
+		{ "a\"b", "a\\\"b" },
+		{ "back\\slash", "back\\\\slash" },
+		{ "new\nline", "new\\nline" },
+		/* tabs and other controls are valid in a label value */
+		{ "t\tx\x01", "t\tx\x01" },
+		/* invalid UTF-8: each byte a U+FFFD; valid sequences kept */
+		{ "\xff\xc3(\xc3\xa9", "\xef\xbf\xbd\xef\xbf\xbd(\xc3\xa9" },
+		/* a truncated sequence at the end, an overlong '/' */
+		{ "x\xe2\x82", "x\xef\xbf\xbd\xef\xbf\xbd" },
+		{ "\xc0\xaf", "\xef\xbf\xbd\xef\xbf\xbd" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char *got = label_value(cases[i].in);
+		cr_expect_str_eq(got, cases[i].out, "case %zu", i);
+		free(got);
+	}
+}
+
+Test(formats, folded_frames_stay_one_field)
+{
+	struct { const char *in, *out; } cases[] = {
+		{ "main", "main" },
+		{ "a;b", "a:b" },
+		{ "operator new(unsigned long)", "operator_new(unsigned_long)" },
+		{ "x\ny\r\t", "x?y?_" },
+		{ "\xff\xc3\xa9", "?\xc3\xa9" },
+		{ "std::map<int, int>", "std::map<int,_int>" },
+	};
+	char buf[64];
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		folded_sanitize(cases[i].in, buf, sizeof buf);
+		cr_expect_str_eq(buf, cases[i].out, "case %zu", i);
+	}
+	/* truncation never splits a character */
+	char small[4];
+	folded_sanitize("ab\xc3\xa9", small, sizeof small);
+	cr_expect_str_eq(small, "ab");
+	folded_sanitize("", small, sizeof small);
+	cr_expect_str_eq(small, "");
 }

@@ -48,6 +48,12 @@ PACKAGES=(
 	# pkg-config, headers compiled as C++ (g++, above), man pages
 	# rendered
 	groff-base
+	# --pprof (issue 15): profile.proto compiled by protoc-c, packed by
+	# libprotobuf-c, gzip'ed by zlib; and the consumers the formats suite
+	# reads the files with: node_exporter's textfile collector, Python's
+	# prometheus_client parser, go tool pprof
+	protobuf-c-compiler libprotobuf-c-dev zlib1g-dev
+	prometheus-node-exporter python3-prometheus-client golang-go
 )
 
 # The real services bench/services.sh inspects (issue 9).  MariaDB and a
