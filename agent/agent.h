@@ -67,9 +67,17 @@ int outq_finish(struct outq *q);
 int agent_watch(tinspect_session **sp, pid_t pid, const struct tinspect_options *opts,
 		const struct watch_opts *w, const struct agent_opts *ao);
 
+/* main.c: render one snapshot (text or JSON), free it, and return the
+ * exit status it makes (EXIT_SNAPSHOT_OK, EXIT_PARTIAL, EXIT_DEADLOCK). */
+int agent_report(tinspect_snapshot *snap, const struct agent_opts *ao);
+/* coremode.c: tinspect --core: one report from a core file; the exit
+ * status. */
+int agent_core(const char *core, const char *exe, const char *sysroot,
+	       const struct tinspect_options *opts, const struct agent_opts *ao);
+
 /* JSON document format; bump the minor for additions, the major for
  * changes that break readers. */
-#define TINSPECT_FORMAT_VERSION "2.1"
+#define TINSPECT_FORMAT_VERSION "2.2"
 
 int render_text(FILE *out, const tinspect_snapshot *snap,
 		const struct agent_opts *o);

@@ -87,8 +87,10 @@ static void raise_fd_limit(void)
 
 static const char usage_text[] =
 "Usage: tinspect [OPTIONS] PID\n"
+"       tinspect --core FILE [--exe PATH] [--sysroot DIR] [OPTIONS]\n"
 "Stop every thread of process PID together for as short a time as possible,\n"
-"record what each thread is doing, let the process go, and report.\n"
+"record what each thread is doing, let the process go, and report.  With\n"
+"--core, the same report from a core file (post-mortem).\n"
 "\n"
 "Options:\n"
 "  --json               print one JSON document (schema in "
@@ -130,6 +132,15 @@ static const char usage_text[] =
 "  --keys               pthread keys in use, their destructors, and every\n"
 "                       thread's values\n"
 "  --proc-mem           read target memory through /proc/PID/mem\n"
+"  --core FILE          report on a core file instead of a process: written\n"
+"                       by the kernel (systemd-coredump: coredumpctl dump PID\n"
+"                       -o FILE) or by gdb (gcore PID); plain, zstd, xz or\n"
+"                       lz4.  --watch, --follow-threads, --max-freeze,\n"
+"                       --stop-timeout, --proc-mem do not apply to a core\n"
+"  --exe PATH           with --core: the executable (when it was deleted or\n"
+"                       moved since the crash)\n"
+"  --sysroot DIR        with --core: look up the core's files under DIR (a\n"
+"                       copy of the crashed machine's or container's root)\n"
 "  -h, --help           this text\n"
 "  -V, --version        version\n"
 "\n"
@@ -138,7 +149,8 @@ static const char usage_text[] =
 "  1   snapshot taken, but some threads could not be fully read (their\n"
 "      errors say why: registers, libthread_db, a stack whose unwinding\n"
 "      failed in native code); a stack that stops in JIT code is no error\n"
-"  2   usage error\n"
+"  2   usage error; with --core also a core file that cannot be read (not\n"
+"      found, not a core, too damaged: the message says which)\n"
 "  3   no such process (or only its zombie: exited, not reaped)\n"
 "  4   permission denied (the message says why)\n"
 "  5   unsupported target (32-bit, other architecture, kernel thread)\n"
@@ -375,7 +387,11 @@ int main(int argc, char **argv)
 	       OPT_THREAD_DB, OPT_PROC_MEM, OPT_NO_STACKS, OPT_MAX_FRAMES,
 	       OPT_STACK_BYTES, OPT_DEBUGINFOD, OPT_TLS, OPT_ERRNO, OPT_KEYS,
 	       OPT_NO_TARGET_TDB, OPT_CHECK, OPT_WATCH, OPT_COUNT, OPT_SUMMARY,
-	       OPT_FOLLOW, OPT_BRIEF, OPT_VERBOSE };
+	       OPT_FOLLOW, OPT_BRIEF, OPT_VERBOSE, OPT_CORE, OPT_EXE,
+	       OPT_SYSROOT };
+	const char *core = NULL, *exe = NULL, *sysroot = NULL;
+	/* options that make no sense for a core, refused with --core */
+	const char *live_only = NULL;
 	struct watch_opts wo = { 0 };
 	bool watch = false;
 	bool debuginfod = false;
@@ -403,6 +419,9 @@ int main(int argc, char **argv)
 		{ "errno", no_argument, NULL, OPT_ERRNO },
 		{ "keys", no_argument, NULL, OPT_KEYS },
 		{ "no-target-thread-db", no_argument, NULL, OPT_NO_TARGET_TDB },
+		{ "core", required_argument, NULL, OPT_CORE },
+		{ "exe", required_argument, NULL, OPT_EXE },
+		{ "sysroot", required_argument, NULL, OPT_SYSROOT },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -426,7 +445,17 @@ int main(int argc, char **argv)
 		case OPT_VERBOSE:
 			ao.verbose = true;
 			break;
+		case OPT_CORE:
+			core = optarg;
+			break;
+		case OPT_EXE:
+			exe = optarg;
+			break;
+		case OPT_SYSROOT:
+			sysroot = optarg;
+			break;
 		case OPT_MAX_FREEZE:
+			live_only = "--max-freeze";
 			if (!parse_ms(optarg, &dopts.max_freeze_ns) ||
 			    !dopts.max_freeze_ns) {
 				fprintf(stderr, "tinspect: --max-freeze: not a positive "
@@ -435,6 +464,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		case OPT_STOP_TIMEOUT:
+			live_only = "--stop-timeout";
 			/* 0 would mean: wait for ever for a D-state thread,
 			 * with every other thread stopped meanwhile */
 			if (!parse_ms(optarg, &dopts.stop_timeout_ns) ||
@@ -448,9 +478,11 @@ int main(int argc, char **argv)
 			dopts.thread_db_path = optarg;
 			break;
 		case OPT_PROC_MEM:
+			live_only = "--proc-mem";
 			dopts.flags |= TINSPECT_OPT_PROC_MEM;
 			break;
 		case OPT_WATCH:
+			live_only = "--watch";
 			/* seconds, fractions allowed, at most a day */
 			if (!parse_decimal(optarg, 86400.0, 1e9, &wo.interval_ns) ||
 			    !wo.interval_ns) {
@@ -473,6 +505,7 @@ int main(int argc, char **argv)
 			wo.summary = true;
 			break;
 		case OPT_FOLLOW:
+			live_only = "--follow-threads";
 			wo.follow = true;
 			break;
 		case OPT_NO_STACKS:
@@ -521,6 +554,31 @@ int main(int argc, char **argv)
 			fputs(usage_text, stderr);
 			return EXIT_USAGE;
 		}
+	}
+	if ((exe || sysroot) && !core) {
+		fprintf(stderr, "tinspect: --exe and --sysroot go with --core\n");
+		return EXIT_USAGE;
+	}
+	if (core) {
+		if (optind != argc) {
+			fprintf(stderr, "tinspect: --core FILE takes no PID\n");
+			return EXIT_USAGE;
+		}
+		if (live_only) {
+			fprintf(stderr, "tinspect: %s does not apply to a core file: "
+				"a core is one frozen moment, nothing runs or stops\n",
+				live_only);
+			return EXIT_USAGE;
+		}
+		if (ao.brief && ao.verbose) {
+			fprintf(stderr, "tinspect: --brief and --verbose do not go "
+				"together\n");
+			return EXIT_USAGE;
+		}
+		if (!debuginfod)
+			unsetenv("DEBUGINFOD_URLS");
+		raise_fd_limit();
+		return agent_core(core, exe, sysroot, &dopts, &ao);
 	}
 	pid_t pid;
 	if (optind != argc - 1 || !parse_pid(argv[optind], &pid)) {
@@ -594,13 +652,18 @@ int main(int argc, char **argv)
 	if (err)
 		return report_error(pid, err, true, dopts.max_freeze_ns);
 
-	int r = ao.json ? render_json(stdout, snap, &ao)
-			: render_text(stdout, snap, &ao);
+	return agent_report(snap, &ao);
+}
+
+int agent_report(tinspect_snapshot *snap, const struct agent_opts *ao)
+{
+	int r = ao->json ? render_json(stdout, snap, ao)
+			 : render_text(stdout, snap, ao);
 	int status = tinspect_snapshot_threads_with_errors(snap) ? EXIT_PARTIAL
 								 : EXIT_SNAPSHOT_OK;
 	/* --check: a deadlock is what the caller asked about; it wins over
 	 * "partial" */
-	if (ao.check && tinspect_snapshot_ncycles(snap))
+	if (ao->check && tinspect_snapshot_ncycles(snap))
 		status = EXIT_DEADLOCK;
 	tinspect_snapshot_free(snap);
 	if (fflush(stdout) != 0 || r != 0) {
