@@ -36,6 +36,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <inttypes.h>
 #include <libelf.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -630,6 +631,11 @@ int psvc_open_core(const char *path, const struct psvc_core_open_opts *opts,
 		psvc_target_set_exe(t, p);
 	}
 	set_cmdline(t, pr);
+	if (psvc_core_file_size(B->c) < psvc_core_expected_size(B->c))
+		psvc_target_warn(t, "core: truncated: %" PRIu64 " of the %" PRIu64
+				 " bytes its headers describe; the memory past the "
+				 "end is unreadable", psvc_core_file_size(B->c),
+				 psvc_core_expected_size(B->c));
 	for (size_t i = 0; i < psvc_core_nwarnings(B->c); i++)
 		psvc_target_warn(t, "core: %s", psvc_core_warning_at(B->c, i));
 	*ret = t;

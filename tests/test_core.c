@@ -317,7 +317,7 @@ Test(core, cxx_std_mutex)		{ lock_case("fx_lock_cxx", NULL); }
 
 Test(core, static_binary)
 {
-	const char *args[] = { "4", NULL };
+	const char *args[] = { "alpha:61", "beta:62", NULL };
 	fx_start(&fx, "fx_threads_static", args, 60);
 	json_t *live = inspect_json(fx.pid, NULL, NULL);
 	json_t *g = core_ok(make_gcore(), NULL, NULL);
@@ -326,6 +326,41 @@ Test(core, static_binary)
 		 "thread_db");
 	json_decref(live);
 	json_decref(g);
+}
+
+/* The TLS, errno and key values of every thread of the core against the
+ * live run's.  gcore writes a PROT_NONE page as a readable segment of
+ * zeros (PF_R, checked with gdb 13.1), so from its core the string that
+ * ends right before such a page (fx_tls_edge) reads as complete: that one
+ * flag is only compared on the kernel's core, which leaves the page out. */
+static void same_tls(json_t *live, json_t *core, bool gcore)
+{
+	same_key(json_object_get(live, "process"), json_object_get(core, "process"),
+		 "keys");
+	size_t i, nval = 0;
+	json_t *t;
+	json_array_foreach(json_object_get(live, "threads"), i, t) {
+		pid_t tid = (pid_t)json_integer_value(json_object_get(t, "tid"));
+		json_t *c = thread_by_tid(core, tid);
+		cr_assert(c);
+		json_t *lt = json_deep_copy(json_object_get(t, "tls"));
+		json_t *ct = json_deep_copy(json_object_get(c, "tls"));
+		if (gcore) {
+			json_object_del(json_object_get(lt, "fx_tls_edge"), "truncated");
+			json_object_del(json_object_get(ct, "fx_tls_edge"), "truncated");
+		}
+		char *a = dump(lt);
+		char *b = dump(ct);
+		cr_assert_str_eq(b, a, "thread %d: TLS", (int)tid);
+		nval += json_object_size(lt);
+		free(a);
+		free(b);
+		json_decref(lt);
+		json_decref(ct);
+		same_key(t, c, "keys");
+		same_key(t, c, "errno");
+	}
+	cr_assert_gt(nval, 0, "no TLS value was compared");
 }
 
 Test(core, tls_and_keys_values)
@@ -338,26 +373,15 @@ Test(core, tls_and_keys_values)
 	json_t *live = inspect_json(fx.pid, extra, NULL);
 	cr_assert(wait_not_stopped(fx.pid, 2000));
 	json_t *g = core_ok(make_gcore(), extra, NULL);
-	same_key(json_object_get(live, "process"), json_object_get(g, "process"),
-		 "keys");
-	size_t i, nval = 0;
-	json_t *t;
-	json_array_foreach(json_object_get(live, "threads"), i, t) {
-		pid_t tid = (pid_t)json_integer_value(json_object_get(t, "tid"));
-		json_t *c = thread_by_tid(g, tid);
-		cr_assert(c);
-		char *a = dump(json_object_get(t, "tls"));
-		char *b = dump(json_object_get(c, "tls"));
-		cr_assert_str_eq(b, a, "thread %d: TLS", (int)tid);
-		nval += json_object_size(json_object_get(t, "tls"));
-		free(a);
-		free(b);
-		same_key(t, c, "keys");
-		same_key(t, c, "errno");
-	}
-	cr_assert_gt(nval, 0, "no TLS value was compared");
-	json_decref(live);
+	same_tls(live, g, true);
 	json_decref(g);
+	const char *kc = make_kernel_core();
+	if (kc) {
+		json_t *k = core_ok(kc, extra, NULL);
+		same_tls(live, k, false);
+		json_decref(k);
+	}
+	json_decref(live);
 }
 
 Test(core, three_thousand_threads)
@@ -401,14 +425,16 @@ static bool has_warning(json_t *doc, const char *a, const char *b)
 	return false;
 }
 
-/* The symbol of the lock tinspect names, by address. */
+/* The symbol tinspect names the lock at addr by (locks[].symbol.symbol),
+ * NULL if none. */
 static const char *lock_symbol(json_t *doc, const char *addr)
 {
 	size_t i;
 	json_t *l;
 	json_array_foreach(json_object_get(doc, "locks"), i, l)
 		if (!strcmp(json_string_value(json_object_get(l, "addr")), addr))
-			return json_string_value(json_object_get(l, "symbol"));
+			return json_string_value(json_object_get(
+				json_object_get(l, "symbol"), "symbol"));
 	return NULL;
 }
 
@@ -433,8 +459,15 @@ Test(core, deleted_executable_with_and_without_exe)
 	cr_assert(has_warning(bare, "fx_lock_abba", "symbols are unknown"),
 		  "no warning about the missing executable");
 	cr_assert_null(lock_symbol(bare, addr), "a symbol from a missing file");
-	/* libc is there: libthread_db and the cycle do not need the exe */
-	same_key(live, bare, "deadlocks");
+	/* libc is there: libthread_db and the cycle do not need the exe (its
+	 * locks are then named by address only) */
+	json_t *ld = json_array_get(json_object_get(live, "deadlocks"), 0);
+	json_t *bd = json_array_get(json_object_get(bare, "deadlocks"), 0);
+	cr_assert(ld && bd && json_array_size(json_object_get(bare, "deadlocks")) == 1);
+	same_key(ld, bd, "threads");
+	for (size_t i = 0; i < 2; i++)
+		same_key(json_array_get(json_object_get(ld, "locks"), i),
+			 json_array_get(json_object_get(bd, "locks"), i), "addr");
 	json_decref(bare);
 
 	const char *extra[] = { "--exe", keep, NULL };
@@ -483,9 +516,9 @@ Test(core, replaced_library_is_refused_not_guessed)
 						   "frames"), j, f) {
 			nframes++;
 			const char *mod = json_string_value(json_object_get(f, "module"));
-			json_t *fn = json_object_get(f, "function");
+			json_t *fn = json_object_get(f, "symbol");
 			if (mod && strstr(mod, "libfx_tlslib"))
-				cr_assert(json_is_null(fn) || !fn,
+				cr_assert(json_is_null(fn),
 					  "a symbol from the refused library: %s",
 					  json_string_value(fn));
 		}
