@@ -8,6 +8,7 @@
 #   -n "N..."        worker threads of the target (default "1000 10000")
 #   -r R             repetitions per core and tool (default 3)
 #   --gdb-r R        repetitions of gdb (default: -r; gdb is the slow one)
+#   --eu-r R         repetitions of eu-stack (default: -r)
 #   --no-coreread    do not run the reader alone (tests/coreread)
 #   --no-gdb         do not run gdb -batch -ex 'thread apply all bt' EXE CORE
 #   --no-eu-stack    do not run eu-stack --core CORE
@@ -46,13 +47,14 @@ set -o pipefail
 PROG=${0##*/}
 die() { echo "$PROG: $*" >&2; exit 1; }
 usage() {
-	sed -n '5,42p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '5,43p' "$0" | sed 's/^# \{0,1\}//'
 	exit "${1:-2}"
 }
 
 NS="1000 10000"
 R=3
 GDB_R=""
+EU_R=""
 RUN_COREREAD=1 RUN_GDB=1 RUN_EU=1 RUN_KERNEL=1 RUN_GCORE=1 RUN_ZSTD=1
 TMO=900
 OUT=""
@@ -62,6 +64,7 @@ while [[ $# -gt 0 ]]; do
 	-n) NS=$2; shift ;;
 	-r) R=$2; shift ;;
 	--gdb-r) GDB_R=$2; shift ;;
+	--eu-r) EU_R=$2; shift ;;
 	--no-coreread) RUN_COREREAD=0 ;;
 	--no-gdb) RUN_GDB=0 ;;
 	--no-eu-stack) RUN_EU=0 ;;
@@ -77,6 +80,7 @@ while [[ $# -gt 0 ]]; do
 	shift
 done
 GDB_R=${GDB_R:-$R}
+EU_R=${EU_R:-$R}
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SHARED_BENCH=${SHARED_BENCH:-$REPO/../shared/bench}
@@ -218,7 +222,7 @@ bench_core() {	# core
 	fi
 	# eu-stack and gdb read no compressed core
 	if ((RUN_EU)) && [[ $core != *.zst ]]; then
-		for ((i = 0; i < R; i++)); do
+		for ((i = 0; i < EU_R; i++)); do
 			measure eu-stack "$core" eu-stack --core "$core"
 		done
 	fi

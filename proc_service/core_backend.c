@@ -68,11 +68,20 @@ struct corebk {
 	char *exe;		/* --exe, or NULL */
 	struct cfile *files;
 	size_t nfiles;
+	struct psvc_tidmap by_tid;	/* TID -> index of its first note */
 };
 
 static struct corebk *cb(const struct psvc_target *t)
 {
 	return t->backend_data;
+}
+
+/* The thread of the core with that TID (its first NT_PRSTATUS), in O(1):
+ * every task asks once per capture. */
+static const struct psvc_core_thread *core_thread(struct psvc_target *t, pid_t tid)
+{
+	long i = psvc_tidmap_get(&cb(t)->by_tid, tid);
+	return i < 0 ? NULL : psvc_core_thread_at(cb(t)->c, (size_t)i);
 }
 
 /* ---- files ------------------------------------------------------------------- */
@@ -308,6 +317,13 @@ static void core_read_runs(struct psvc_target *t, struct psvc_run *runs, size_t 
 	for (size_t i = 0; i < n; i++) {
 		struct psvc_run *r = &runs[i];
 		r->done = 0;
+		/* most runs are in the core whole: one copy */
+		if (psvc_core_extent(cb(t)->c, r->addr, r->len) == r->len &&
+		    psvc_core_read(cb(t)->c, r->addr, r->buf, r->len, NULL) == 0) {
+			t->read_syscalls++;
+			r->done = r->len;
+			continue;
+		}
 		/* whole 4 KiB blocks: as many as can be read */
 		while (r->done < r->len) {
 			size_t blk = r->len - r->done < 4096 ? r->len - r->done : 4096;
@@ -359,7 +375,7 @@ static int core_scan(struct psvc_target *t)
 	psvc_tasks_clear(t);
 	for (size_t i = 0; i < psvc_core_nthreads(B->c); i++) {
 		const struct psvc_core_thread *ct = psvc_core_thread_at(B->c, i);
-		if (ct->tid <= 0 || psvc_task_by_tid(t, ct->tid))
+		if (ct->tid <= 0 || core_thread(t, ct->tid) != ct)
 			continue;	/* the first note of a TID counts */
 		struct psvc_task *k = psvc_task_add(t, ct->tid);
 		if (!k)
@@ -387,7 +403,7 @@ static void core_resume(struct psvc_target *t)
 
 static int core_regs(struct psvc_target *t, struct psvc_task *k)
 {
-	const struct psvc_core_thread *ct = psvc_core_thread_by_tid(cb(t)->c, k->tid);
+	const struct psvc_core_thread *ct = core_thread(t, k->tid);
 	if (!ct)
 		return -ESRCH;
 	if (!ct->have_regs)
@@ -400,7 +416,7 @@ static int core_regs(struct psvc_target *t, struct psvc_task *k)
 static int core_fpregs(struct psvc_target *t, struct psvc_task *k, void *buf,
 		       size_t len)
 {
-	const struct psvc_core_thread *ct = psvc_core_thread_by_tid(cb(t)->c, k->tid);
+	const struct psvc_core_thread *ct = core_thread(t, k->tid);
 	if (!ct)
 		return -ESRCH;
 	if (!ct->fpregs || ct->fpregs_len < len)
@@ -412,7 +428,7 @@ static int core_fpregs(struct psvc_target *t, struct psvc_task *k, void *buf,
 static int core_task_facts(struct psvc_target *t, pid_t tid,
 			   struct psvc_taskinfo *ret)
 {
-	const struct psvc_core_thread *ct = psvc_core_thread_by_tid(cb(t)->c, tid);
+	const struct psvc_core_thread *ct = core_thread(t, tid);
 	if (!ct)
 		return -ESRCH;
 	task_info(t, ct, ret);
@@ -514,6 +530,7 @@ static void core_close(struct psvc_target *t)
 		if (B->files[i].fd >= 0)
 			close(B->files[i].fd);
 	free(B->files);
+	psvc_tidmap_clear(&B->by_tid);
 	psvc_core_close(B->c);
 	free(B->sysroot);
 	free(B->exe);
@@ -612,6 +629,14 @@ int psvc_open_core(const char *path, const struct psvc_core_open_opts *opts,
 				  opts ? opts->holding : NULL))) {
 		core_close(&(struct psvc_target){ .backend_data = B });
 		return -ENOMEM;
+	}
+	for (size_t i = psvc_core_nthreads(B->c); i-- > 0;) {
+		/* backwards: the first note of a TID is the one kept */
+		pid_t tid = psvc_core_thread_at(B->c, i)->tid;
+		if (tid > 0 && psvc_tidmap_put(&B->by_tid, tid, (uint32_t)i)) {
+			psvc_close(t);
+			return -ENOMEM;
+		}
 	}
 	if (psvc_core_nthreads(B->c) == 0) {
 		if (why && whylen)

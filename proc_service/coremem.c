@@ -14,6 +14,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* The kept range holding addr, or NULL. */
 static const struct core_keep *keep_for(const struct psvc_core *c,
@@ -63,6 +64,35 @@ static void miss_at(struct psvc_core_miss *m, enum psvc_core_miss_kind kind,
 }
 
 /*
+ * Let go of the pages of a plain core a read just copied.  The kernel maps
+ * the page cache around each page fault of a file mapping (fault-around:
+ * the 64 KiB-aligned window holding the faulting page, mm/memory.c
+ * do_fault_around, fault_around_bytes), and every page so mapped counts in
+ * the reader's resident set: reading a few KiB of each of 10000 stacks
+ * would make most of the core resident, gigabytes of it.  The pages are
+ * clean MAP_PRIVATE copies of the file (memory segments are never written
+ * to, and libelf converts nothing of a little-endian core on a
+ * little-endian host), so dropping them only makes the next touch fault
+ * them in again, with the same bytes.
+ */
+#define FAULT_AROUND (64u * 1024)
+static void release_pages(const struct psvc_core *c, uint64_t off, uint64_t n)
+{
+	/* the window is aligned in the address space, not in the file */
+	uintptr_t base = (uintptr_t)c->image;
+	uintptr_t top = base + ((c->file_size + 4095) & ~(uint64_t)4095);
+	uintptr_t lo = (base + off) & ~(uintptr_t)(FAULT_AROUND - 1);
+	uintptr_t hi = (base + off + n + FAULT_AROUND - 1) &
+		       ~(uintptr_t)(FAULT_AROUND - 1);
+	if (lo < base)
+		lo = base;
+	if (hi > top)
+		hi = top;
+	if (hi > lo)
+		madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
+/*
  * The bytes at [addr, addr + len) that can be read in one run from addr,
  * copied to out if it is not NULL; where the run ends short, *m says why.
  */
@@ -106,8 +136,10 @@ static uint64_t walk(const struct psvc_core *c, uint64_t addr, uint64_t len,
 		if (n > s->avail - rel)
 			n = s->avail - rel;
 		if (c->zip == PSVC_CORE_PLAIN) {
-			if (out)
+			if (out) {
 				memcpy(out + done, c->image + s->offset + rel, n);
+				release_pages(c, s->offset + rel, n);
+			}
 		} else {
 			const struct core_keep *k = keep_for(c, a);
 			if (!k) {
