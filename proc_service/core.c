@@ -1,10 +1,11 @@
 /*
- * core.c: opening a core file and the facts every other part of the
- * reader stands on: the ELF header (what kind of core, whose), the program
- * headers (where the memory is), the NT_FILE list put in order, and the
- * "maps" view of both.  The notes are corenotes.c's, the memory reads
- * coremem.c's, compressed cores corezip.c's and corekeep.c's; core.h says
- * what the whole reader promises.
+ * core.c: the facts every other part of the reader stands on: the ELF
+ * header (what kind of core, whose), the program headers (where the memory
+ * is), the NT_FILE list put in order, the "maps" view of both, and the
+ * accessors.  Opening is coreopen.c's (over a plain file here, or a
+ * compressed one, corekeep.c), the notes corenotes.c's, the memory reads
+ * coremem.c's, messages coresay.c's; core.h says what the whole reader
+ * promises.
  *
  * Every number in the headers is the core's, so anyone's: each one is
  * checked in 64-bit arithmetic before it is used, and a segment that does
@@ -28,45 +29,6 @@
  * vm.max_map_count mappings, 65530 by default): refusing is better than
  * allocating for a number that is garbage. */
 #define MAX_SEGMENTS (1u << 22)
-#define MAX_WARNINGS 64
-
-void psvc_core_say(char *why, size_t whylen, const char *fmt, ...)
-{
-	if (!why || !whylen)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(why, whylen, fmt, ap);
-	va_end(ap);
-}
-
-void psvc_core_warn(struct psvc_core *c, const char *fmt, ...)
-{
-	/* a damaged core can repeat one fault thousands of times: the first
-	 * ones say what it is, the last line how many more there were */
-	if (c->nwarnings > MAX_WARNINGS)
-		return;
-	char buf[256];
-	if (c->nwarnings == MAX_WARNINGS)
-		snprintf(buf, sizeof buf, "more warnings left out");
-	else {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(buf, sizeof buf, fmt, ap);
-		va_end(ap);
-	}
-	if (c->nwarnings == c->warnings_cap) {
-		size_t ncap = c->warnings_cap ? c->warnings_cap * 2 : 8;
-		char **nw = realloc(c->warnings, ncap * sizeof *nw);
-		if (!nw)
-			return;
-		c->warnings = nw;
-		c->warnings_cap = ncap;
-	}
-	char *s = strdup(buf);
-	if (s)
-		c->warnings[c->nwarnings++] = s;
-}
 
 /* ---- the ELF header ------------------------------------------------------ */
 
@@ -488,173 +450,6 @@ int psvc_core_build_maps(struct psvc_core *c)
 	return 0;
 }
 
-/* ---- open and close -------------------------------------------------------- */
-
-static int open_plain(struct psvc_core *c, char *why, size_t whylen)
-{
-	if (c->file_size < sizeof(Elf64_Ehdr)) {
-		psvc_core_say(why, whylen, "%" PRIu64 " bytes: too short for an ELF "
-			 "core", c->file_size);
-		return -EBADMSG;
-	}
-	if (c->file_size > SIZE_MAX) {
-		psvc_core_say(why, whylen, "too big to map");
-		return -EFBIG;
-	}
-	/* MAP_PRIVATE and writable: libelf may convert in place, which must
-	 * never reach the file; only touched pages are ever read */
-	void *p = mmap(NULL, c->file_size, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_NORESERVE, c->fd, 0);
-	if (p == MAP_FAILED) {
-		int err = -errno;
-		psvc_core_say(why, whylen, "cannot map the core: %s", strerror(errno));
-		return err;
-	}
-	c->image = p;
-	c->image_len = c->file_size;
-	c->image_mapped = true;
-	int err = psvc_core_check_header(c, c->image, c->image_len, why, whylen);
-	if (err)
-		return err;
-	Elf *elf = elf_memory((char *)c->image, c->image_len);
-	if (!elf) {
-		psvc_core_say(why, whylen, "libelf cannot read it: %s", elf_errmsg(-1));
-		return -EBADMSG;
-	}
-	struct core_note_range *notes;
-	size_t nnotes;
-	err = psvc_core_read_headers(c, elf, &notes, &nnotes, why, whylen);
-	elf_end(elf);
-	if (err)
-		return err;
-	for (size_t i = 0; i < c->nsegs; i++) {
-		struct core_seg *s = &c->segs[i];
-		s->avail = s->offset >= c->file_size ? 0 :
-			   s->filesz < c->file_size - s->offset ?
-			   s->filesz : c->file_size - s->offset;
-	}
-	for (size_t i = 0; i < nnotes && !err; i++) {
-		const struct core_note_range *r = &notes[i];
-		if (r->offset >= c->file_size) {
-			psvc_core_warn(c, "the note segment at offset %#" PRIx64 " lies "
-				  "beyond the end of the file (%" PRIu64 " bytes: "
-				  "truncated)", r->offset, c->file_size);
-			continue;
-		}
-		uint64_t len = r->size;
-		bool cut = len > c->file_size - r->offset;
-		if (cut)
-			len = c->file_size - r->offset;
-		err = psvc_core_notes_parse(c, c->image + r->offset, len, r->align8,
-				       cut);
-	}
-	free(notes);
-	if (err)
-		return err;
-	psvc_core_notes_done(c);
-	if (!c->nthreads) {
-		psvc_core_say(why, whylen, "no thread in the core (no NT_PRSTATUS "
-			 "note could be read%s)", c->file_size < c->expected_size ?
-			 ": the file is truncated" : "");
-		return -EBADMSG;
-	}
-	err = psvc_core_finish(c);
-	return err ? err : psvc_core_build_maps(c);
-}
-
-int psvc_core_open_fd(int fd, const struct psvc_core_opts *opts,
-		      struct psvc_core **ret, char *why, size_t whylen)
-{
-	*ret = NULL;
-	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		psvc_core_say(why, whylen, "not a regular file");
-		close(fd);
-		return -ENXIO;
-	}
-	unsigned char magic[16] = { 0 };
-	ssize_t got = pread(fd, magic, sizeof magic, 0);
-	if (got < 0) {
-		int err = -errno;
-		psvc_core_say(why, whylen, "cannot read it: %s", strerror(errno));
-		close(fd);
-		return err;
-	}
-	const char *zname = NULL;
-	int zip = psvc_zip_detect(magic, (size_t)got, &zname);
-	if (zip < 0) {
-		psvc_core_say(why, whylen, "a %s-compressed file: tinspect reads "
-			 "plain cores and zstd, xz and lz4 ones (decompress "
-			 "it first)", zname);
-		close(fd);
-		return zip;
-	}
-	struct psvc_core *c = calloc(1, sizeof *c);
-	if (!c) {
-		close(fd);
-		return -ENOMEM;
-	}
-	elf_version(EV_CURRENT);
-	c->fd = fd;
-	c->zip = zip;
-	c->signalled = -1;
-	if (opts)
-		c->opts = *opts;
-	if (!c->opts.stack_bytes)
-		c->opts.stack_bytes = PSVC_CORE_STACK_BYTES;
-	if (!c->opts.stack_top_bytes)
-		c->opts.stack_top_bytes = PSVC_CORE_STACK_BYTES;
-	if (!c->opts.budget)
-		c->opts.budget = PSVC_CORE_BUDGET;
-	if (!c->opts.max_note_bytes)
-		c->opts.max_note_bytes = PSVC_CORE_MAX_NOTES;
-	c->file_size = (uint64_t)st.st_size;
-	int err = zip == PSVC_CORE_PLAIN ? open_plain(c, why, whylen)
-					 : psvc_core_zip_load(c, why, whylen);
-	if (err) {
-		psvc_core_close(c);
-		return err;
-	}
-	*ret = c;
-	return 0;
-}
-
-int psvc_core_open(const char *path, const struct psvc_core_opts *opts,
-		   struct psvc_core **ret, char *why, size_t whylen)
-{
-	*ret = NULL;
-	int fd = psvc_open_regular(path, NULL);
-	if (fd < 0) {
-		psvc_core_say(why, whylen, "%s: %s", path, psvc_open_strerror(fd));
-		return fd;
-	}
-	return psvc_core_open_fd(fd, opts, ret, why, whylen);
-}
-
-void psvc_core_close(struct psvc_core *c)
-{
-	if (!c)
-		return;
-	psvc_core_keep_free(c);
-	if (c->image_mapped)
-		munmap(c->image, c->image_len);
-	else
-		free(c->image);
-	free(c->notes_buf);
-	free(c->segs);
-	free(c->threads);
-	free(c->auxv);
-	free(c->files);
-	free(c->file_names);
-	free(c->maps);
-	for (size_t i = 0; i < c->nwarnings; i++)
-		free(c->warnings[i]);
-	free(c->warnings);
-	if (c->fd >= 0)
-		close(c->fd);
-	free(c);
-}
-
 /* ---- accessors ------------------------------------------------------------- */
 
 const struct arch_desc *psvc_core_arch(const struct psvc_core *c)
@@ -665,17 +460,6 @@ const struct arch_desc *psvc_core_arch(const struct psvc_core *c)
 enum psvc_core_zip psvc_core_zip(const struct psvc_core *c)
 {
 	return c->zip;
-}
-
-const char *psvc_core_zip_name(enum psvc_core_zip z)
-{
-	switch (z) {
-	case PSVC_CORE_PLAIN: return "plain";
-	case PSVC_CORE_ZSTD: return "zstd";
-	case PSVC_CORE_XZ: return "xz";
-	case PSVC_CORE_LZ4: return "lz4";
-	}
-	return "?";
 }
 
 enum psvc_core_producer psvc_core_producer(const struct psvc_core *c)
