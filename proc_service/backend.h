@@ -7,9 +7,10 @@
  * that libthread_db calls (shim.c), and above proc_service the whole
  * session - is the same code whatever the target is.  What differs is
  * behind a struct psvc_backend: a live process (live*.c: ptrace,
- * process_vm_readv, /proc) or, next, a core file (PT_LOAD segments,
- * NT_PRSTATUS registers, NT_FILE mappings).  A backend is its open
- * function (psvc_open() for a live process), which makes the target with
+ * process_vm_readv, /proc) or a core file (core_backend.c over the reader
+ * core*.c: PT_LOAD segments, NT_PRSTATUS registers, NT_FILE mappings).
+ * Neither knows the other.  A backend is its open function (psvc_open()
+ * for a live process, psvc_open_core() for a core), which makes the target with
  * psvc_target_new() and gives it the process-wide facts, and these ops.
  *
  * In the manner of libdwfl's Dwfl_Thread_Callbacks, each slot says when it

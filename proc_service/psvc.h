@@ -7,7 +7,8 @@
  * symbol tables, and the ps_* callbacks that libthread_db calls (through
  * struct ps_prochandle, see psvc_prochandle()).  How the target is reached
  * is a backend's business (proc_service/backend.h): a live process
- * (psvc_open(): ptrace, process_vm_readv, /proc) now, a core file next;
+ * (psvc_open(): ptrace, process_vm_readv, /proc) or a core file
+ * (psvc_open_core());
  * nothing declared here depends on which.
  *
  * Errors are negative errno values.  The meanings callers rely on:
