@@ -52,6 +52,9 @@ struct psvc_core {
 	unsigned char *image;
 	uint64_t image_len;
 	bool image_mapped;	/* munmap, else free */
+	/* coremem.c: bytes of the mapping that reads may have made resident
+	 * since it was last let go (atomic: reads may run concurrently) */
+	_Atomic uint64_t touched;
 	unsigned char *notes_buf;	/* compressed, notes after the
 					 * memory: [notes_off, +len) */
 	uint64_t notes_off, notes_len;

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -64,32 +65,30 @@ static void miss_at(struct psvc_core_miss *m, enum psvc_core_miss_kind kind,
 }
 
 /*
- * Let go of the pages of a plain core a read just copied.  The kernel maps
- * the page cache around each page fault of a file mapping (fault-around:
- * the 64 KiB-aligned window holding the faulting page, mm/memory.c
- * do_fault_around, fault_around_bytes), and every page so mapped counts in
- * the reader's resident set: reading a few KiB of each of 10000 stacks
- * would make most of the core resident, gigabytes of it.  The pages are
- * clean MAP_PRIVATE copies of the file (memory segments are never written
- * to, and libelf converts nothing of a little-endian core on a
- * little-endian host), so dropping them only makes the next touch fault
- * them in again, with the same bytes.
+ * Let go of the pages of a plain core that reads made resident.  The
+ * kernel maps the page cache around each page fault of a file mapping
+ * (fault-around: the 64 KiB-aligned window of the faulting page,
+ * mm/memory.c do_fault_around), and every page so mapped counts in the
+ * reader's resident set: reading a few KiB of each of 10000 stacks would
+ * make most of a core of gigabytes resident.  So what reads may have
+ * mapped is counted (a window per read at most), and past RELEASE_AFTER
+ * bytes the whole mapping is let go in one call.  The pages are clean
+ * MAP_PRIVATE copies of the file (memory segments are never written to,
+ * and libelf converts nothing of a little-endian core on a little-endian
+ * host), so dropping them only makes the next touch fault them in again,
+ * with the same bytes.  Once per RELEASE_AFTER, not per read: dropping a
+ * window per read made every neighbouring read fault it in again.
  */
 #define FAULT_AROUND (64u * 1024)
-static void release_pages(const struct psvc_core *c, uint64_t off, uint64_t n)
+#define RELEASE_AFTER (32ull << 20)
+static void count_touched(const struct psvc_core *c, uint64_t n)
 {
-	/* the window is aligned in the address space, not in the file */
-	uintptr_t base = (uintptr_t)c->image;
-	uintptr_t top = base + ((c->file_size + 4095) & ~(uint64_t)4095);
-	uintptr_t lo = (base + off) & ~(uintptr_t)(FAULT_AROUND - 1);
-	uintptr_t hi = (base + off + n + FAULT_AROUND - 1) &
-		       ~(uintptr_t)(FAULT_AROUND - 1);
-	if (lo < base)
-		lo = base;
-	if (hi > top)
-		hi = top;
-	if (hi > lo)
-		madvise((void *)lo, hi - lo, MADV_DONTNEED);
+	struct psvc_core *m = (struct psvc_core *)c;	/* the counter only */
+	uint64_t add = (n + 2 * FAULT_AROUND - 1) & ~(uint64_t)(FAULT_AROUND - 1);
+	if (atomic_fetch_add(&m->touched, add) + add < RELEASE_AFTER)
+		return;
+	atomic_store(&m->touched, 0);
+	madvise(c->image, (c->file_size + 4095) & ~(uint64_t)4095, MADV_DONTNEED);
 }
 
 /*
@@ -138,7 +137,7 @@ static uint64_t walk(const struct psvc_core *c, uint64_t addr, uint64_t len,
 		if (c->zip == PSVC_CORE_PLAIN) {
 			if (out) {
 				memcpy(out + done, c->image + s->offset + rel, n);
-				release_pages(c, s->offset + rel, n);
+				count_touched(c, n);
 			}
 		} else {
 			const struct core_keep *k = keep_for(c, a);
