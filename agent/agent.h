@@ -81,6 +81,13 @@ int agent_watch(tinspect_session **sp, pid_t pid, const struct tinspect_options 
  * status: EXIT_SNAPSHOT_OK, or EXIT_USAGE when a document cannot be read
  * or is of another major format version (said on stderr). */
 int agent_diff(const char *old_path, const char *new_path, bool json);
+/* main.c: render one snapshot (text or JSON), free it, and return the
+ * exit status it makes (EXIT_SNAPSHOT_OK, EXIT_PARTIAL, EXIT_DEADLOCK). */
+int agent_report(tinspect_snapshot *snap, const struct agent_opts *ao);
+/* coremode.c: tinspect --core: one report from a core file; the exit
+ * status. */
+int agent_core(const char *core, const char *exe, const char *sysroot,
+	       const struct tinspect_options *opts, const struct agent_opts *ao);
 
 /* JSON document format; bump the minor for additions, the major for
  * changes that break readers. */

@@ -544,7 +544,7 @@ static void thread_json(struct jw *w, const tinspect_snapshot *snap,
 	}
 	jw_kbool(w, "main", tinspect_thread_is_main(th));
 
-	if (pr != TINSPECT_PROC_FAILED) {
+	if (pr != TINSPECT_PROC_FAILED && pr != TINSPECT_PROC_NONE) {
 		char state = tinspect_thread_state(th);
 		char st[2] = { state, 0 };
 		jw_kstr(w, "state", state ? st : "?");
@@ -555,7 +555,8 @@ static void thread_json(struct jw *w, const tinspect_snapshot *snap,
 		jw_knull(w, "state_name");
 		jw_knull(w, "wchan");
 	}
-	jw_kstr(w, "proc_read", pr == TINSPECT_PROC_FAILED ? "failed" :
+	jw_kstr(w, "proc_read", pr == TINSPECT_PROC_NONE ? "none" :
+			      pr == TINSPECT_PROC_FAILED ? "failed" :
 			      pr == TINSPECT_PROC_BEFORE_STOP ? "before_stop" :
 			      "after_resume");
 	jw_key(w, "syscall");
@@ -601,6 +602,45 @@ static void thread_json(struct jw *w, const tinspect_snapshot *snap,
 	json_waiting(w, snap, th);
 	thread_errors(w, th);
 	thread_extras_json(w, snap, tk, th);
+	jw_obj_end(w);
+}
+
+/* "signal": which thread took which signal (a core's NT_SIGINFO), or
+ * null. */
+static void signal_json(struct jw *w, const tinspect_snapshot *snap)
+{
+	struct tinspect_signal_info si;
+	jw_key(w, "signal");
+	if (tinspect_snapshot_signal(snap, &si, sizeof si)) {
+		jw_null(w);
+		return;
+	}
+	jw_obj(w);
+	jw_kint(w, "tid", si.tid);
+	jw_kint(w, "signo", si.signo);
+	const char *abbrev = si.signo > 0 ? sigabbrev_np(si.signo) : NULL;
+	char name[32];
+	if (abbrev)
+		snprintf(name, sizeof name, "SIG%s", abbrev);
+	jw_kstr(w, "name", abbrev ? name : NULL);
+	if (si.have_siginfo) {
+		jw_kint(w, "code", si.code);
+		jw_kint(w, "errno", si.err);
+	} else {
+		jw_knull(w, "code");
+		jw_knull(w, "errno");
+	}
+	if (si.have_addr)
+		jw_khex(w, "addr", si.addr);
+	else
+		jw_knull(w, "addr");
+	if (si.have_sender) {
+		jw_kint(w, "sender_pid", si.sender_pid);
+		jw_kint(w, "sender_uid", si.sender_uid);
+	} else {
+		jw_knull(w, "sender_pid");
+		jw_knull(w, "sender_uid");
+	}
 	jw_obj_end(w);
 }
 
@@ -660,8 +700,14 @@ static void snapshot_json(struct jw *w, const tinspect_snapshot *snap,
 
 	jw_key(w, "capture");
 	jw_obj(w);
-	jw_kstr(w, "mode", "all-stop");
-	jw_kint(w, "freeze_us", (int64_t)(tinspect_snapshot_freeze_ns(snap) / 1000));
+	bool core = tinspect_snapshot_capture_mode(snap) == TINSPECT_CAPTURE_CORE;
+	jw_kstr(w, "mode", core ? "core" : "all-stop");
+	if (core)
+		jw_knull(w, "freeze_us");	/* nothing was stopped */
+	else
+		jw_kint(w, "freeze_us",
+			(int64_t)(tinspect_snapshot_freeze_ns(snap) / 1000));
+	signal_json(w, snap);
 	jw_kint(w, "duration_us", (int64_t)(tinspect_snapshot_duration_ns(snap) / 1000));
 	jw_kint(w, "threads_seen", (int64_t)tinspect_snapshot_threads_seen(snap));
 	jw_kint(w, "threads_stopped", (int64_t)tinspect_snapshot_threads_stopped(snap));

@@ -93,8 +93,10 @@ static void raise_fd_limit(void)
 static const char usage_text[] =
 "Usage: tinspect [OPTIONS] PID\n"
 "       tinspect --diff [--json] OLD.json NEW.json\n"
+"       tinspect --core FILE [--exe PATH] [--sysroot DIR] [OPTIONS]\n"
 "Stop every thread of process PID together for as short a time as possible,\n"
 "record what each thread is doing, let the process go, and report.  With\n"
+"--core, the same report from a core file (post-mortem).  With\n"
 "--diff, compare two snapshots taken with --json: threads that appeared and\n"
 "went away, and what stayed stuck (the same wait, a lock held by the same\n"
 "owner, a deadlock) in both.\n"
@@ -160,6 +162,15 @@ static const char usage_text[] =
 "  --keys               pthread keys in use, their destructors, and every\n"
 "                       thread's values\n"
 "  --proc-mem           read target memory through /proc/PID/mem\n"
+"  --core FILE          report on a core file instead of a process: written\n"
+"                       by the kernel (systemd-coredump: coredumpctl dump PID\n"
+"                       -o FILE) or by gdb (gcore PID); plain, zstd, xz or\n"
+"                       lz4.  --watch, --follow-threads, --max-freeze,\n"
+"                       --stop-timeout, --proc-mem do not apply to a core\n"
+"  --exe PATH           with --core: the executable (when it was deleted or\n"
+"                       moved since the crash)\n"
+"  --sysroot DIR        with --core: look up the core's files under DIR (a\n"
+"                       copy of the crashed machine's or container's root)\n"
 "  -h, --help           this text\n"
 "  -V, --version        version\n"
 "\n"
@@ -169,7 +180,8 @@ static const char usage_text[] =
 "      errors say why: registers, libthread_db, a stack whose unwinding\n"
 "      failed in native code); a stack that stops in JIT code is no error\n"
 "  2   usage error (with --diff: a document that cannot be read, or of\n"
-"      another major format version)\n"
+"      another major format version; with --core: a core file that cannot\n"
+"      be read: not found, not a core, too damaged, the message says which)\n"
 "  3   no such process (or only its zombie: exited, not reaped)\n"
 "  4   permission denied (the message says why)\n"
 "  5   unsupported target (32-bit, other architecture, kernel thread)\n"
@@ -410,8 +422,11 @@ int main(int argc, char **argv)
 	       OPT_STACK_BYTES, OPT_DEBUGINFOD, OPT_TLS, OPT_ERRNO, OPT_KEYS,
 	       OPT_NO_TARGET_TDB, OPT_TARGET_TDB, OPT_CHECK, OPT_WATCH, OPT_COUNT, OPT_SUMMARY,
 	       OPT_FOLLOW, OPT_BRIEF, OPT_VERBOSE, OPT_HUNG_AFTER, OPT_MAX_DUTY,
-	       OPT_DIFF, OPT_PROMETHEUS, OPT_FOLDED, OPT_FOLDED_BY, OPT_PPROF };
+	       OPT_DIFF, OPT_PROMETHEUS, OPT_FOLDED, OPT_FOLDED_BY, OPT_PPROF, OPT_CORE, OPT_EXE, OPT_SYSROOT };
 	struct format_opts fo = { 0 };
+	const char *core = NULL, *exe = NULL, *sysroot = NULL;
+	/* options that make no sense for a core, refused with --core */
+	const char *live_only = NULL;
 	struct watch_opts wo = { 0 };
 	bool watch = false, diff = false, hung_after_set = false;
 	bool debuginfod = false;
@@ -447,6 +462,9 @@ int main(int argc, char **argv)
 		{ "keys", no_argument, NULL, OPT_KEYS },
 		{ "no-target-thread-db", no_argument, NULL, OPT_NO_TARGET_TDB },
 		{ "target-thread-db", no_argument, NULL, OPT_TARGET_TDB },
+		{ "core", required_argument, NULL, OPT_CORE },
+		{ "exe", required_argument, NULL, OPT_EXE },
+		{ "sysroot", required_argument, NULL, OPT_SYSROOT },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -470,7 +488,17 @@ int main(int argc, char **argv)
 		case OPT_VERBOSE:
 			ao.verbose = true;
 			break;
+		case OPT_CORE:
+			core = optarg;
+			break;
+		case OPT_EXE:
+			exe = optarg;
+			break;
+		case OPT_SYSROOT:
+			sysroot = optarg;
+			break;
 		case OPT_MAX_FREEZE:
+			live_only = "--max-freeze";
 			if (!parse_ms(optarg, &dopts.max_freeze_ns) ||
 			    !dopts.max_freeze_ns) {
 				fprintf(stderr, "tinspect: --max-freeze: not a positive "
@@ -479,6 +507,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		case OPT_STOP_TIMEOUT:
+			live_only = "--stop-timeout";
 			/* 0 would mean: wait for ever for a D-state thread,
 			 * with every other thread stopped meanwhile */
 			if (!parse_ms(optarg, &dopts.stop_timeout_ns) ||
@@ -492,9 +521,11 @@ int main(int argc, char **argv)
 			dopts.thread_db_path = optarg;
 			break;
 		case OPT_PROC_MEM:
+			live_only = "--proc-mem";
 			dopts.flags |= TINSPECT_OPT_PROC_MEM;
 			break;
 		case OPT_WATCH:
+			live_only = "--watch";
 			/* seconds, fractions allowed, at most a day */
 			if (!parse_decimal(optarg, 86400.0, 1e9, &wo.interval_ns) ||
 			    !wo.interval_ns) {
@@ -517,6 +548,7 @@ int main(int argc, char **argv)
 			wo.summary = true;
 			break;
 		case OPT_FOLLOW:
+			live_only = "--follow-threads";
 			wo.follow = true;
 			break;
 		case OPT_PROMETHEUS:
@@ -627,6 +659,31 @@ int main(int argc, char **argv)
 		}
 		return agent_diff(argv[optind], argv[optind + 1], ao.json);
 	}
+	if ((exe || sysroot) && !core) {
+		fprintf(stderr, "tinspect: --exe and --sysroot go with --core\n");
+		return EXIT_USAGE;
+	}
+	if (core) {
+		if (optind != argc) {
+			fprintf(stderr, "tinspect: --core FILE takes no PID\n");
+			return EXIT_USAGE;
+		}
+		if (live_only) {
+			fprintf(stderr, "tinspect: %s does not apply to a core file: "
+				"a core is one frozen moment, nothing runs or stops\n",
+				live_only);
+			return EXIT_USAGE;
+		}
+		if (ao.brief && ao.verbose) {
+			fprintf(stderr, "tinspect: --brief and --verbose do not go "
+				"together\n");
+			return EXIT_USAGE;
+		}
+		if (!debuginfod)
+			unsetenv("DEBUGINFOD_URLS");
+		raise_fd_limit();
+		return agent_core(core, exe, sysroot, &dopts, &ao);
+	}
 	pid_t pid;
 	if (optind != argc - 1 || !parse_pid(argv[optind], &pid)) {
 		if (optind == argc - 1)
@@ -732,17 +789,25 @@ int main(int argc, char **argv)
 	if (err)
 		return report_error(pid, err, true, dopts.max_freeze_ns);
 
-	int r = ao.json ? render_json(stdout, snap, &ao)
-			: render_text(stdout, snap, &ao);
+	int status = agent_report(snap, &ao);
+	/* a file of --prometheus/--folded/--pprof not written: an internal
+	 * error, unless the deadlock the caller asked about was found */
+	if (ferr && status != EXIT_DEADLOCK)
+		status = EXIT_INTERNAL;
+	return status;
+}
+
+int agent_report(tinspect_snapshot *snap, const struct agent_opts *ao)
+{
+	int r = ao->json ? render_json(stdout, snap, ao)
+			 : render_text(stdout, snap, ao);
 	int status = tinspect_snapshot_threads_with_errors(snap) ? EXIT_PARTIAL
 								 : EXIT_SNAPSHOT_OK;
 	/* --check: a deadlock is what the caller asked about; it wins over
 	 * "partial" */
-	if (ao.check && tinspect_snapshot_ncycles(snap))
+	if (ao->check && tinspect_snapshot_ncycles(snap))
 		status = EXIT_DEADLOCK;
 	tinspect_snapshot_free(snap);
-	if (ferr && status != EXIT_DEADLOCK)
-		status = EXIT_INTERNAL;
 	if (fflush(stdout) != 0 || r != 0) {
 		if (got_signal)
 			reraise();

@@ -462,7 +462,9 @@ static void put_thread(FILE *out, const tinspect_snapshot *snap, size_t ti,
 	overtime_put_wait_age(out, th);
 	fputc('\n', out);
 
-	if (pr != TINSPECT_PROC_FAILED) {
+	if (pr == TINSPECT_PROC_NONE) {
+		fputs("  state: unknown (a core file has no /proc facts)\n", out);
+	} else if (pr != TINSPECT_PROC_FAILED) {
 		char state = tinspect_thread_state(th);
 		const char *wchan = tinspect_thread_wchan(th);
 		fprintf(out, "  state: %c (%s)", state ? state : '?',
@@ -557,9 +559,28 @@ static void put_header(FILE *out, const tinspect_snapshot *snap,
 	time_t t = (time_t)sec;
 	gmtime_r(&t, &tm);
 	strftime(ts, sizeof ts, "%Y-%m-%d %H:%M:%S", &tm);
-	fprintf(out, "captured %s.%03ld UTC; target frozen %.3f ms (capture %.3f ms)\n",
-		ts, nsec / 1000000, (double)tinspect_snapshot_freeze_ns(snap) / 1e6,
-		(double)tinspect_snapshot_duration_ns(snap) / 1e6);
+	bool core = tinspect_snapshot_capture_mode(snap) == TINSPECT_CAPTURE_CORE;
+	if (core)
+		fprintf(out, "from a core file, read %s.%03ld UTC (%.3f ms)\n",
+			ts, nsec / 1000000,
+			(double)tinspect_snapshot_duration_ns(snap) / 1e6);
+	else
+		fprintf(out, "captured %s.%03ld UTC; target frozen %.3f ms (capture "
+			"%.3f ms)\n", ts, nsec / 1000000,
+			(double)tinspect_snapshot_freeze_ns(snap) / 1e6,
+			(double)tinspect_snapshot_duration_ns(snap) / 1e6);
+	struct tinspect_signal_info si;
+	if (tinspect_snapshot_signal(snap, &si, sizeof si) == 0) {
+		const char *abbrev = si.signo > 0 ? sigabbrev_np(si.signo) : NULL;
+		fprintf(out, "signal: %s%s (%d) taken by thread %d", abbrev ? "SIG" : "",
+			abbrev ? abbrev : "signal", si.signo, (int)si.tid);
+		if (si.have_addr)
+			fprintf(out, ", fault address 0x%" PRIx64, si.addr);
+		if (si.have_sender)
+			fprintf(out, ", sent by PID %d (uid %u)", (int)si.sender_pid,
+				(unsigned)si.sender_uid);
+		fputc('\n', out);
+	}
 	if (o->verbose) {
 #define MS(step) ((double)tinspect_snapshot_timing_ns(snap, TINSPECT_TIMING_##step) / 1e6)
 		fprintf(out, "freeze breakdown: stop %.3f, registers %.3f, memory %.3f, "
@@ -571,8 +592,14 @@ static void put_header(FILE *out, const tinspect_snapshot *snap,
 	size_t vanished = tinspect_snapshot_threads_vanished(snap);
 	size_t stragglers = tinspect_snapshot_stragglers(snap);
 	size_t with_errors = tinspect_snapshot_threads_with_errors(snap);
-	fprintf(out, "threads: %zu (%zu stopped together", tinspect_snapshot_nthreads(snap),
-		tinspect_snapshot_threads_stopped(snap));
+	if (core)
+		fprintf(out, "threads: %zu (in the core; thread names are not in a "
+			"core, the main thread's is the executable's",
+			tinspect_snapshot_nthreads(snap));
+	else
+		fprintf(out, "threads: %zu (%zu stopped together",
+			tinspect_snapshot_nthreads(snap),
+			tinspect_snapshot_threads_stopped(snap));
 	if (vanished)
 		fprintf(out, ", %zu exited while attaching", vanished);
 	if (stragglers)

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# bench/core.sh - the core reader (proc_service/core.h) against eu-stack and
-# gdb on cores of the shared bench target (../shared/bench/target.c).
+# bench/core.sh - tinspect --core (and its core reader alone) against
+# eu-stack and gdb on cores of the shared bench target
+# (../shared/bench/target.c).
 # Not a test: it prints medians and ratios, a slow run does not fail it.
 #
 # usage: bench/core.sh [options]
 #   -n "N..."        worker threads of the target (default "1000 10000")
 #   -r R             repetitions per core and tool (default 3)
 #   --gdb-r R        repetitions of gdb (default: -r; gdb is the slow one)
+#   --eu-r R         repetitions of eu-stack (default: -r)
+#   --no-coreread    do not run the reader alone (tests/coreread)
 #   --no-gdb         do not run gdb -batch -ex 'thread apply all bt' EXE CORE
 #   --no-eu-stack    do not run eu-stack --core CORE
 #   --no-kernel      no kernel core (they need root: core_pattern)
@@ -19,6 +22,7 @@
 #   -k               keep DIR
 #   -h, --help       this text
 # Environment:
+#   TINSPECT=PATH      the tinspect to measure (default REPO/build/agent/tinspect)
 #   COREREAD=PATH      the reader's driver (default REPO/build/tests/coreread)
 #   SHARED_BENCH=DIR   the harness (default REPO/../shared/bench)
 #
@@ -27,28 +31,31 @@
 # at DIR only for that dump, restored by a trap on any exit), and compress
 # that one with `zstd -q` as systemd-coredump would.  Then each tool, R
 # times per core, under /usr/bin/time -v:
-#   coreread CORE   open it, read every thread's registers and its stack
-#                   window [sp - 128, sp + 64 KiB) clipped to its mapping
+#   tinspect --core CORE --json >/dev/null   the whole report: every
+#                   thread's pthread identity, its stack unwound and
+#                   symbolized, locks and deadlocks
+#   coreread CORE   the reader alone: open it, read every thread's
+#                   registers and its stack window [sp - 128, sp + 64 KiB)
 #   eu-stack --core CORE
 #   gdb -batch -ex 'thread apply all bt' EXE CORE
 # and prints per core the median wall time and peak RSS of each, and the
-# ratios coreread / eu-stack and coreread / gdb.  eu-stack and gdb unwind
-# and symbolize every stack, which coreread does not: the ratios measure
-# this layer, not a whole `tinspect --core` (which does not exist yet).
+# ratios tinspect / eu-stack and tinspect / gdb (the goal at 10000
+# threads: at most 0.2 of eu-stack's wall time, peak RSS under 256 MiB).
 set -u
 set -o pipefail
 
 PROG=${0##*/}
 die() { echo "$PROG: $*" >&2; exit 1; }
 usage() {
-	sed -n '5,38p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '5,43p' "$0" | sed 's/^# \{0,1\}//'
 	exit "${1:-2}"
 }
 
 NS="1000 10000"
 R=3
 GDB_R=""
-RUN_GDB=1 RUN_EU=1 RUN_KERNEL=1 RUN_GCORE=1 RUN_ZSTD=1
+EU_R=""
+RUN_COREREAD=1 RUN_GDB=1 RUN_EU=1 RUN_KERNEL=1 RUN_GCORE=1 RUN_ZSTD=1
 TMO=900
 OUT=""
 KEEP=0
@@ -57,6 +64,8 @@ while [[ $# -gt 0 ]]; do
 	-n) NS=$2; shift ;;
 	-r) R=$2; shift ;;
 	--gdb-r) GDB_R=$2; shift ;;
+	--eu-r) EU_R=$2; shift ;;
+	--no-coreread) RUN_COREREAD=0 ;;
 	--no-gdb) RUN_GDB=0 ;;
 	--no-eu-stack) RUN_EU=0 ;;
 	--no-kernel) RUN_KERNEL=0 ;;
@@ -71,15 +80,18 @@ while [[ $# -gt 0 ]]; do
 	shift
 done
 GDB_R=${GDB_R:-$R}
+EU_R=${EU_R:-$R}
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SHARED_BENCH=${SHARED_BENCH:-$REPO/../shared/bench}
 [[ -r $SHARED_BENCH/target.c ]] || die "no $SHARED_BENCH/target.c (set SHARED_BENCH)"
 COREREAD=${COREREAD:-$REPO/build/tests/coreread}
-if [[ ! -x $COREREAD ]]; then
+TINSPECT=${TINSPECT:-$REPO/build/agent/tinspect}
+if [[ ! -x $COREREAD || ! -x $TINSPECT ]]; then
 	[[ -f $REPO/build/build.ninja ]] || meson setup "$REPO/build" >/dev/null ||
 		die "cannot configure $REPO/build"
-	ninja -C "$REPO/build" tests/coreread >/dev/null || die "cannot build coreread"
+	ninja -C "$REPO/build" tests/coreread agent/tinspect >/dev/null ||
+		die "cannot build coreread and tinspect"
 fi
 [[ -x /usr/bin/time ]] || die "GNU time (/usr/bin/time) is needed"
 if ((RUN_EU)) && ! command -v eu-stack >/dev/null; then
@@ -191,16 +203,26 @@ measure() {	# label core cmd...
 	if [[ $label == coreread && $rc -eq 0 ]]; then
 		sed 's/^/    /' "$OUT/out.txt"
 	fi
+	if [[ $label == tinspect && $rc -ne 0 && $rc -ne 1 && $rc -ne 10 ]]; then
+		head -c 2000 "$OUT/out.txt" | sed 's/^/    /'
+	fi
 }
 
 bench_core() {	# core
 	local core=$1 i
 	for ((i = 0; i < R; i++)); do
-		measure coreread "$core" "$COREREAD" "$core"
+		# the JSON report to /dev/null: what is timed is making it
+		measure tinspect "$core" sh -c '"$0" --core "$1" --json >/dev/null' \
+			"$TINSPECT" "$core"
 	done
+	if ((RUN_COREREAD)); then
+		for ((i = 0; i < R; i++)); do
+			measure coreread "$core" "$COREREAD" "$core"
+		done
+	fi
 	# eu-stack and gdb read no compressed core
 	if ((RUN_EU)) && [[ $core != *.zst ]]; then
-		for ((i = 0; i < R; i++)); do
+		for ((i = 0; i < EU_R; i++)); do
 			measure eu-stack "$core" eu-stack --core "$core"
 		done
 	fi
@@ -254,15 +276,17 @@ function median(a, n,   i, j, t) {
 			t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
 	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }
-$5 == 0 { k = $1 SUBSEP $2; n[k]++; w[k, n[k]] = $3; r[k, n[k]] = $4
+# tinspect exits 1 (some thread partly read) or 10 (never here: no
+# --check) with a full report: those runs count
+($5 == 0 || ($2 == "tinspect" && $5 == 1)) { k = $1 SUBSEP $2; n[k]++; w[k, n[k]] = $3; r[k, n[k]] = $4
 	  if (!($1 in seen)) { seen[$1] = 1; order[++nc] = $1 } }
-$5 != 0 { bad[$1 SUBSEP $2]++ }
+!($5 == 0 || ($2 == "tinspect" && $5 == 1)) { bad[$1 SUBSEP $2]++ }
 END {
-	split("coreread eu-stack gdb", tools, " ")
+	split("tinspect coreread eu-stack gdb", tools, " ")
 	printf "%-24s %-9s %10s %12s %6s\n", "core", "tool", "wall_s", "rss_kib", "runs"
 	for (c = 1; c <= nc; c++) {
 		core = order[c]
-		for (t = 1; t <= 3; t++) {
+		for (t = 1; t <= 4; t++) {
 			k = core SUBSEP tools[t]
 			if (!n[k] && !bad[k]) continue
 			delete ww; delete rr
@@ -272,13 +296,15 @@ END {
 			printf "%-24s %-9s %10.3f %12d %6d%s\n", core, tools[t], mw[k],
 				mr[k], n[k], bad[k] ? "  (" bad[k] " failed)" : ""
 		}
-		kc = core SUBSEP "coreread"; ke = core SUBSEP "eu-stack"
+		kt = core SUBSEP "tinspect"; ke = core SUBSEP "eu-stack"
 		kg = core SUBSEP "gdb"
-		if (n[kc] && n[ke] && mw[ke] > 0)
-			printf "%-24s coreread/eu-stack wall %.3f, rss %.3f\n", core,
-				mw[kc] / mw[ke], mr[kc] / mr[ke]
-		if (n[kc] && n[kg] && mw[kg] > 0)
-			printf "%-24s coreread/gdb      wall %.3f, rss %.3f\n", core,
-				mw[kc] / mw[kg], mr[kc] / mr[kg]
+		if (n[kt] && n[ke] && mw[ke] > 0)
+			printf "%-24s tinspect/eu-stack wall %.3f, rss %.3f\n", core,
+				mw[kt] / mw[ke], mr[kt] / mr[ke]
+		if (n[kt] && n[kg] && mw[kg] > 0)
+			printf "%-24s tinspect/gdb      wall %.3f, rss %.3f\n", core,
+				mw[kt] / mw[kg], mr[kt] / mr[kg]
+		if (n[kt])
+			printf "%-24s tinspect peak RSS %.1f MiB\n", core, mr[kt] / 1024
 	}
 }' "$OUT/runs.tsv"

@@ -394,10 +394,25 @@ struct dbs_snapshot {
 	size_t nruntimes;
 	/* locks waited on, wait-for graph, deadlocks; NULL if not analysed */
 	struct dbs_locks *locks;
+
+	/* a core file (dbs_session_init_core): no stop, no /proc */
+	bool from_core;
+	/* the signal that ended the process (a core's NT_SIGINFO) */
+	bool have_signal;
+	struct psvc_signal_info signal;
 };
 
 int dbs_session_init(pid_t pid, const struct dbs_options *opts,
 		     struct dbs_session **ret);
+/*
+ * A session over a core file instead of a live process (psvc_open_core):
+ * its files under sysroot (NULL: "/"), exe for the executable (NULL: its
+ * path in the core).  Updates read the core; they never stop anything.
+ * Errors as psvc_open_core(), why[] saying what.
+ */
+int dbs_session_init_core(const char *core, const char *exe,
+			  const char *sysroot, const struct dbs_options *opts,
+			  struct dbs_session **ret, char *why, size_t whylen);
 /* One stop-gather-resume cycle.  On success *ret is a new snapshot. */
 int dbs_session_update(struct dbs_session *s, struct dbs_snapshot **ret);
 /* Idempotent; NULL and half-initialised sessions are fine. */

@@ -160,12 +160,11 @@ static void ta_setup(struct dbs_session *s)
 	s->tdb_detail = dbs_strdup(tdb_strerror(e));
 }
 
-int dbs_session_init(pid_t pid, const struct dbs_options *opts,
-		     struct dbs_session **ret)
+static struct dbs_session *session_new(pid_t pid, const struct dbs_options *opts)
 {
 	struct dbs_session *s = calloc(1, sizeof *s);
 	if (!s)
-		return -ENOMEM;
+		return NULL;
 	s->pid = pid;
 	if (opts)
 		s->opts = *opts;
@@ -176,6 +175,17 @@ int dbs_session_init(pid_t pid, const struct dbs_options *opts,
 	s->clk_tck = sysconf(_SC_CLK_TCK);
 	if (s->clk_tck <= 0)
 		s->clk_tck = 100;
+	return s;
+}
+
+static int session_setup(struct dbs_session *s, struct dbs_session **ret);
+
+int dbs_session_init(pid_t pid, const struct dbs_options *opts,
+		     struct dbs_session **ret)
+{
+	struct dbs_session *s = session_new(pid, opts);
+	if (!s)
+		return -ENOMEM;
 	struct psvc_open_opts oo = { .force_proc_mem = s->opts.force_proc_mem,
 				     .holding = s->opts.holding };
 	int err = psvc_open(pid, &oo, &s->t);
@@ -183,6 +193,32 @@ int dbs_session_init(pid_t pid, const struct dbs_options *opts,
 		free(s);
 		return err;
 	}
+	return session_setup(s, ret);
+}
+
+int dbs_session_init_core(const char *core, const char *exe,
+			  const char *sysroot, const struct dbs_options *opts,
+			  struct dbs_session **ret, char *why, size_t whylen)
+{
+	struct dbs_session *s = session_new(0, opts);
+	if (!s)
+		return -ENOMEM;
+	struct psvc_core_open_opts co = { .sysroot = sysroot, .exe = exe,
+					  .holding = s->opts.holding };
+	int err = psvc_open_core(core, &co, &s->t, why, whylen);
+	if (err) {
+		free(s);
+		return err;
+	}
+	s->pid = psvc_pid(s->t);
+	return session_setup(s, ret);
+}
+
+/* What init does once the target is open: the module map, the unwinder,
+ * libthread_db. */
+static int session_setup(struct dbs_session *s, struct dbs_session **ret)
+{
+	int err;
 	err = psvc_modules_load(s->t);
 	if (err && err != -ESRCH) {
 		/* no module map: threads are still listed from /proc */
@@ -419,14 +455,17 @@ static void fill_proc(struct dbs_session *s, struct dbs_thread *th,
 	/* without NSpid, our TID is theirs only in one namespace */
 	th->ns_tid = ti->ns_tid ? ti->ns_tid :
 		     psvc_same_pidns(s->t) ? th->tid : 0;
+	/* a core has no /proc facts but may name a thread (the main one) */
+	if (ti->valid || ti->comm_len) {
+		th->name = malloc(ti->comm_len + 1);
+		if (th->name) {
+			memcpy(th->name, ti->comm, ti->comm_len);
+			th->name[ti->comm_len] = '\0';
+			th->name_len = ti->comm_len;
+		}
+	}
 	if (!ti->valid)
 		return;
-	th->name = malloc(ti->comm_len + 1);
-	if (th->name) {
-		memcpy(th->name, ti->comm, ti->comm_len);
-		th->name[ti->comm_len] = '\0';
-		th->name_len = ti->comm_len;
-	}
 	th->state = ti->state;
 	memcpy(th->wchan, ti->wchan, sizeof th->wchan);
 	th->utime_s = (double)ti->utime_ticks / (double)s->clk_tck;
@@ -506,6 +545,12 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 	if (psvc_modmap_note(t))
 		dbs_add_error(&snap->warnings, &snap->nwarnings, "module map: %s",
 			       psvc_modmap_note(t));
+	/* the backend's: files refused by build-id, damage in a core */
+	for (size_t i = 0; i < psvc_nwarnings(t); i++)
+		dbs_add_error(&snap->warnings, &snap->nwarnings, "%s",
+			       psvc_warning_at(t, i));
+	snap->from_core = !strcmp(psvc_backend_name(t), "core");
+	snap->have_signal = psvc_signal_info(t, &snap->signal) == 0;
 
 	for (size_t i = 0; i < n; i++) {
 		struct psvc_task *k = psvc_task_at(t, i);

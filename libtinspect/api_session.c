@@ -139,6 +139,36 @@ int tinspect_session_init(pid_t pid, const struct tinspect_options *opts,
 	return 0;
 }
 
+int tinspect_session_init_core(const char *core, const char *exe,
+			       const char *sysroot,
+			       const struct tinspect_options *opts,
+			       tinspect_session **ret, char *why, size_t whylen)
+{
+	struct tinspect_options o;
+	struct dbs_options d;
+	if (why && whylen)
+		why[0] = '\0';
+	if (!core)
+		return -EINVAL;
+	int err = options_read(opts, &o);
+	if (err)
+		return err;
+	tinspect_session *s = calloc(1, sizeof *s);
+	if (!s)
+		return -ENOMEM;
+	err = options_to_dbs(s, &o, &d);
+	if (!err)
+		err = dbs_session_init_core(core, exe, sysroot, &d, &s->d, why,
+					    whylen);
+	if (err) {
+		session_free(s);
+		return err;
+	}
+	s->pid = psvc_pid(dbs_session_target(s->d));
+	*ret = s;
+	return 0;
+}
+
 int tinspect_session_update(tinspect_session *s, tinspect_snapshot **ret)
 {
 	struct dbs_snapshot *d;

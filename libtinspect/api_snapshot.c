@@ -211,6 +211,35 @@ void tinspect_snapshot_captured_at(const tinspect_snapshot *snap, int64_t *ret_s
 		*ret_nsec = snap->d->captured_at.tv_nsec;
 }
 
+enum tinspect_capture_mode tinspect_snapshot_capture_mode(const tinspect_snapshot *snap)
+{
+	return snap->d->from_core ? TINSPECT_CAPTURE_CORE : TINSPECT_CAPTURE_ALL_STOP;
+}
+
+int tinspect_snapshot_signal(const tinspect_snapshot *snap,
+			     struct tinspect_signal_info *ret, size_t size)
+{
+	if (!size)
+		return -EINVAL;
+	if (!snap->d->have_signal)
+		return -ENODATA;
+	const struct psvc_signal_info *p = &snap->d->signal;
+	struct tinspect_signal_info v = {
+		.tid = p->tid,
+		.signo = p->signo,
+		.have_siginfo = p->have_siginfo,
+		.code = p->code,
+		.err = p->err,
+		.have_addr = p->have_addr,
+		.addr = p->addr,
+		.have_sender = p->have_sender,
+		.sender_pid = p->sender_pid,
+		.sender_uid = p->sender_uid,
+	};
+	memcpy(ret, &v, size < sizeof v ? size : sizeof v);
+	return 0;
+}
+
 uint64_t tinspect_snapshot_freeze_ns(const tinspect_snapshot *snap)
 {
 	return snap->d->freeze_ns;

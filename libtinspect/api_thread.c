@@ -50,6 +50,8 @@ const tinspect_snapshot *tinspect_thread_snapshot(const tinspect_thread *th)
 
 enum tinspect_proc_read tinspect_thread_proc_read(const tinspect_thread *th)
 {
+	if (th->snap->d->from_core)
+		return TINSPECT_PROC_NONE;
 	if (!th->d->proc_valid)
 		return TINSPECT_PROC_FAILED;
 	return th->d->proc_before_stop ? TINSPECT_PROC_BEFORE_STOP

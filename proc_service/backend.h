@@ -7,9 +7,10 @@
  * that libthread_db calls (shim.c), and above proc_service the whole
  * session - is the same code whatever the target is.  What differs is
  * behind a struct psvc_backend: a live process (live*.c: ptrace,
- * process_vm_readv, /proc) or, next, a core file (PT_LOAD segments,
- * NT_PRSTATUS registers, NT_FILE mappings).  A backend is its open
- * function (psvc_open() for a live process), which makes the target with
+ * process_vm_readv, /proc) or a core file (core_backend.c over the reader
+ * core*.c: PT_LOAD segments, NT_PRSTATUS registers, NT_FILE mappings).
+ * Neither knows the other.  A backend is its open function (psvc_open()
+ * for a live process, psvc_open_core() for a core), which makes the target with
  * psvc_target_new() and gives it the process-wide facts, and these ops.
  *
  * In the manner of libdwfl's Dwfl_Thread_Callbacks, each slot says when it
@@ -132,6 +133,13 @@ struct psvc_backend {
 	/* The soft RLIMIT_STACK: 0 and the bytes, -ERANGE if unlimited,
 	 * another negative errno if unknown. */
 	int (*stack_rlimit)(struct psvc_target *t, uint64_t *ret_bytes);
+
+	/* ---- what only some targets can tell ---- */
+
+	/* Optional.  The signal that ended the process and the thread that
+	 * took it (a core file's NT_SIGINFO).  0, or -ENODATA; NULL: a live
+	 * process, which no signal has ended. */
+	int (*signal)(struct psvc_target *t, struct psvc_signal_info *ret);
 };
 
 /*
@@ -149,5 +157,9 @@ struct psvc_target *psvc_target_new(const struct psvc_backend *be, void *data,
 void psvc_target_set_auxv(struct psvc_target *t, const void *buf, size_t len);
 void psvc_target_set_cmdline(struct psvc_target *t, char *buf, size_t len);
 void psvc_target_set_exe(struct psvc_target *t, const char *path);
+/* A warning about the target as a whole (a file that is not the one the
+ * core mapped, damage in a core), kept for the report (psvc_warning_at). */
+void psvc_target_warn(struct psvc_target *t, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 #endif

@@ -12,8 +12,10 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* The kept range holding addr, or NULL. */
 static const struct core_keep *keep_for(const struct psvc_core *c,
@@ -63,6 +65,33 @@ static void miss_at(struct psvc_core_miss *m, enum psvc_core_miss_kind kind,
 }
 
 /*
+ * Let go of the pages of a plain core that reads made resident.  The
+ * kernel maps the page cache around each page fault of a file mapping
+ * (fault-around: the 64 KiB-aligned window of the faulting page,
+ * mm/memory.c do_fault_around), and every page so mapped counts in the
+ * reader's resident set: reading a few KiB of each of 10000 stacks would
+ * make most of a core of gigabytes resident.  So what reads may have
+ * mapped is counted (a window per read at most), and past RELEASE_AFTER
+ * bytes the whole mapping is let go in one call.  The pages are clean
+ * MAP_PRIVATE copies of the file (memory segments are never written to,
+ * and libelf converts nothing of a little-endian core on a little-endian
+ * host), so dropping them only makes the next touch fault them in again,
+ * with the same bytes.  Once per RELEASE_AFTER, not per read: dropping a
+ * window per read made every neighbouring read fault it in again.
+ */
+#define FAULT_AROUND (64u * 1024)
+#define RELEASE_AFTER (32ull << 20)
+static void count_touched(const struct psvc_core *c, uint64_t n)
+{
+	struct psvc_core *m = (struct psvc_core *)c;	/* the counter only */
+	uint64_t add = (n + 2 * FAULT_AROUND - 1) & ~(uint64_t)(FAULT_AROUND - 1);
+	if (atomic_fetch_add(&m->touched, add) + add < RELEASE_AFTER)
+		return;
+	atomic_store(&m->touched, 0);
+	madvise(c->image, (c->file_size + 4095) & ~(uint64_t)4095, MADV_DONTNEED);
+}
+
+/*
  * The bytes at [addr, addr + len) that can be read in one run from addr,
  * copied to out if it is not NULL; where the run ends short, *m says why.
  */
@@ -77,7 +106,7 @@ static uint64_t walk(const struct psvc_core *c, uint64_t addr, uint64_t len,
 		end = UINT64_MAX;
 	uint64_t a = addr;
 	while (a < end) {
-		const struct core_seg *s = core_seg_for(c, a);
+		const struct core_seg *s = psvc_core_seg_for(c, a);
 		if (!s) {
 			const struct psvc_core_file *f = psvc_core_file_for_addr(c, a);
 			if (f)
@@ -106,8 +135,10 @@ static uint64_t walk(const struct psvc_core *c, uint64_t addr, uint64_t len,
 		if (n > s->avail - rel)
 			n = s->avail - rel;
 		if (c->zip == PSVC_CORE_PLAIN) {
-			if (out)
+			if (out) {
 				memcpy(out + done, c->image + s->offset + rel, n);
+				count_touched(c, n);
+			}
 		} else {
 			const struct core_keep *k = keep_for(c, a);
 			if (!k) {
@@ -176,7 +207,7 @@ void psvc_core_miss_str(const struct psvc_core *c,
 		snprintf(where, sizeof where, " %#" PRIx64 "-%#" PRIx64
 			 "%s%s", m->seg_start, m->seg_end, m->path ? " " : "",
 			 m->path ? m->path : "");
-	const struct core_seg *s = core_seg_for(c, m->addr);
+	const struct core_seg *s = psvc_core_seg_for(c, m->addr);
 	char budget[32];
 	switch (m->kind) {
 	case PSVC_CORE_MISS_NONE:

@@ -7,7 +7,8 @@
  * symbol tables, and the ps_* callbacks that libthread_db calls (through
  * struct ps_prochandle, see psvc_prochandle()).  How the target is reached
  * is a backend's business (proc_service/backend.h): a live process
- * (psvc_open(): ptrace, process_vm_readv, /proc) now, a core file next;
+ * (psvc_open(): ptrace, process_vm_readv, /proc) or a core file
+ * (psvc_open_core());
  * nothing declared here depends on which.
  *
  * Errors are negative errno values.  The meanings callers rely on:
@@ -136,6 +137,50 @@ int psvc_open(pid_t pid, const struct psvc_open_opts *opts,
 	      struct psvc_target **ret);
 /* Resumes anything still stopped, frees everything.  NULL is fine. */
 void psvc_close(struct psvc_target *t);
+
+struct psvc_core_open_opts {
+	/* The directory the core's file paths (NT_FILE) are looked up
+	 * under; NULL or "/": the host's root. */
+	const char *sysroot;
+	/* The executable, wherever it is now (deleted, moved); NULL: its
+	 * NT_FILE path under sysroot. */
+	const char *exe;
+	/* As psvc_open_opts.holding (a core is never held: stays 0). */
+	volatile sig_atomic_t *holding;
+};
+
+/*
+ * Open a core file (plain, or compressed by zstd, xz or lz4) as a target
+ * (core_backend.c): its threads, registers and memory are the core's, the
+ * files behind its mappings are found under opts->sysroot and accepted
+ * only with the build-id the core has.  0 and *ret, or a negative errno
+ * and why[] says what: -ENOEXEC (not a core, or of another architecture),
+ * -EBADMSG (too damaged to use), -EOPNOTSUPP, -EIO, -ENOMEM, open(2)'s.
+ */
+int psvc_open_core(const char *path, const struct psvc_core_open_opts *opts,
+		   struct psvc_target **ret, char *why, size_t whylen);
+
+/* "live", "core": which backend reaches the target. */
+const char *psvc_backend_name(const struct psvc_target *t);
+/* Warnings about the whole target (files refused by build-id, damage in a
+ * core), in the order they arose. */
+size_t psvc_nwarnings(const struct psvc_target *t);
+const char *psvc_warning_at(const struct psvc_target *t, size_t i);
+
+/* The signal that ended the process (a core file's), and its thread. */
+struct psvc_signal_info {
+	pid_t tid;		/* the thread that took it */
+	int signo;
+	bool have_siginfo;	/* the rest is from its siginfo_t */
+	int code, err;		/* si_code, si_errno */
+	bool have_addr;		/* si_addr: a fault's address */
+	uint64_t addr;
+	bool have_sender;	/* sent by kill/tkill/sigqueue */
+	pid_t sender_pid;
+	uint32_t sender_uid;
+};
+/* 0 and *ret, or -ENODATA (a live process; a core that names none). */
+int psvc_signal_info(struct psvc_target *t, struct psvc_signal_info *ret);
 
 pid_t psvc_pid(const struct psvc_target *t);
 const struct arch_desc *psvc_arch(const struct psvc_target *t);

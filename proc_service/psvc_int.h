@@ -111,6 +111,10 @@ struct psvc_target {
 	const char **argv;
 	size_t argc;
 
+	/* warnings about the whole target (psvc_target_warn) */
+	char **warnings;
+	size_t nwarnings, warnings_cap;
+
 	/* namespaces (ns.c) */
 	int foreign_pidns;	/* -1 unknown, 0 same as ours, 1 other */
 

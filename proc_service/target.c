@@ -10,6 +10,8 @@
 
 #include <elf.h>
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,6 +80,45 @@ void psvc_target_set_exe(struct psvc_target *t, const char *path)
 	t->exe_path = path ? strdup(path) : NULL;
 }
 
+void psvc_target_warn(struct psvc_target *t, const char *fmt, ...)
+{
+	if (t->nwarnings >= 1000)
+		return;	/* a damaged core must not make a report of them */
+	if (t->nwarnings == t->warnings_cap) {
+		size_t cap = t->warnings_cap ? 2 * t->warnings_cap : 8;
+		char **v = realloc(t->warnings, cap * sizeof *v);
+		if (!v)
+			return;
+		t->warnings = v;
+		t->warnings_cap = cap;
+	}
+	va_list ap;
+	va_start(ap, fmt);
+	char *m = NULL;
+	if (vasprintf(&m, fmt, ap) >= 0)
+		t->warnings[t->nwarnings++] = m;
+	va_end(ap);
+}
+
+size_t psvc_nwarnings(const struct psvc_target *t) { return t->nwarnings; }
+
+const char *psvc_warning_at(const struct psvc_target *t, size_t i)
+{
+	return i < t->nwarnings ? t->warnings[i] : NULL;
+}
+
+const char *psvc_backend_name(const struct psvc_target *t)
+{
+	return t->backend->name;
+}
+
+int psvc_signal_info(struct psvc_target *t, struct psvc_signal_info *ret)
+{
+	if (!t->backend->signal)
+		return -ENODATA;
+	return t->backend->signal(t, ret);
+}
+
 void psvc_close(struct psvc_target *t)
 {
 	if (!t)
@@ -93,6 +134,9 @@ void psvc_close(struct psvc_target *t)
 	free(t->ph);
 	free(t->pins);
 	free(t->modmap_note);
+	for (size_t i = 0; i < t->nwarnings; i++)
+		free(t->warnings[i]);
+	free(t->warnings);
 	free(t);
 }
 

@@ -7,7 +7,7 @@
  *
  * Cores come from both producers: gcore (gdb) of the live fixture, and
  * the kernel when the fixture is killed (root only: it takes
- * /proc/sys/kernel/core_pattern, see pattern_begin()).  Then: the threads,
+ * /proc/sys/kernel/core_pattern, see corepattern.c).  Then: the threads,
  * registers and memory read back as planted; what the core lacks fails
  * with its reason; a truncated core still has its threads; zstd, xz and
  * lz4 copies read the same as the plain one; corrupt copies never crash.
@@ -31,6 +31,7 @@
 #include <zstd.h>
 
 #include "core.h"
+#include "corepattern.h"
 #include "harness.h"
 
 extern char **environ;
@@ -61,104 +62,6 @@ static char tmpdir[256];
 static struct psvc_core *opened[8];
 static size_t nopened;
 
-/* ---- core_pattern, held for as short a time as a dump takes --------------- */
-
-static int pattern_lock = -1, guard_pipe = -1;
-static pid_t guard_pid;
-static bool pattern_ours;
-static char saved_pattern[512];
-
-#define PATTERN_FILE "/proc/sys/kernel/core_pattern"
-
-/* Only system calls: the guard runs these after fork() in a process that
- * may have had other threads. */
-static void pattern_read(char *buf, size_t cap)
-{
-	buf[0] = '\0';
-	int fd = open(PATTERN_FILE, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	ssize_t n = read(fd, buf, cap - 1);
-	close(fd);
-	if (n < 0)
-		n = 0;
-	while (n && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
-		n--;
-	buf[n] = '\0';
-}
-
-static bool pattern_write(const char *s)
-{
-	int fd = open(PATTERN_FILE, O_WRONLY | O_TRUNC | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	size_t n = strlen(s);
-	bool ok = write(fd, s, n) == (ssize_t)n;
-	close(fd);
-	return ok;
-}
-
-/*
- * Point core_pattern into this test's directory.  Tests that do it are
- * serialized by a lock file; a guard process, forked first, restores the
- * saved pattern as soon as this process lets go of a pipe: when
- * pattern_end() closes it, but also when the test dies of anything
- * (a crash, criterion's timeout, SIGKILL), as the kernel closes the pipe
- * then.  The guard holds the lock until it has restored the pattern.
- */
-static void pattern_begin(void)
-{
-	pattern_lock = open("/tmp/tinspect-core_pattern.lock",
-			    O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	cr_assert(pattern_lock >= 0, "lock file: %s", strerror(errno));
-	cr_assert(flock(pattern_lock, LOCK_EX) == 0);
-	pattern_read(saved_pattern, sizeof saved_pattern);
-	/* a pattern of ours, left by a machine that went down in the middle
-	 * of a dump: what it replaced was the default */
-	if (strstr(saved_pattern, "/tinspect-core."))
-		snprintf(saved_pattern, sizeof saved_pattern, "core");
-	int p[2];
-	cr_assert(pipe2(p, O_CLOEXEC) == 0);
-	guard_pid = fork();
-	cr_assert(guard_pid >= 0);
-	if (guard_pid == 0) {
-		signal(SIGINT, SIG_IGN);
-		signal(SIGTERM, SIG_IGN);
-		signal(SIGHUP, SIG_IGN);
-		setsid();
-		for (int fd = 3; fd < 1024; fd++)
-			if (fd != p[0] && fd != pattern_lock)
-				close(fd);
-		char b;
-		while (read(p[0], &b, 1) != 0)
-			;	/* EOF: the test let go, or died */
-		char cur[512];
-		pattern_read(cur, sizeof cur);
-		if (strcmp(cur, saved_pattern))
-			pattern_write(saved_pattern);
-		_exit(0);
-	}
-	close(p[0]);
-	guard_pipe = p[1];
-	char pat[400];
-	snprintf(pat, sizeof pat, "%s/core.%%p", tmpdir);
-	pattern_ours = true;
-	cr_assert(pattern_write(pat), "cannot set core_pattern: %s",
-		  strerror(errno));
-}
-
-static void pattern_end(void)
-{
-	if (!pattern_ours)
-		return;
-	pattern_write(saved_pattern);
-	pattern_ours = false;
-	close(guard_pipe);
-	waitpid(guard_pid, NULL, 0);
-	close(pattern_lock);
-	pattern_lock = guard_pipe = -1;
-}
-
 /* ---- set up, tear down --------------------------------------------------------- */
 
 static int rm_one(const char *path, const struct stat *st, int flag,
@@ -179,7 +82,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	pattern_end();
+	core_pattern_end();
 	for (size_t i = 0; i < nopened; i++)
 		psvc_core_close(opened[i]);
 	nopened = 0;
@@ -325,7 +228,7 @@ static const char *make_kernel_core(pid_t tid, int sig)
 {
 	need_root();
 	static char path[400];
-	pattern_begin();
+	core_pattern_begin(tmpdir);
 	if (sig)
 		cr_assert(syscall(SYS_tgkill, F.pid, tid, sig) == 0);
 	else
@@ -338,7 +241,7 @@ static const char *make_kernel_core(pid_t tid, int sig)
 			break;
 		usleep(10000);
 	}
-	pattern_end();
+	core_pattern_end();
 	cr_assert(r == F.pid, "the fixture did not die");
 	fx.pid = 0;	/* reaped */
 	cr_assert(WIFSIGNALED(st) && WCOREDUMP(st),
@@ -569,9 +472,7 @@ Test(corefile, kernel_core_of_sigabrt_to_one_thread)
 		cr_assert_eq(t->cursig, SIGABRT);
 		cr_assert_eq(t->have_siginfo, t == s);
 	}
-	char cur[512];
-	pattern_read(cur, sizeof cur);
-	cr_assert_str_eq(cur, saved_pattern, "core_pattern not restored");
+	cr_assert(core_pattern_restored(), "core_pattern not restored");
 }
 
 Test(corefile, kernel_core_of_a_fault_has_its_address)

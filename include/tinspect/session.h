@@ -140,6 +140,34 @@ int tinspect_session_init(pid_t pid, const struct tinspect_options *opts,
 			  tinspect_session **ret);
 
 /*
+ * Open a core file instead of a live process, in the manner of libdwfl's
+ * dwfl_core_file_report: core is an ELF core (written by the kernel or by
+ * gdb's gcore), plain or compressed by zstd, xz or lz4 as
+ * systemd-coredump stores them (decompressed while read, never to disk).
+ * The files its mappings name (NT_FILE) are looked up under sysroot
+ * (NULL or "/": this system's root), the executable at exe if not NULL
+ * (it was deleted or moved).  A file is used only if its build-id is the
+ * one in the core's memory: otherwise the snapshot has a warning and that
+ * module's symbols are unknown.  Updates read the core and stop nothing;
+ * tinspect_session_follow() is refused (-EOPNOTSUPP).  Facts a core does
+ * not hold (a thread's state letter, wchan, CPU times, scheduling, the
+ * names of threads but the main one) are unknown in its snapshots.
+ * Returns 0 and *ret, or, with why[whylen] (may be NULL) saying what:
+ *   -ENOENT, -EACCES, ...  the core cannot be opened (open(2)'s errors;
+ *             -ENXIO: not a regular file)
+ *   -ENOEXEC  not an ELF core this library reads (another architecture)
+ *   -EBADMSG  headers or notes too damaged to use
+ *   -EOPNOTSUPP  a compression this library does not read
+ *   -EIO      a compressed stream broken before the notes
+ *   -EINVAL   core is NULL, or opts is malformed
+ *   -ENOMEM
+ */
+int tinspect_session_init_core(const char *core, const char *exe,
+			       const char *sysroot,
+			       const struct tinspect_options *opts,
+			       tinspect_session **ret, char *why, size_t whylen);
+
+/*
  * One capture: stop every thread of the process together for as short a
  * time as possible, copy what the snapshot needs, resume, then analyse
  * (unwind, symbolize, decode locks, find deadlocks) while the process
@@ -178,7 +206,7 @@ int tinspect_session_update(tinspect_session *s, tinspect_snapshot **ret);
  */
 void tinspect_session_destroy(tinspect_session *s);
 
-/* The process the session inspects. */
+/* The process the session inspects (for a core: the PID it had). */
 pid_t tinspect_session_pid(const tinspect_session *s);
 
 /* ---- following threads between updates (watch mode) -------------------- */

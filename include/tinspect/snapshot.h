@@ -85,7 +85,40 @@ uint64_t tinspect_snapshot_module_generation(const tinspect_snapshot *snap);
 
 /* ---- the capture -------------------------------------------------------- */
 
-/* When the target was stopped (CLOCK_REALTIME).  Either may be NULL. */
+/* How the snapshot was taken. */
+enum tinspect_capture_mode {
+	TINSPECT_CAPTURE_ALL_STOP = 0,	/* a live process, every thread
+					 * stopped together */
+	TINSPECT_CAPTURE_CORE,		/* a core file
+					 * (tinspect_session_init_core()):
+					 * nothing stopped, no /proc facts */
+};
+enum tinspect_capture_mode tinspect_snapshot_capture_mode(const tinspect_snapshot *snap);
+
+/* The signal that ended the process, as a core file records it. */
+struct tinspect_signal_info {
+	pid_t tid;		/* the thread that took it */
+	int signo;		/* SIGABRT, SIGSEGV... */
+	bool have_siginfo;	/* the members below are known */
+	int code;		/* si_code */
+	int err;		/* si_errno */
+	bool have_addr;		/* a fault: addr is si_addr */
+	uint64_t addr;
+	bool have_sender;	/* sent (kill, tkill, sigqueue): by whom */
+	pid_t sender_pid;
+	uint32_t sender_uid;
+};
+/*
+ * Which thread took which signal: a kernel core's NT_SIGINFO (the thread
+ * whose signal made the core); a gcore of a running process names none.
+ * Fills the first `size` bytes of *ret (pass sizeof *ret).  Returns 0, or
+ * -ENODATA (a live process, or a core that names none), -EINVAL (size 0).
+ */
+int tinspect_snapshot_signal(const tinspect_snapshot *snap,
+			     struct tinspect_signal_info *ret, size_t size);
+
+/* When the target was stopped (CLOCK_REALTIME; a core: when it was
+ * read).  Either may be NULL. */
 void tinspect_snapshot_captured_at(const tinspect_snapshot *snap,
 				   int64_t *ret_sec, long *ret_nsec);
 /* How long the target was stopped: the first stop to the last resume. */

@@ -39,11 +39,13 @@ const tinspect_snapshot *tinspect_thread_snapshot(const tinspect_thread *th);
 /* ---- what /proc said ----------------------------------------------------- */
 
 /* When its /proc facts were read: before the stop, after the resume (a
- * thread that appeared during the stop), or not at all. */
+ * thread that appeared during the stop), or not at all (they could not
+ * be; or NONE: the target has no /proc, a core file). */
 enum tinspect_proc_read {
 	TINSPECT_PROC_FAILED = 0,
 	TINSPECT_PROC_BEFORE_STOP,
 	TINSPECT_PROC_AFTER_RESUME,
+	TINSPECT_PROC_NONE,
 };
 enum tinspect_proc_read tinspect_thread_proc_read(const tinspect_thread *th);
 /* The state letter of /proc/TID/stat (R S D T t Z X I ...); 0 if

@@ -1,0 +1,63 @@
+/*
+ * coresay.c: the core reader's messages - why an open failed (why[]), the
+ * warnings a damaged core earns, the names of compressions.  A leaf: every
+ * other file of the reader uses it, it uses none of them.
+ */
+#include "core_int.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_WARNINGS 64
+
+void psvc_core_say(char *why, size_t whylen, const char *fmt, ...)
+{
+	if (!why || !whylen)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, whylen, fmt, ap);
+	va_end(ap);
+}
+
+void psvc_core_warn(struct psvc_core *c, const char *fmt, ...)
+{
+	/* a damaged core can repeat one fault thousands of times: the first
+	 * ones say what it is, the last line how many more there were */
+	if (c->nwarnings > MAX_WARNINGS)
+		return;
+	char buf[256];
+	if (c->nwarnings == MAX_WARNINGS)
+		snprintf(buf, sizeof buf, "more warnings left out");
+	else {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(buf, sizeof buf, fmt, ap);
+		va_end(ap);
+	}
+	if (c->nwarnings == c->warnings_cap) {
+		size_t ncap = c->warnings_cap ? c->warnings_cap * 2 : 8;
+		char **nw = realloc(c->warnings, ncap * sizeof *nw);
+		if (!nw)
+			return;
+		c->warnings = nw;
+		c->warnings_cap = ncap;
+	}
+	char *s = strdup(buf);
+	if (s)
+		c->warnings[c->nwarnings++] = s;
+}
+
+const char *psvc_core_zip_name(enum psvc_core_zip z)
+{
+	switch (z) {
+	case PSVC_CORE_PLAIN: return "plain";
+	case PSVC_CORE_ZSTD: return "zstd";
+	case PSVC_CORE_XZ: return "xz";
+	case PSVC_CORE_LZ4: return "lz4";
+	}
+	return "?";
+}
+
