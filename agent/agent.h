@@ -26,6 +26,8 @@ enum agent_exit {
 	EXIT_FREEZE_LIMIT = 7,		/* --max-freeze exceeded; resumed */
 	EXIT_INTERNAL = 8,		/* out of memory, output error, ... */
 	EXIT_DEADLOCK = 10,		/* --check: a deadlock was found */
+	EXIT_UNCONFIRMED = 11,		/* --check --nonblocking=strict: a
+					 * candidate deadlock, not proven */
 };
 
 struct agent_opts {
@@ -69,7 +71,7 @@ int agent_watch(tinspect_session **sp, pid_t pid, const struct tinspect_options 
 
 /* JSON document format; bump the minor for additions, the major for
  * changes that break readers. */
-#define TINSPECT_FORMAT_VERSION "2.1"
+#define TINSPECT_FORMAT_VERSION "2.2"
 
 int render_text(FILE *out, const tinspect_snapshot *snap,
 		const struct agent_opts *o);

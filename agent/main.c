@@ -119,6 +119,14 @@ static const char usage_text[] =
 "  --summary            compact update lines for dashboards\n"
 "  --follow-threads     also report every thread creation and exit as it\n"
 "                       happens (stays attached between updates)\n"
+"  --nonblocking[=strict]  stop no thread and attach to none: threads\n"
+"                       blocked in the kernel are read from /proc (pc, sp,\n"
+"                       syscall) and their stacks copied live; running\n"
+"                       threads are listed without stacks.  A deadlock or\n"
+"                       stall seen that way is confirmed by one ordinary\n"
+"                       stopped capture, which is then the report; with\n"
+"                       =strict nothing is ever stopped and it is reported\n"
+"                       as unconfirmed, never as a deadlock\n"
 "  --thread-db PATH     libthread_db to load (default: the system's)\n"
 "  --no-target-thread-db  never load the target's own libthread_db when the\n"
 "                       system's does not fit its glibc (a container's)\n"
@@ -147,6 +155,8 @@ static const char usage_text[] =
 "  8   internal error (out of memory, cannot write the output)\n"
 "  10  --check: a deadlock was found (a cycle of threads waiting for locks\n"
 "      held by each other); the report says which\n"
+"  11  --check with --nonblocking=strict: a candidate deadlock was seen\n"
+"      but, nothing being stopped, not proven (reported as unconfirmed)\n"
 "  128+N  killed by signal N (after resuming the target)\n"
 "The target is never left stopped, whatever the exit status.\n";
 
@@ -375,7 +385,7 @@ int main(int argc, char **argv)
 	       OPT_THREAD_DB, OPT_PROC_MEM, OPT_NO_STACKS, OPT_MAX_FRAMES,
 	       OPT_STACK_BYTES, OPT_DEBUGINFOD, OPT_TLS, OPT_ERRNO, OPT_KEYS,
 	       OPT_NO_TARGET_TDB, OPT_CHECK, OPT_WATCH, OPT_COUNT, OPT_SUMMARY,
-	       OPT_FOLLOW, OPT_BRIEF, OPT_VERBOSE };
+	       OPT_FOLLOW, OPT_BRIEF, OPT_VERBOSE, OPT_NONBLOCKING };
 	struct watch_opts wo = { 0 };
 	bool watch = false;
 	bool debuginfod = false;
@@ -391,6 +401,7 @@ int main(int argc, char **argv)
 		{ "count", required_argument, NULL, OPT_COUNT },
 		{ "summary", no_argument, NULL, OPT_SUMMARY },
 		{ "follow-threads", no_argument, NULL, OPT_FOLLOW },
+		{ "nonblocking", optional_argument, NULL, OPT_NONBLOCKING },
 		{ "max-freeze", required_argument, NULL, OPT_MAX_FREEZE },
 		{ "stop-timeout", required_argument, NULL, OPT_STOP_TIMEOUT },
 		{ "thread-db", required_argument, NULL, OPT_THREAD_DB },
@@ -475,6 +486,15 @@ int main(int argc, char **argv)
 		case OPT_FOLLOW:
 			wo.follow = true;
 			break;
+		case OPT_NONBLOCKING:
+			if (optarg && strcmp(optarg, "strict") != 0) {
+				fprintf(stderr, "tinspect: --nonblocking takes no "
+					"value or =strict, not '%s'\n", optarg);
+				return EXIT_USAGE;
+			}
+			dopts.flags |= optarg ? TINSPECT_OPT_NONBLOCKING_STRICT
+					      : TINSPECT_OPT_NONBLOCKING;
+			break;
 		case OPT_NO_STACKS:
 			dopts.flags |= TINSPECT_OPT_NO_STACKS;
 			break;
@@ -543,6 +563,12 @@ int main(int argc, char **argv)
 			"go with --watch\n");
 		return EXIT_USAGE;
 	}
+	if (wo.follow && (dopts.flags & (TINSPECT_OPT_NONBLOCKING |
+					 TINSPECT_OPT_NONBLOCKING_STRICT))) {
+		fprintf(stderr, "tinspect: --follow-threads attaches to every "
+			"thread; --nonblocking attaches to none\n");
+		return EXIT_USAGE;
+	}
 	if (ao.brief && ao.verbose) {
 		fprintf(stderr, "tinspect: --brief and --verbose do not go together\n");
 		return EXIT_USAGE;
@@ -601,7 +627,8 @@ int main(int argc, char **argv)
 	/* --check: a deadlock is what the caller asked about; it wins over
 	 * "partial" */
 	if (ao.check && tinspect_snapshot_ncycles(snap))
-		status = EXIT_DEADLOCK;
+		status = tinspect_snapshot_capture_mode(snap) == TINSPECT_CAPTURE_NONBLOCKING
+				 ? EXIT_UNCONFIRMED : EXIT_DEADLOCK;
 	tinspect_snapshot_free(snap);
 	if (fflush(stdout) != 0 || r != 0) {
 		if (got_signal)

@@ -239,7 +239,14 @@ static void summary_locks_json(struct jw *w, const tinspect_snapshot *snap)
 	jw_arr_end(w);
 	free(v);
 
-	jw_key(w, "deadlocks");
+	/* a nonblocking capture's cycles are candidates, not deadlocks */
+	bool cand = tinspect_snapshot_capture_mode(snap) == TINSPECT_CAPTURE_NONBLOCKING;
+	if (cand) {
+		jw_key(w, "deadlocks");
+		jw_arr(w);
+		jw_arr_end(w);
+	}
+	jw_key(w, cand ? "unconfirmed_deadlocks" : "deadlocks");
 	jw_arr(w);
 	for (size_t i = 0, n = tinspect_snapshot_ncycles(snap); i < n; i++) {
 		const tinspect_cycle *c = tinspect_snapshot_cycle(snap, i);
@@ -275,6 +282,7 @@ static void summary_json(const tinspect_snapshot *snap, unsigned long update)
 		return;
 	struct jw *w = &l.w;
 	jw_kint(w, "update", (int64_t)update);
+	jw_kstr(w, "mode", tinspect_capture_mode_name(tinspect_snapshot_capture_mode(snap)));
 	jw_kint(w, "freeze_us", (int64_t)(tinspect_snapshot_freeze_ns(snap) / 1000));
 	jw_kint(w, "duration_us", (int64_t)(tinspect_snapshot_duration_ns(snap) / 1000));
 	jw_kint(w, "threads", (int64_t)tinspect_snapshot_nthreads(snap));
@@ -323,9 +331,14 @@ static void summary_text(const tinspect_snapshot *snap, unsigned long update)
 			first = false;
 		}
 	size_t dl = tinspect_snapshot_ncycles(snap);
-	fprintf(f, "), %zu blocked on futexes, %zu deadlock%s, frozen %.3f ms\n",
-		blocked, dl, dl == 1 ? "" : "s",
-		(double)tinspect_snapshot_freeze_ns(snap) / 1e6);
+	enum tinspect_capture_mode mode = tinspect_snapshot_capture_mode(snap);
+	fprintf(f, "), %zu blocked on futexes, %zu %sdeadlock%s, frozen %.3f ms%s\n",
+		blocked, dl, mode == TINSPECT_CAPTURE_NONBLOCKING ? "unconfirmed " : "",
+		dl == 1 ? "" : "s",
+		(double)tinspect_snapshot_freeze_ns(snap) / 1e6,
+		mode == TINSPECT_CAPTURE_ALL_STOP ? "" :
+		mode == TINSPECT_CAPTURE_NONBLOCKING ? " (nonblocking)" :
+		" (stopped to confirm a nonblocking capture)");
 	mb_put(&m);
 }
 

@@ -22,6 +22,9 @@ struct tdb_lib {
 	td_err_e (*td_ta_map_lwp2thr)(const td_thragent_t *, lwpid_t,
 				      td_thrhandle_t *);
 	td_err_e (*td_thr_get_info)(const td_thrhandle_t *, td_thrinfo_t *);
+	td_err_e (*td_ta_thr_iter)(const td_thragent_t *, td_thr_iter_f *,
+				   void *, td_thr_state_e, int, sigset_t *,
+				   unsigned);
 	td_err_e (*td_thr_tls_get_addr)(const td_thrhandle_t *, psaddr_t,
 					size_t, psaddr_t *);
 	td_err_e (*td_thr_tlsbase)(const td_thrhandle_t *, unsigned long,
@@ -32,6 +35,17 @@ struct tdb_lib {
  * td_thr_get_info makes a handful, td_thr_tls_get_addr about 15 and one
  * per DTV slotinfo list entry, a list the target could make circular. */
 #define TDB_READ_BUDGET 4096
+
+/* session.c: one capture, all-stop (in a tracer thread of its own unless
+ * following) or nonblocking; no confirmation */
+int dbs_capture_once(struct dbs_session *s, bool nonblocking,
+		     struct dbs_snapshot **ret);
+
+/* nonblock.c: updates that hold nothing (DBS_MODE_NONBLOCKING*) */
+int nb_update(struct dbs_session *s, struct dbs_snapshot **ret);
+/* During a nonblocking capture, after the registers: the thread pointer
+ * of each observed task, from libthread_db's own list of threads. */
+void nb_learn_thread_pointers(struct dbs_session *s);
 
 /* threaddb.c */
 int tdb_load(const char *path, struct tdb_lib *ret, char **ret_detail);

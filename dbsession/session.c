@@ -256,6 +256,8 @@ void dbs_session_service(struct dbs_session *s)
 
 int dbs_session_follow(struct dbs_session *s)
 {
+	if (s->opts.mode != DBS_MODE_STOP)
+		return -EINVAL;	/* following attaches: nonblocking must not */
 	psvc_follow_set_resolver(s->t, new_thread_start, s);
 	return psvc_follow_start(s->t);
 }
@@ -539,7 +541,10 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 		if (k->regs_errno)
 			dbs_add_error(&th->errors, &th->nerrors,
 				       "registers: %s", strerror(k->regs_errno));
-		if (k->flags & PSVC_TASK_HAVE_REGS) {
+		th->observed = (k->flags & PSVC_TASK_OBSERVED) &&
+			       !(k->flags & PSVC_TASK_MOVED);
+		th->moved = k->flags & PSVC_TASK_MOVED;
+		if ((k->flags & PSVC_TASK_HAVE_REGS) && !th->moved) {
 			th->have_regs = true;
 			memcpy(th->gregs, k->gregs, sizeof th->gregs);
 			th->pc = arch_pc(snap->arch, k->gregs);
@@ -630,7 +635,8 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 	return snap;
 }
 
-static int update_body(struct dbs_session *s, struct dbs_snapshot **ret)
+static int update_body(struct dbs_session *s, bool nonblocking,
+		       struct dbs_snapshot **ret)
 {
 	struct psvc_target *t = s->t;
 	uint64_t t0 = psvc_now_ns();
@@ -654,6 +660,7 @@ static int update_body(struct dbs_session *s, struct dbs_snapshot **ret)
 		 * the stack copy of a typical idle thread (sp to the top of
 		 * its mapping: one or two pages); more is allocated if needed */
 		.reserve_per_task = s->unwinder ? 8192 : 4096,
+		.nonblocking = nonblocking,
 	};
 	uint64_t t_stop = psvc_now_ns();
 	int err = psvc_stop(t, &so);
@@ -668,6 +675,8 @@ static int update_body(struct dbs_session *s, struct dbs_snapshot **ret)
 	tm.scan_ns = t_first - t0;
 	tm.stop_ns = t_stopped - t_first;
 	psvc_read_regs(t);
+	if (nonblocking)
+		nb_learn_thread_pointers(s);	/* fs_base is not in /proc */
 	psvc_resolve_late_ns_tids(t);
 	uint64_t t_regs = psvc_now_ns();
 	tm.regs_ns = t_regs - t_stopped;
@@ -718,6 +727,7 @@ static int update_body(struct dbs_session *s, struct dbs_snapshot **ret)
 	tm.analyse_ns = psvc_now_ns() - t_resumed;
 	snap->timings = tm;
 	snap->freeze_ns = psvc_freeze_ns(t);
+	snap->capture = nonblocking ? DBS_CAPTURE_NONBLOCKING : DBS_CAPTURE_STOP;
 	if (snap->nthreads == 0) {
 		dbs_snapshot_free(snap);
 		return -ESRCH;
@@ -736,7 +746,7 @@ struct update_job {
 static void *update_thread(void *arg)
 {
 	struct update_job *j = arg;
-	j->err = update_body(j->s, &j->snap);
+	j->err = update_body(j->s, false, &j->snap);
 	return NULL;
 }
 
@@ -750,14 +760,18 @@ static void *update_thread(void *arg)
  * the next update).  While following, the tracer must stay the same thread
  * for the whole session: the caller's.
  */
-int dbs_session_update(struct dbs_session *s, struct dbs_snapshot **ret)
+int dbs_capture_once(struct dbs_session *s, bool nonblocking,
+		     struct dbs_snapshot **ret)
 {
+	/* nothing is attached: no tracer thread to end */
+	if (nonblocking)
+		return update_body(s, true, ret);
 	if (psvc_followed(s->t))
-		return update_body(s, ret);
+		return update_body(s, false, ret);
 	struct update_job j = { .s = s, .err = -ENOMEM };
 	pthread_t th;
 	if (pthread_create(&th, NULL, update_thread, &j) != 0)
-		return update_body(s, ret);	/* no thread: do it here */
+		return update_body(s, false, ret);	/* no thread: do it here */
 	pthread_join(th, NULL);
 	/* whatever that thread still traced, the kernel has detached */
 	psvc_forget_stragglers(s->t);
@@ -765,6 +779,13 @@ int dbs_session_update(struct dbs_session *s, struct dbs_snapshot **ret)
 		return j.err;
 	*ret = j.snap;
 	return 0;
+}
+
+int dbs_session_update(struct dbs_session *s, struct dbs_snapshot **ret)
+{
+	if (s->opts.mode != DBS_MODE_STOP)
+		return nb_update(s, ret);	/* nonblock.c */
+	return dbs_capture_once(s, false, ret);
 }
 
 /* ---- snapshots ------------------------------------------------------------------- */

@@ -94,6 +94,10 @@ enum psvc_task_flags {
 	PSVC_TASK_JOBCTL = 1u << 6,	/* was in a job-control stop */
 	PSVC_TASK_CAPTURED = 1u << 7,	/* was stopped in this capture (kept
 					 * after the resume, unlike STOPPED) */
+	PSVC_TASK_OBSERVED = 1u << 8,	/* nonblocking capture: blocked, its
+					 * pc and sp from /proc, never held */
+	PSVC_TASK_MOVED = 1u << 9,	/* observed, but it left that wait
+					 * while its memory was copied */
 };
 
 struct psvc_task {
@@ -179,6 +183,12 @@ struct psvc_stop_opts {
 	 * stopped: room for them is mapped and faulted in before the first
 	 * task is stopped. */
 	size_t reserve_per_task;
+	/* Hold nothing (a nonblocking capture, live_observe.c): no task is
+	 * stopped nor attached; a task blocked in the kernel is OBSERVED,
+	 * its pc and sp (and syscall arguments) taken from /proc, its memory
+	 * read live.  What is read is not one consistent state.  The freeze
+	 * is 0.  -EOPNOTSUPP if the backend cannot. */
+	bool nonblocking;
 };
 
 /*
@@ -290,6 +300,8 @@ uint64_t psvc_freeze_ns(const struct psvc_target *t);
 uint64_t psvc_first_stop_ns(const struct psvc_target *t);
 /* True between psvc_stop() and psvc_resume(). */
 bool psvc_is_stopped(const struct psvc_target *t);
+/* True if the last capture (or the open one) was nonblocking. */
+bool psvc_capture_nonblocking(const struct psvc_target *t);
 
 /* ---- memory ------------------------------------------------------------ */
 

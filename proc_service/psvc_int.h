@@ -80,6 +80,9 @@ struct psvc_target {
 
 	/* the capture (target.c; the backend sets stopped and the times) */
 	bool stopped;		/* some task may be held by us */
+	bool observing;		/* a nonblocking capture is open: nothing is
+				 * held, the page cache is in use */
+	bool last_nonblocking;	/* the last capture was nonblocking */
 	bool follow;		/* tasks stay attached between captures (the
 				 * live backend's follow mode) */
 	uint64_t t_first_stop, t_last_resume;
@@ -244,6 +247,10 @@ void psvc_task_stopped(struct psvc_task *k, int resume_sig, bool jobctl,
 		       bool in_capture);
 /* Did not stop within the stop timeout. */
 void psvc_task_straggler(struct psvc_task *k);
+/* Nonblocking capture: blocked in the kernel, pc and sp known, not held;
+ * and, at the end, found to have left that wait meanwhile. */
+void psvc_task_observed(struct psvc_task *k);
+void psvc_task_moved(struct psvc_task *k);
 /* Its registers were read (err 0), or why not. */
 void psvc_task_regs(struct psvc_task *k, int err);
 /* Let go (detached or continued); CAPTURED stays. */

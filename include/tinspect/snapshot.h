@@ -81,6 +81,26 @@ uint64_t tinspect_snapshot_freeze_ns(const tinspect_snapshot *snap);
 /* The whole update, analysis included. */
 uint64_t tinspect_snapshot_duration_ns(const tinspect_snapshot *snap);
 
+/* What produced the snapshot (TINSPECT_OPT_NONBLOCKING). */
+enum tinspect_capture_mode {
+	/* every thread stopped together: one consistent state */
+	TINSPECT_CAPTURE_ALL_STOP,
+	/* nothing stopped (freeze 0): not one consistent state, so its
+	 * cycles and stalls are candidates, never proven deadlocks */
+	TINSPECT_CAPTURE_NONBLOCKING,
+	/* an all-stop capture taken because a nonblocking one showed
+	 * candidates: its cycles and stalls are proven */
+	TINSPECT_CAPTURE_CONFIRMATION,
+};
+enum tinspect_capture_mode tinspect_snapshot_capture_mode(const tinspect_snapshot *snap);
+/* "all-stop", "nonblocking", "confirmation" (the JSON capture.mode). */
+const char *tinspect_capture_mode_name(enum tinspect_capture_mode mode);
+/* TINSPECT_CAPTURE_CONFIRMATION: what the nonblocking capture before it
+ * showed (candidate cycles and stalls) and how long it took.  0, or
+ * -ENODATA for another mode.  Any pointer may be NULL. */
+int tinspect_snapshot_candidates(const tinspect_snapshot *snap, size_t *ret_cycles,
+				 size_t *ret_stalls, uint64_t *ret_observe_ns);
+
 /* Where the time of the update went (the first six are the freeze). */
 enum tinspect_timing {
 	TINSPECT_TIMING_SCAN,		/* /proc facts, target running */
