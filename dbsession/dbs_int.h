@@ -134,7 +134,14 @@ struct dbs_session {
 struct tdb_result {
 	td_err_e err;
 	const char *step;
-	td_thrinfo_t ti;
+	/* what is used of td_thrinfo_t (384 bytes, per thread: issue 14's
+	 * memory budget), under its own names */
+	struct {
+		__typeof__(((td_thrinfo_t *)0)->ti_tid) ti_tid;
+		__typeof__(((td_thrinfo_t *)0)->ti_lid) ti_lid;
+		__typeof__(((td_thrinfo_t *)0)->ti_state) ti_state;
+		__typeof__(((td_thrinfo_t *)0)->ti_startfunc) ti_startfunc;
+	} ti;
 	bool have_th;		/* th is valid (td_ta_map_lwp2thr worked) */
 	td_thrhandle_t th;
 	uint64_t stack_lo, stack_hi;	/* the stack bytes copied */
@@ -291,6 +298,9 @@ bool condwait_object(const struct dbs_lock_input *in, uint64_t pd,
 /* offsetof(struct pthread, cleanup) in the target's libc, 0 if unknown;
  * cached per module generation. */
 uint32_t condwait_cleanup_offset(struct dbs_session *s);
+/* Keep what condwait_object() reads of the thread at pd before its stack
+ * copy is given up (psvc_frozen_done). */
+void condwait_retain(struct dbs_session *s, uint64_t pd, size_t mutex_max);
 
 /* ---- symbolize.c --------------------------------------------------------- */
 

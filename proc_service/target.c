@@ -85,6 +85,7 @@ void psvc_close(struct psvc_target *t)
 	psvc_resume(t);
 	t->backend->close(t);
 	psvc_cache_free(&t->cache);
+	psvc_runs_free(&t->runs);
 	psvc_modules_free(t);
 	psvc_tasks_free(t);
 	free(t->exe_path);
@@ -161,6 +162,8 @@ int psvc_stop(struct psvc_target *t, const struct psvc_stop_opts *opts)
 	if (opts && opts->reserve_per_task)
 		psvc_cache_reserve(&t->cache, t->ntasks *
 				   ((opts->reserve_per_task + 4095) / 4096));
+	if (opts && opts->reserve_bytes)
+		psvc_runs_reserve(t, opts->reserve_bytes);
 	int n = t->backend->stop(t, opts);
 	if (n < 0)
 		psvc_resume(t);
