@@ -477,8 +477,10 @@ static void snapshot_out(const tinspect_snapshot *snap, unsigned long update,
 		summary_text(snap, update);
 		return;
 	}
+	/* not following, nothing of the target waits for the output: the
+	 * snapshot is streamed, not built whole in memory (outq_stream) */
 	struct membuf m;
-	FILE *f = mb_open(&m);
+	FILE *f = w->follow ? mb_open(&m) : outq_stream(out);
 	if (!f)
 		return;
 	struct agent_opts lo = *ao;
@@ -490,7 +492,10 @@ static void snapshot_out(const tinspect_snapshot *snap, unsigned long update,
 		fprintf(f, "--- update %lu ---\n", update);
 		render_text(f, snap, &lo);
 	}
-	mb_put(&m);
+	if (w->follow)
+		mb_put(&m);
+	else
+		fclose(f);
 }
 
 static int watch_loop(tinspect_session **sp, pid_t pid,

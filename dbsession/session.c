@@ -323,9 +323,9 @@ int dbs_session_wait(struct dbs_session *s, uint64_t deadline_ns,
  * calls as possible while everything is stopped, and kept byte-exact
  * (memruns.c): the top of every stack (the unwinder reads nothing else),
  * from sp up to stack_bytes, clipped to the end of the mapping that holds
- * sp and to the thread's own descriptor (struct pthread sits at the top of
- * a glibc stack: libthread_db reads it during the stop, in batches,
- * gather_tdb()); and of each descriptor the one word the analysis after
+ * sp and to the thread's own struct pthread (at the top of a glibc stack:
+ * libthread_db reads it during the stop, in batches, gather_tdb(), and it
+ * is not kept); and of each descriptor the one word the analysis after
  * the resume reads (the cleanup record's pointer, condwait.c).  With
  * --tls, --errno or --keys the descriptors are read more than once and are
  * cached whole instead.
@@ -376,19 +376,24 @@ static void prefetch_capture(struct dbs_session *s, struct tdb_result *cap)
 		if (end < sp)
 			end = UINT64_MAX;
 		struct psvc_map m;
+		uint64_t lo = sp;
 		if (psvc_map_lookup(t, sp, &m, NULL) == 0) {
 			if (m.end < end)
 				end = m.end;
+			/* and the red zone below sp (x86_64: 128 bytes a leaf
+			 * function may use without moving sp; libdwfl's
+			 * frame-pointer fallback reads there too) */
+			lo = sp - m.start >= 128 ? sp - 128 : m.start;
 		} else {
 			/* a stack mapped after the maps were read (a thread
 			 * born during the stop): one page, nothing assumed */
 			end = (sp | 4095) + 1;
 		}
 		if (pd > sp && pd < end && !d)
-			end = pd;	/* its descriptor: read apart */
+			end = pd;	/* its descriptor: read apart, in batches */
 		cap[i].stack_lo = sp;
 		cap[i].stack_hi = end;
-		r[nr++] = (struct psvc_range){ sp, end - sp };
+		r[nr++] = (struct psvc_range){ lo, end - lo };
 	}
 	psvc_copy_exact(t, r, nr);
 	if (d)
@@ -418,7 +423,7 @@ static size_t expected_copy_bytes(struct dbs_session *s)
 			len = s->opts.stack_bytes;
 		else if (len > s->sizeof_pthread && !keep_descriptors(s))
 			len -= s->sizeof_pthread;	/* read apart */
-		sum += (size_t)len + 16;
+		sum += (size_t)len + 128 + 16;
 	}
 	return sum;
 }
@@ -431,7 +436,9 @@ static void copy_descriptor_batch(struct dbs_session *s, size_t from, size_t to)
 	size_t nr = 0;
 	for (size_t i = from; i < to && nr < DESC_BATCH; i++) {
 		struct psvc_task *k = psvc_task_at(s->t, i);
-		if (have_descriptor(s, k))
+		/* most lie at the top of the thread's stack, in its copy */
+		if (have_descriptor(s, k) &&
+		    psvc_read_frozen(s->t, descriptor_addr(s, k), &(char){ 0 }, 1) != 0)
 			r[nr++] = (struct psvc_range){ descriptor_addr(s, k),
 						       s->sizeof_pthread };
 	}
