@@ -26,6 +26,8 @@ enum agent_exit {
 	EXIT_FREEZE_LIMIT = 7,		/* --max-freeze exceeded; resumed */
 	EXIT_INTERNAL = 8,		/* out of memory, output error, ... */
 	EXIT_DEADLOCK = 10,		/* --check: a deadlock was found */
+	EXIT_UNCONFIRMED = 11,		/* --check --nonblocking=strict: a
+					 * candidate deadlock, not proven */
 };
 
 struct formats;		/* formats.h */
@@ -68,6 +70,9 @@ struct outq *outq_start(int fd, size_t limit, volatile sig_atomic_t *cancel,
 bool outq_put(struct outq *q, const char *data, size_t len);
 unsigned long outq_take_dropped(struct outq *q);
 int outq_finish(struct outq *q);
+/* A stream whose bytes go to the queue as they are written (fclose it at
+ * the end of the line); it waits for the reader: never while following. */
+FILE *outq_stream(struct outq *q);
 
 /* Run the watch loop on an initialised session.  0 when the target exited
  * or --count updates were made; a negative errno otherwise (-EINTR: a

@@ -596,6 +596,9 @@ static void thread_json(struct jw *w, const tinspect_snapshot *snap,
 	stack_json(w, th);
 	jw_kbool(w, "stopped", tinspect_thread_stopped(th));
 	jw_kbool(w, "straggler", tinspect_thread_straggler(th));
+	enum tinspect_observation obs = tinspect_thread_observation(th);
+	if (obs != TINSPECT_OBSERVED_NONE)
+		jw_kstr(w, "observation", tinspect_observation_name(obs));
 	jw_kbool(w, "jobctl_stopped", tinspect_thread_jobctl_stopped(th));
 	jw_key(w, "blocked_on");
 	json_blocked_on(w, snap, th);
@@ -700,14 +703,27 @@ static void snapshot_json(struct jw *w, const tinspect_snapshot *snap,
 
 	jw_key(w, "capture");
 	jw_obj(w);
-	bool core = tinspect_snapshot_capture_mode(snap) == TINSPECT_CAPTURE_CORE;
-	jw_kstr(w, "mode", core ? "core" : "all-stop");
-	if (core)
+	enum tinspect_capture_mode mode = tinspect_snapshot_capture_mode(snap);
+	jw_kstr(w, "mode", tinspect_capture_mode_name(mode));
+	if (mode == TINSPECT_CAPTURE_CORE)
 		jw_knull(w, "freeze_us");	/* nothing was stopped */
 	else
 		jw_kint(w, "freeze_us",
 			(int64_t)(tinspect_snapshot_freeze_ns(snap) / 1000));
 	signal_json(w, snap);
+	size_t cand_cycles, cand_stalls;
+	uint64_t observe_ns;
+	if (tinspect_snapshot_candidates(snap, &cand_cycles, &cand_stalls,
+					 &observe_ns) == 0) {
+		/* this all-stop capture confirms (or refutes) what a
+		 * nonblocking one showed */
+		jw_key(w, "confirmed");
+		jw_obj(w);
+		jw_kint(w, "candidate_deadlocks", (int64_t)cand_cycles);
+		jw_kint(w, "candidate_stalls", (int64_t)cand_stalls);
+		jw_kint(w, "nonblocking_duration_us", (int64_t)(observe_ns / 1000));
+		jw_obj_end(w);
+	}
 	jw_kint(w, "duration_us", (int64_t)(tinspect_snapshot_duration_ns(snap) / 1000));
 	jw_kint(w, "threads_seen", (int64_t)tinspect_snapshot_threads_seen(snap));
 	jw_kint(w, "threads_stopped", (int64_t)tinspect_snapshot_threads_stopped(snap));

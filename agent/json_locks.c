@@ -227,16 +227,9 @@ static void lock_json(struct jw *w, const tinspect_lock *l)
 	jw_obj_end(w);
 }
 
-void json_locks(struct jw *w, const tinspect_snapshot *snap)
+/* "threads" and "locks" of a cycle or a stall, in their order */
+static void cycles_json(struct jw *w, const tinspect_snapshot *snap)
 {
-	jw_key(w, "locks");
-	jw_arr(w);
-	for (size_t i = 0, n = tinspect_snapshot_nlocks(snap); i < n; i++)
-		lock_json(w, tinspect_snapshot_lock(snap, i));
-	jw_arr_end(w);
-
-	/* "threads" and "locks" of a cycle or a stall, in their order */
-	jw_key(w, "deadlocks");
 	jw_arr(w);
 	for (size_t i = 0, n = tinspect_snapshot_ncycles(snap); i < n; i++) {
 		const tinspect_cycle *c = tinspect_snapshot_cycle(snap, i);
@@ -255,8 +248,10 @@ void json_locks(struct jw *w, const tinspect_snapshot *snap)
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);
+}
 
-	jw_key(w, "stalls");
+static void stalls_json(struct jw *w, const tinspect_snapshot *snap)
+{
 	jw_arr(w);
 	for (size_t i = 0, n = tinspect_snapshot_nstalls(snap); i < n; i++) {
 		const tinspect_stall *st = tinspect_snapshot_stall(snap, i);
@@ -284,6 +279,44 @@ void json_locks(struct jw *w, const tinspect_snapshot *snap)
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);
+}
+
+void json_locks(struct jw *w, const tinspect_snapshot *snap)
+{
+	jw_key(w, "locks");
+	jw_arr(w);
+	for (size_t i = 0, n = tinspect_snapshot_nlocks(snap); i < n; i++)
+		lock_json(w, tinspect_snapshot_lock(snap, i));
+	jw_arr_end(w);
+
+	/* A nonblocking capture is not one consistent state: what it shows
+	 * are candidates, under "unconfirmed", never "deadlocks" or "stalls"
+	 * (a reader that checks deadlocks must not be alarmed by them). */
+	bool candidates = tinspect_snapshot_capture_mode(snap) ==
+			  TINSPECT_CAPTURE_NONBLOCKING;
+	jw_key(w, "deadlocks");
+	if (candidates) {
+		jw_arr(w);
+		jw_arr_end(w);
+	} else {
+		cycles_json(w, snap);
+	}
+	jw_key(w, "stalls");
+	if (candidates) {
+		jw_arr(w);
+		jw_arr_end(w);
+	} else {
+		stalls_json(w, snap);
+	}
+	if (candidates) {
+		jw_key(w, "unconfirmed");
+		jw_obj(w);
+		jw_key(w, "deadlocks");
+		cycles_json(w, snap);
+		jw_key(w, "stalls");
+		stalls_json(w, snap);
+		jw_obj_end(w);
+	}
 
 	jw_key(w, "orphaned_locks");
 	jw_arr(w);

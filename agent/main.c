@@ -147,6 +147,14 @@ static const char usage_text[] =
 "  --folded-by thread-name  put the thread's name at the root of each stack\n"
 "  --pprof FILE         the same samples as a gzip'ed pprof profile\n"
 "                       (go tool pprof, Parca, Pyroscope)\n"
+"  --nonblocking[=strict]  stop no thread and attach to none: threads\n"
+"                       blocked in the kernel are read from /proc (pc, sp,\n"
+"                       syscall) and their stacks copied live; running\n"
+"                       threads are listed without stacks.  A deadlock or\n"
+"                       stall seen that way is confirmed by one ordinary\n"
+"                       stopped capture, which is then the report; with\n"
+"                       =strict nothing is ever stopped and it is reported\n"
+"                       as unconfirmed, never as a deadlock\n"
 "  --thread-db PATH     libthread_db to load (default: the system's)\n"
 "  --target-thread-db   when the system's libthread_db does not fit the\n"
 "                       target's glibc (a container's), load the target's\n"
@@ -190,6 +198,8 @@ static const char usage_text[] =
 "  8   internal error (out of memory, cannot write the output)\n"
 "  10  --check: a deadlock was found (a cycle of threads waiting for locks\n"
 "      held by each other); the report says which\n"
+"  11  --check with --nonblocking=strict: a candidate deadlock was seen\n"
+"      but, nothing being stopped, not proven (reported as unconfirmed)\n"
 "  128+N  killed by signal N (after resuming the target)\n"
 "The target is never left stopped, whatever the exit status.\n";
 
@@ -422,7 +432,7 @@ int main(int argc, char **argv)
 	       OPT_STACK_BYTES, OPT_DEBUGINFOD, OPT_TLS, OPT_ERRNO, OPT_KEYS,
 	       OPT_NO_TARGET_TDB, OPT_TARGET_TDB, OPT_CHECK, OPT_WATCH, OPT_COUNT, OPT_SUMMARY,
 	       OPT_FOLLOW, OPT_BRIEF, OPT_VERBOSE, OPT_HUNG_AFTER, OPT_MAX_DUTY,
-	       OPT_DIFF, OPT_PROMETHEUS, OPT_FOLDED, OPT_FOLDED_BY, OPT_PPROF, OPT_CORE, OPT_EXE, OPT_SYSROOT };
+	       OPT_DIFF, OPT_PROMETHEUS, OPT_FOLDED, OPT_FOLDED_BY, OPT_PPROF, OPT_CORE, OPT_EXE, OPT_SYSROOT, OPT_NONBLOCKING };
 	struct format_opts fo = { 0 };
 	const char *core = NULL, *exe = NULL, *sysroot = NULL;
 	/* options that make no sense for a core, refused with --core */
@@ -449,6 +459,7 @@ int main(int argc, char **argv)
 		{ "hung-after", required_argument, NULL, OPT_HUNG_AFTER },
 		{ "max-duty", required_argument, NULL, OPT_MAX_DUTY },
 		{ "diff", no_argument, NULL, OPT_DIFF },
+		{ "nonblocking", optional_argument, NULL, OPT_NONBLOCKING },
 		{ "max-freeze", required_argument, NULL, OPT_MAX_FREEZE },
 		{ "stop-timeout", required_argument, NULL, OPT_STOP_TIMEOUT },
 		{ "thread-db", required_argument, NULL, OPT_THREAD_DB },
@@ -594,6 +605,15 @@ int main(int argc, char **argv)
 		case OPT_DIFF:
 			diff = true;
 			break;
+		case OPT_NONBLOCKING:
+			if (optarg && strcmp(optarg, "strict") != 0) {
+				fprintf(stderr, "tinspect: --nonblocking takes no "
+					"value or =strict, not '%s'\n", optarg);
+				return EXIT_USAGE;
+			}
+			dopts.flags |= optarg ? TINSPECT_OPT_NONBLOCKING_STRICT
+					      : TINSPECT_OPT_NONBLOCKING;
+			break;
 		case OPT_NO_STACKS:
 			dopts.flags |= TINSPECT_OPT_NO_STACKS;
 			break;
@@ -708,6 +728,12 @@ int main(int argc, char **argv)
 	}
 	if (watch && !hung_after_set)
 		wo.hung_after_ns = 60 * UINT64_C(1000000000);
+	if (wo.follow && (dopts.flags & (TINSPECT_OPT_NONBLOCKING |
+					 TINSPECT_OPT_NONBLOCKING_STRICT))) {
+		fprintf(stderr, "tinspect: --follow-threads attaches to every "
+			"thread; --nonblocking attaches to none\n");
+		return EXIT_USAGE;
+	}
 	if (ao.brief && ao.verbose) {
 		fprintf(stderr, "tinspect: --brief and --verbose do not go together\n");
 		return EXIT_USAGE;
@@ -806,7 +832,8 @@ int agent_report(tinspect_snapshot *snap, const struct agent_opts *ao)
 	/* --check: a deadlock is what the caller asked about; it wins over
 	 * "partial" */
 	if (ao->check && tinspect_snapshot_ncycles(snap))
-		status = EXIT_DEADLOCK;
+		status = tinspect_snapshot_capture_mode(snap) == TINSPECT_CAPTURE_NONBLOCKING
+				 ? EXIT_UNCONFIRMED : EXIT_DEADLOCK;
 	tinspect_snapshot_free(snap);
 	if (fflush(stdout) != 0 || r != 0) {
 		if (got_signal)

@@ -21,7 +21,9 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 struct line {
@@ -34,7 +36,7 @@ struct outq {
 	int fd;
 	pthread_t thread;
 	pthread_mutex_t lock;
-	pthread_cond_t more, drained;
+	pthread_cond_t more, drained, room;
 	struct line *head, *tail;
 	size_t bytes, limit;
 	unsigned long dropped;	/* since the last report */
@@ -75,6 +77,7 @@ static void *writer(void *arg)
 		q->writing = false;
 		q->bytes -= l->len;
 		free(l);
+		pthread_cond_broadcast(&q->room);
 		if (err && !q->error) {
 			q->error = err;
 			if (q->cancel)
@@ -110,6 +113,7 @@ struct outq *outq_start(int fd, size_t limit, volatile sig_atomic_t *cancel,
 	pthread_mutex_init(&q->lock, NULL);
 	pthread_cond_init(&q->more, NULL);
 	pthread_cond_init(&q->drained, NULL);
+	pthread_cond_init(&q->room, NULL);
 	if (pthread_create(&q->thread, NULL, writer, q)) {
 		free(q);
 		return NULL;
@@ -174,6 +178,65 @@ int outq_finish(struct outq *q)
 	pthread_mutex_destroy(&q->lock);
 	pthread_cond_destroy(&q->more);
 	pthread_cond_destroy(&q->drained);
+	pthread_cond_destroy(&q->room);
 	free(q);
 	return e;
+}
+
+/*
+ * A line written as it is produced (issue 14: a 10 000-thread snapshot is
+ * a 35 MB line, and building it whole, then copying it into the queue,
+ * cost more memory than the capture).  Its pieces are queued in order; the
+ * producer waits while more than STREAM_BOUND bytes are queued.  Only
+ * where waiting for the reader is harmless: while nothing of the target is
+ * held (not while following threads, whose new threads wait for tinspect).
+ * Once the cancel flag is up, pieces are queued without waiting, so that
+ * the line still ends whole before tinspect exits.
+ */
+#define STREAM_BOUND (4u << 20)
+
+static ssize_t stream_write(void *cookie, const char *buf, size_t len)
+{
+	struct outq *q = cookie;
+	struct line *l = malloc(sizeof *l + len);
+	if (!l)
+		return -1;
+	memcpy(l->data, buf, len);
+	l->len = len;
+	l->next = NULL;
+	pthread_mutex_lock(&q->lock);
+	while (!q->error && q->bytes && q->bytes + len > STREAM_BOUND &&
+	       !(q->cancel && *q->cancel)) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 100000000;	/* to look at the cancel flag */
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&q->room, &q->lock, &ts);
+	}
+	if (q->error) {
+		pthread_mutex_unlock(&q->lock);
+		free(l);
+		return -1;
+	}
+	if (q->tail)
+		q->tail->next = l;
+	else
+		q->head = l;
+	q->tail = l;
+	q->bytes += len;
+	pthread_cond_signal(&q->more);
+	pthread_mutex_unlock(&q->lock);
+	return (ssize_t)len;
+}
+
+FILE *outq_stream(struct outq *q)
+{
+	cookie_io_functions_t io = { .write = stream_write };
+	FILE *f = fopencookie(q, "w", io);
+	if (f)
+		setvbuf(f, NULL, _IOFBF, 256u << 10);
+	return f;
 }

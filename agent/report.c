@@ -386,12 +386,23 @@ static void put_rule(FILE *out, size_t n)
 	fputc('\n', out);
 }
 
+/* A nonblocking capture is not one consistent state: its cycles are
+ * candidates, never called deadlocks (--nonblocking=strict) */
+static bool unconfirmed(const tinspect_snapshot *snap)
+{
+	return tinspect_snapshot_capture_mode(snap) == TINSPECT_CAPTURE_NONBLOCKING;
+}
+
 static void put_deadlock_edges(FILE *out, const tinspect_snapshot *snap)
 {
 	size_t ncycles = tinspect_snapshot_ncycles(snap);
-	char head[64];
+	char head[128];
 	int hl;
-	if (ncycles == 1)
+	if (unconfirmed(snap))
+		hl = snprintf(head, sizeof head, "Unconfirmed (seen without stopping "
+			      "the process, not proven): %zu candidate deadlock%s:",
+			      ncycles, ncycles == 1 ? "" : "s");
+	else if (ncycles == 1)
 		hl = snprintf(head, sizeof head, "Found one deadlock:");
 	else
 		hl = snprintf(head, sizeof head, "Found %zu deadlocks:", ncycles);
@@ -401,7 +412,8 @@ static void put_deadlock_edges(FILE *out, const tinspect_snapshot *snap)
 		const tinspect_cycle *c = tinspect_snapshot_cycle(snap, i);
 		size_t n = tinspect_cycle_length(c);
 		if (ncycles > 1)
-			fprintf(out, "Deadlock %zu:\n", i + 1);
+			fprintf(out, "%s %zu:\n", unconfirmed(snap) ? "Candidate" : "Deadlock",
+				i + 1);
 		for (size_t k = 0; k < n; k++) {
 			const tinspect_lock *l = tinspect_cycle_lock(c, k);
 			report_put_thread_ref(out, snap, tinspect_cycle_tid(c, k));
@@ -423,8 +435,10 @@ static void put_deadlock_edges(FILE *out, const tinspect_snapshot *snap)
 
 static void put_stalls(FILE *out, const tinspect_snapshot *snap)
 {
-	fputs("Stalled (waiting behind a lock holder that cannot move on by itself; "
-	      "not a deadlock):\n", out);
+	fputs(unconfirmed(snap) ? "Unconfirmed stalls (seen without stopping the "
+				  "process, not proven):\n"
+				: "Stalled (waiting behind a lock holder that cannot "
+				  "move on by itself; not a deadlock):\n", out);
 	for (size_t i = 0, ns = tinspect_snapshot_nstalls(snap); i < ns; i++) {
 		const tinspect_stall *st = tinspect_snapshot_stall(snap, i);
 		size_t n = tinspect_stall_length(st);
@@ -491,7 +505,11 @@ static void put_verdict(FILE *out, const tinspect_snapshot *snap,
 				: "no deadlock, no orphaned lock, no stall\n", out);
 	} else {
 		const char *sep = "";
-		if (ndeadlocks) {
+		if (ndeadlocks && unconfirmed(snap)) {
+			fprintf(out, "%zu unconfirmed deadlock candidate%s", ndeadlocks,
+				ndeadlocks == 1 ? "" : "s");
+			sep = ", ";
+		} else if (ndeadlocks) {
 			fprintf(out, "%zu DEADLOCK%s", ndeadlocks, ndeadlocks == 1 ? "" : "S");
 			sep = ", ";
 		}
@@ -501,7 +519,9 @@ static void put_verdict(FILE *out, const tinspect_snapshot *snap,
 			sep = ", ";
 		}
 		if (nstalls)
-			fprintf(out, "%s%zu stall%s", sep, nstalls, nstalls == 1 ? "" : "s");
+			fprintf(out, "%s%zu %sstall%s", sep, nstalls,
+				unconfirmed(snap) ? "unconfirmed " : "",
+				nstalls == 1 ? "" : "s");
 		fputc('\n', out);
 	}
 	if (undecided)
@@ -673,7 +693,8 @@ void report_lock_details(FILE *out, const tinspect_snapshot *snap,
 	size_t n = tinspect_snapshot_ncycles(snap);
 	for (size_t i = 0; i < n; i++) {
 		if (n > 1)
-			fprintf(out, "Deadlock %zu: ", i + 1);
+			fprintf(out, "%s %zu: ", unconfirmed(snap) ? "Candidate" : "Deadlock",
+				i + 1);
 		put_deadlock_stacks(out, snap, tinspect_snapshot_cycle(snap, i));
 	}
 }

@@ -581,6 +581,15 @@ static void put_header(FILE *out, const tinspect_snapshot *snap,
 				(unsigned)si.sender_uid);
 		fputc('\n', out);
 	}
+	size_t cand_cycles, cand_stalls;
+	if (tinspect_snapshot_capture_mode(snap) == TINSPECT_CAPTURE_NONBLOCKING)
+		fputs("nonblocking capture: no thread was stopped; blocked threads "
+		      "read from /proc and live memory, running threads without "
+		      "stacks; not one consistent state\n", out);
+	else if (tinspect_snapshot_candidates(snap, &cand_cycles, &cand_stalls, NULL) == 0)
+		fprintf(out, "confirmation: a nonblocking capture showed %zu candidate "
+			"deadlock(s) and %zu stall(s); this capture stopped the "
+			"process to prove or refute them\n", cand_cycles, cand_stalls);
 	if (o->verbose) {
 #define MS(step) ((double)tinspect_snapshot_timing_ns(snap, TINSPECT_TIMING_##step) / 1e6)
 		fprintf(out, "freeze breakdown: stop %.3f, registers %.3f, memory %.3f, "

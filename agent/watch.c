@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,7 +246,14 @@ static void summary_locks_json(struct jw *w, const tinspect_snapshot *snap)
 	jw_arr_end(w);
 	free(v);
 
-	jw_key(w, "deadlocks");
+	/* a nonblocking capture's cycles are candidates, not deadlocks */
+	bool cand = tinspect_snapshot_capture_mode(snap) == TINSPECT_CAPTURE_NONBLOCKING;
+	if (cand) {
+		jw_key(w, "deadlocks");
+		jw_arr(w);
+		jw_arr_end(w);
+	}
+	jw_key(w, cand ? "unconfirmed_deadlocks" : "deadlocks");
 	jw_arr(w);
 	for (size_t i = 0, n = tinspect_snapshot_ncycles(snap); i < n; i++) {
 		const tinspect_cycle *c = tinspect_snapshot_cycle(snap, i);
@@ -281,6 +289,7 @@ static void summary_json(const tinspect_snapshot *snap, unsigned long update)
 		return;
 	struct jw *w = &l.w;
 	jw_kint(w, "update", (int64_t)update);
+	jw_kstr(w, "mode", tinspect_capture_mode_name(tinspect_snapshot_capture_mode(snap)));
 	jw_kint(w, "freeze_us", (int64_t)(tinspect_snapshot_freeze_ns(snap) / 1000));
 	jw_kint(w, "duration_us", (int64_t)(tinspect_snapshot_duration_ns(snap) / 1000));
 	jw_kint(w, "threads", (int64_t)tinspect_snapshot_nthreads(snap));
@@ -332,10 +341,15 @@ static void summary_text(const tinspect_snapshot *snap, unsigned long update)
 			first = false;
 		}
 	size_t dl = tinspect_snapshot_ncycles(snap);
-	fprintf(f, "), %zu blocked on futexes, %zu deadlock%s, %zu hung, frozen %.3f ms, "
+	enum tinspect_capture_mode mode = tinspect_snapshot_capture_mode(snap);
+	fprintf(f, "), %zu blocked on futexes, %zu %sdeadlock%s, %zu hung, frozen %.3f ms%s, "
 		"duty %.3f%% (last %.3f%%)\n",
-		blocked, dl, dl == 1 ? "" : "s", overtime_nhung(ot),
+		blocked, dl, mode == TINSPECT_CAPTURE_NONBLOCKING ? "unconfirmed " : "",
+		dl == 1 ? "" : "s", overtime_nhung(ot),
 		(double)tinspect_snapshot_freeze_ns(snap) / 1e6,
+		mode == TINSPECT_CAPTURE_ALL_STOP ? "" :
+		mode == TINSPECT_CAPTURE_NONBLOCKING ? " (nonblocking)" :
+		" (stopped to confirm a nonblocking capture)",
 		duty.total * 100, duty.last * 100);
 	mb_put(&m);
 }
@@ -475,8 +489,10 @@ static void snapshot_out(const tinspect_snapshot *snap, unsigned long update,
 		summary_text(snap, update);
 		return;
 	}
+	/* not following, nothing of the target waits for the output: the
+	 * snapshot is streamed, not built whole in memory (outq_stream) */
 	struct membuf m;
-	FILE *f = mb_open(&m);
+	FILE *f = w->follow ? mb_open(&m) : outq_stream(out);
 	if (!f)
 		return;
 	struct agent_opts lo = *ao;
@@ -488,7 +504,10 @@ static void snapshot_out(const tinspect_snapshot *snap, unsigned long update,
 		fprintf(f, "--- update %lu ---\n", update);
 		render_text(f, snap, &lo);
 	}
-	mb_put(&m);
+	if (w->follow)
+		mb_put(&m);
+	else
+		fclose(f);
 }
 
 /* One update's lines: the duty cycle and the events of what lasts
@@ -566,6 +585,10 @@ static int watch_loop(tinspect_session **sp, pid_t pid,
 			formats_snapshot(ao->formats, snap);
 			overtime_out(snap, update, w, ao);
 			tinspect_snapshot_free(snap);
+			/* give the freed snapshot back before the next capture
+			 * copies stacks: else the two add up in the peak RSS
+			 * (malloc keeps a freed heap resident) */
+			malloc_trim(0);
 		}
 		tinspect_session_service(s);
 		if (w->count && update == w->count)

@@ -181,6 +181,46 @@ unsigned arch_gregs_to_dwarf(const struct arch_desc *a, const uint64_t *gregs,
 	return n;
 }
 
+uint64_t arch_tp_of_area(const struct arch_desc *a, uint64_t area, int idx)
+{
+	return a->id == ARCH_AARCH64 ? area + (uint64_t)idx : area;
+}
+
+void arch_gregs_from_syscall(const struct arch_desc *a, long nr,
+			     const uint64_t args[6], uint64_t sp, uint64_t pc,
+			     uint64_t *gregs)
+{
+	for (unsigned i = 0; i < a->ngregs; i++)
+		gregs[i] = 0;
+	gregs[a->sp_idx] = sp;
+	gregs[a->pc_idx] = pc;
+	switch (a->id) {
+	case ARCH_X86_64: {
+		static const unsigned argi[6] = { X86_RDI, X86_RSI, X86_RDX,
+						  X86_R10, X86_R8, X86_R9 };
+		/* orig_rax -1: not in a syscall; rax holds -ENOSYS from the
+		 * syscall entry until the call returns */
+		gregs[X86_ORIG_RAX] = nr >= 0 ? (uint64_t)nr : UINT64_MAX;
+		gregs[X86_RAX] = (uint64_t)-38;
+		for (int i = 0; nr >= 0 && i < 6; i++)
+			gregs[argi[i]] = args[i];
+		break;
+	}
+	case ARCH_AARCH64:
+		if (nr >= 0) {
+			gregs[A64_X8] = (uint64_t)nr;
+			for (int i = 0; i < 6; i++)
+				gregs[A64_X0 + i] = args[i];
+		}
+		break;
+	}
+}
+
+unsigned arch_dwarf_sp(const struct arch_desc *a)
+{
+	return a->id == ARCH_AARCH64 ? 31 : 7;	/* the psABIs' numbering */
+}
+
 const char *arch_greg_name(const struct arch_desc *a, unsigned idx)
 {
 	static const char *const x86[X86_NREGS] = {

@@ -73,6 +73,9 @@ const char *arch_syscall_name(const struct arch_desc *a, long nr);
  * aarch64 returns tp - idx (libthread_db passes sizeof(struct pthread)).
  */
 uint64_t arch_thread_area(const struct arch_desc *a, uint64_t tp, int idx);
+/* Its inverse: the thread pointer of the thread whose struct pthread is
+ * at area (idx as above). */
+uint64_t arch_tp_of_area(const struct arch_desc *a, uint64_t area, int idx);
 
 /*
  * DWARF register numbering, for the unwinder: fill dwarf_regs[0..n) with
@@ -81,6 +84,20 @@ uint64_t arch_thread_area(const struct arch_desc *a, uint64_t tp, int idx);
  */
 unsigned arch_gregs_to_dwarf(const struct arch_desc *a, const uint64_t *gregs,
 			     uint64_t *dwarf_regs, unsigned max);
+
+/*
+ * What /proc/TID/syscall tells of a thread blocked in the kernel, without
+ * stopping it (a nonblocking capture): its pc and sp, and when nr >= 0
+ * the syscall's number and arguments, written where a ptrace stop would
+ * show them (so that arch_decode_syscall() reads them back); every other
+ * register 0.  The unwinder must then be given pc and sp only
+ * (arch_dwarf_sp()).
+ */
+void arch_gregs_from_syscall(const struct arch_desc *a, long nr,
+			     const uint64_t args[6], uint64_t sp, uint64_t pc,
+			     uint64_t *gregs);
+/* The DWARF number of the stack pointer. */
+unsigned arch_dwarf_sp(const struct arch_desc *a);
 
 /* Names of the general registers, for text and JSON output. */
 const char *arch_greg_name(const struct arch_desc *a, unsigned idx);

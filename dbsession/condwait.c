@@ -79,3 +79,28 @@ bool condwait_object(const struct dbs_lock_input *in, uint64_t pd,
 	*ret_mutex = user_pointer(cb[2]) ? cb[2] : 0;
 	return true;
 }
+
+/*
+ * What condwait_object() will read for the thread whose descriptor is at
+ * pd, kept (psvc_frozen_retain) before its stack copy is given up: the
+ * cleanup word, the record, the cleanup buffer and the mutex it names
+ * (mutex_max bytes).  The same chain, read from the frozen copy only.
+ */
+void condwait_retain(struct dbs_session *s, uint64_t pd, size_t mutex_max)
+{
+	uint32_t off = condwait_cleanup_offset(s);
+	if (!off || !pd)
+		return;
+	struct psvc_target *t = s->t;
+	uint64_t buf, rec[2], cb[3];
+	psvc_frozen_retain(t, pd + off, sizeof buf);
+	if (psvc_read_frozen(t, pd + off, &buf, sizeof buf) || !user_pointer(buf))
+		return;
+	psvc_frozen_retain(t, buf, sizeof rec);
+	if (psvc_read_frozen(t, buf, rec, sizeof rec) || !rec[0] || !user_pointer(rec[1]))
+		return;
+	psvc_frozen_retain(t, rec[1], sizeof cb);
+	if (psvc_read_frozen(t, rec[1], cb, sizeof cb) || !user_pointer(cb[2]))
+		return;
+	psvc_frozen_retain(t, cb[2], mutex_max);
+}

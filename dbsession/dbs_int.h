@@ -22,6 +22,9 @@ struct tdb_lib {
 	td_err_e (*td_ta_map_lwp2thr)(const td_thragent_t *, lwpid_t,
 				      td_thrhandle_t *);
 	td_err_e (*td_thr_get_info)(const td_thrhandle_t *, td_thrinfo_t *);
+	td_err_e (*td_ta_thr_iter)(const td_thragent_t *, td_thr_iter_f *,
+				   void *, td_thr_state_e, int, sigset_t *,
+				   unsigned);
 	td_err_e (*td_thr_tls_get_addr)(const td_thrhandle_t *, psaddr_t,
 					size_t, psaddr_t *);
 	td_err_e (*td_thr_tlsbase)(const td_thrhandle_t *, unsigned long,
@@ -32,6 +35,17 @@ struct tdb_lib {
  * td_thr_get_info makes a handful, td_thr_tls_get_addr about 15 and one
  * per DTV slotinfo list entry, a list the target could make circular. */
 #define TDB_READ_BUDGET 4096
+
+/* session.c: one capture, all-stop (in a tracer thread of its own unless
+ * following) or nonblocking; no confirmation */
+int dbs_capture_once(struct dbs_session *s, bool nonblocking,
+		     struct dbs_snapshot **ret);
+
+/* nonblock.c: updates that hold nothing (DBS_MODE_NONBLOCKING*) */
+int nb_update(struct dbs_session *s, struct dbs_snapshot **ret);
+/* During a nonblocking capture, after the registers: the thread pointer
+ * of each observed task, from libthread_db's own list of threads. */
+void nb_learn_thread_pointers(struct dbs_session *s);
 
 /* threaddb.c */
 int tdb_load(const char *path, struct tdb_lib *ret, char **ret_detail);
@@ -124,7 +138,14 @@ struct dbs_session {
 struct tdb_result {
 	td_err_e err;
 	const char *step;
-	td_thrinfo_t ti;
+	/* what is used of td_thrinfo_t (384 bytes, per thread: issue 14's
+	 * memory budget), under its own names */
+	struct {
+		__typeof__(((td_thrinfo_t *)0)->ti_tid) ti_tid;
+		__typeof__(((td_thrinfo_t *)0)->ti_lid) ti_lid;
+		__typeof__(((td_thrinfo_t *)0)->ti_state) ti_state;
+		__typeof__(((td_thrinfo_t *)0)->ti_startfunc) ti_startfunc;
+	} ti;
 	bool have_th;		/* th is valid (td_ta_map_lwp2thr worked) */
 	td_thrhandle_t th;
 	uint64_t stack_lo, stack_hi;	/* the stack bytes copied */
@@ -294,6 +315,9 @@ bool condwait_object(const struct dbs_lock_input *in, uint64_t pd,
 /* offsetof(struct pthread, cleanup) in the target's libc, 0 if unknown;
  * cached per module generation. */
 uint32_t condwait_cleanup_offset(struct dbs_session *s);
+/* Keep what condwait_object() reads of the thread at pd before its stack
+ * copy is given up (psvc_frozen_done). */
+void condwait_retain(struct dbs_session *s, uint64_t pd, size_t mutex_max);
 
 /* ---- symbolize.c --------------------------------------------------------- */
 

@@ -97,6 +97,15 @@ struct dbs_options {
 	 * libthread_db.so.1 may be loaded without target_thread_db, like
 	 * gdb's auto-load safe-path; NULL or "": none. */
 	const char *thread_db_safe_path;
+	/* How updates capture (nonblock.c). */
+	enum dbs_capture_mode {
+		DBS_MODE_STOP = 0,	/* stop every thread (the default) */
+		/* hold nothing; a candidate deadlock or stall is confirmed
+		 * by one all-stop capture, which is then the update */
+		DBS_MODE_NONBLOCKING,
+		/* hold nothing, ever: candidates stay unconfirmed */
+		DBS_MODE_NONBLOCKING_STRICT,
+	} mode;
 };
 
 /* Whose libthread_db served the snapshot. */
@@ -289,6 +298,11 @@ struct dbs_thread {
 
 	/* ptrace */
 	bool stopped;		/* was part of the consistent snapshot */
+	/* nonblocking capture: blocked, pc/sp/syscall from /proc (the other
+	 * registers unknown: gregs holds 0 there), never stopped */
+	bool observed;
+	bool moved;		/* observed, but left that wait while its
+				 * memory was copied: no stack, no wait */
 	bool straggler;		/* did not stop in time (D state) */
 	bool jobctl_stopped;	/* was in a job-control stop */
 	bool have_regs;
@@ -359,6 +373,20 @@ struct dbs_snapshot {
 	enum psvc_modmap_source modmap_source;
 	uint64_t module_generation;
 
+	/* What produced this snapshot (nonblock.c). */
+	enum dbs_capture_kind {
+		DBS_CAPTURE_STOP = 0,	/* an all-stop capture */
+		DBS_CAPTURE_NONBLOCKING,	/* nothing held: not consistent,
+						 * cycles and stalls are only
+						 * candidates (unconfirmed) */
+		DBS_CAPTURE_CONFIRMATION,	/* an all-stop capture taken
+						 * because a nonblocking one
+						 * showed candidates */
+	} capture;
+	/* DBS_CAPTURE_CONFIRMATION: the candidates the nonblocking capture
+	 * showed (cycles, stalls); its duration */
+	size_t candidate_cycles, candidate_stalls;
+	uint64_t observe_ns;
 	struct timespec captured_at;	/* CLOCK_REALTIME at the stop */
 	uint64_t freeze_ns;		/* first stop to last resume */
 	uint64_t duration_ns;		/* whole update */

@@ -415,9 +415,10 @@ static void thread_wait(const struct arch_desc *a, const struct dbs_thread *th,
 			struct wait *wt)
 {
 	memset(wt, 0, sizeof *wt);
-	if (th->have_regs && th->stopped) {
+	if (th->have_regs && (th->stopped || th->observed)) {
+		/* observed (nonblocking): in the call now, not interrupted */
 		const struct arch_syscall *sc = &th->syscall;
-		if (!sc->restarting)
+		if (!sc->restarting && !th->observed)
 			return;
 		if (sc->nr == a->nr_futex) {
 			wt->src = DBS_EV_SYSCALL;
@@ -517,7 +518,8 @@ void dbs_locks_prefetch(struct dbs_session *s)
 		if (!(k->flags & PSVC_TASK_HAVE_REGS))
 			continue;
 		/* the same decoding build_snapshot() does after the resume */
-		struct dbs_thread th = { .have_regs = true, .stopped = true };
+		struct dbs_thread th = { .have_regs = true, .stopped = true,
+					 .observed = k->flags & PSVC_TASK_OBSERVED };
 		arch_decode_syscall(a, k->gregs,
 				    k->info.sc_kind == PSVC_SC_IN_SYSCALL
 					    ? k->info.sc_nr : -1, &th.syscall);

@@ -304,6 +304,8 @@ void dbs_session_service(struct dbs_session *s)
 
 int dbs_session_follow(struct dbs_session *s)
 {
+	if (s->opts.mode != DBS_MODE_STOP)
+		return -EINVAL;	/* following attaches: nonblocking must not */
 	psvc_follow_set_resolver(s->t, new_thread_start, s);
 	return psvc_follow_start(s->t);
 }
@@ -361,31 +363,60 @@ int dbs_session_wait(struct dbs_session *s, uint64_t deadline_ns,
 
 /* ---- one update ------------------------------------------------------------------ */
 
+/* Descriptors copied at a time for libthread_db (copy_descriptor_batch) */
+#define DESC_BATCH 256
+
 /*
  * The memory the analysis will need, read in as few process_vm_readv
- * calls as possible while everything is stopped: every struct pthread
- * (libthread_db then reads them one small piece at a time from the cache)
- * and the top of every stack (the unwinder reads nothing else).  A stack
- * copy runs from sp up to stack_bytes, clipped to the end of the mapping
- * that holds sp: for most threads that is the whole used stack.
+ * calls as possible while everything is stopped, and kept byte-exact
+ * (memruns.c): the top of every stack (the unwinder reads nothing else),
+ * from sp up to stack_bytes, clipped to the end of the mapping that holds
+ * sp and to the thread's own struct pthread (at the top of a glibc stack:
+ * libthread_db reads it during the stop, in batches, gather_tdb(), and it
+ * is not kept); and of each descriptor the one word the analysis after
+ * the resume reads (the cleanup record's pointer, condwait.c).  With
+ * --tls, --errno or --keys the descriptors are read more than once and are
+ * cached whole instead.
  */
+static bool keep_descriptors(const struct dbs_session *s)
+{
+	return s->opts.ntls || s->opts.want_errno || s->opts.want_keys;
+}
+
+static uint64_t descriptor_addr(const struct dbs_session *s,
+				const struct psvc_task *k)
+{
+	return arch_thread_area(psvc_arch(s->t), k->tp, (int)s->sizeof_pthread);
+}
+
+static bool have_descriptor(const struct dbs_session *s, const struct psvc_task *k)
+{
+	return s->ta && k->tp && s->sizeof_pthread &&
+	       (k->flags & PSVC_TASK_HAVE_REGS);
+}
+
 static void prefetch_capture(struct dbs_session *s, struct tdb_result *cap)
 {
 	struct psvc_target *t = s->t;
 	const struct arch_desc *a = psvc_arch(t);
 	size_t n = psvc_ntasks(t);
 	struct psvc_range *r = calloc(2 * n + 1, sizeof *r);
-	if (!r)
+	struct psvc_range *d = keep_descriptors(s) ? calloc(n + 1, sizeof *d) : NULL;
+	if (!r) {
+		free(d);
 		return;
-	size_t nr = 0;
+	}
+	size_t nr = 0, nd = 0;
+	uint32_t cleanup_off = s->ta ? condwait_cleanup_offset(s) : 0;
 	for (size_t i = 0; i < n; i++) {
 		struct psvc_task *k = psvc_task_at(t, i);
 		if (!(k->flags & PSVC_TASK_HAVE_REGS))
 			continue;
-		if (s->ta && k->tp && s->sizeof_pthread)
-			r[nr++] = (struct psvc_range){
-				arch_thread_area(a, k->tp, (int)s->sizeof_pthread),
-				s->sizeof_pthread };
+		uint64_t pd = have_descriptor(s, k) ? descriptor_addr(s, k) : 0;
+		if (pd && d)
+			d[nd++] = (struct psvc_range){ pd, s->sizeof_pthread };
+		else if (pd && cleanup_off)
+			r[nr++] = (struct psvc_range){ pd + cleanup_off, 8 };
 		if (!s->unwinder)
 			continue;
 		uint64_t sp = arch_sp(a, k->gregs);
@@ -393,20 +424,73 @@ static void prefetch_capture(struct dbs_session *s, struct tdb_result *cap)
 		if (end < sp)
 			end = UINT64_MAX;
 		struct psvc_map m;
+		uint64_t lo = sp;
 		if (psvc_map_lookup(t, sp, &m, NULL) == 0) {
 			if (m.end < end)
 				end = m.end;
+			/* and the red zone below sp (x86_64: 128 bytes a leaf
+			 * function may use without moving sp; libdwfl's
+			 * frame-pointer fallback reads there too) */
+			lo = sp - m.start >= 128 ? sp - 128 : m.start;
 		} else {
 			/* a stack mapped after the maps were read (a thread
 			 * born during the stop): one page, nothing assumed */
 			end = (sp | 4095) + 1;
 		}
+		if (pd > sp && pd < end && !d)
+			end = pd;	/* its descriptor: read apart, in batches */
 		cap[i].stack_lo = sp;
 		cap[i].stack_hi = end;
-		r[nr++] = (struct psvc_range){ sp, end - sp };
+		r[nr++] = (struct psvc_range){ lo, end - lo };
 	}
-	psvc_prefetch(t, r, nr);
+	psvc_copy_exact(t, r, nr);
+	if (d)
+		psvc_prefetch(t, d, nd);
 	free(r);
+	free(d);
+}
+
+/* What the exact copies of the next capture will take (memruns.c), from
+ * the stack pointers the scan read in /proc/TID/syscall: room for them is
+ * faulted in before the stop rather than during it.  A little under is
+ * fine (the rest faults in), over would only add to the peak RSS. */
+static size_t expected_copy_bytes(struct dbs_session *s)
+{
+	struct psvc_target *t = s->t;
+	if (!s->unwinder)
+		return 0;
+	size_t sum = 0;
+	for (size_t i = 0, n = psvc_ntasks(t); i < n; i++) {
+		const struct psvc_taskinfo *ti = &psvc_task_at(t, i)->info;
+		struct psvc_map m;
+		if (ti->sc_kind == PSVC_SC_RUNNING || !ti->sc_sp ||
+		    psvc_map_lookup(t, ti->sc_sp, &m, NULL) != 0)
+			continue;
+		uint64_t len = m.end - ti->sc_sp;
+		if (len > s->opts.stack_bytes)
+			len = s->opts.stack_bytes;
+		else if (len > s->sizeof_pthread && !keep_descriptors(s))
+			len -= s->sizeof_pthread;	/* read apart */
+		sum += (size_t)len + 128 + 16;
+	}
+	return sum;
+}
+
+/* The descriptors of tasks [from, to), copied for libthread_db as the
+ * scratch set (each batch replaces the last). */
+static void copy_descriptor_batch(struct dbs_session *s, size_t from, size_t to)
+{
+	struct psvc_range r[DESC_BATCH];
+	size_t nr = 0;
+	for (size_t i = from; i < to && nr < DESC_BATCH; i++) {
+		struct psvc_task *k = psvc_task_at(s->t, i);
+		/* most lie at the top of the thread's stack, in its copy */
+		if (have_descriptor(s, k) &&
+		    psvc_read_frozen(s->t, descriptor_addr(s, k), &(char){ 0 }, 1) != 0)
+			r[nr++] = (struct psvc_range){ descriptor_addr(s, k),
+						       s->sizeof_pthread };
+	}
+	psvc_copy_scratch(s->t, r, nr);
 }
 
 static void gather_tdb(struct dbs_session *s, struct tdb_result *res)
@@ -415,6 +499,8 @@ static void gather_tdb(struct dbs_session *s, struct tdb_result *res)
 	size_t n = psvc_ntasks(t);
 	for (size_t i = 0; i < n; i++) {
 		struct psvc_task *k = psvc_task_at(t, i);
+		if (i % DESC_BATCH == 0 && !keep_descriptors(s))
+			copy_descriptor_batch(s, i, i + DESC_BATCH < n ? i + DESC_BATCH : n);
 		res[i].err = TD_NOTHR;
 		res[i].step = NULL;
 		if (!(k->flags & PSVC_TASK_HAVE_REGS))
@@ -441,10 +527,16 @@ static void gather_tdb(struct dbs_session *s, struct tdb_result *res)
 		res[i].th = th;
 		res[i].have_th = true;
 		psvc_tdb_budget(t, TDB_READ_BUDGET);
-		e = s->lib.td_thr_get_info(&th, &res[i].ti);
+		td_thrinfo_t ti;
+		e = s->lib.td_thr_get_info(&th, &ti);
+		res[i].ti.ti_tid = ti.ti_tid;
+		res[i].ti.ti_lid = ti.ti_lid;
+		res[i].ti.ti_state = ti.ti_state;
+		res[i].ti.ti_startfunc = ti.ti_startfunc;
 		res[i].err = e;
 		res[i].step = "td_thr_get_info";
 	}
+	psvc_drop_scratch(t);
 }
 
 static void fill_proc(struct dbs_session *s, struct dbs_thread *th,
@@ -552,6 +644,13 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 	snap->from_core = !strcmp(psvc_backend_name(t), "core");
 	snap->have_signal = psvc_signal_info(t, &snap->signal) == 0;
 
+	/* Each stack copy is given up as soon as it is unwound (memruns.c),
+	 * so what the lock analysis will read of the stacks is kept first,
+	 * while every copy is there (a cond's mutex may live on another
+	 * thread's stack). */
+	for (size_t i = 0; s->unwinder && res && s->ta && i < n; i++)
+		if (res[i].err == TD_OK && res[i].ti.ti_tid)
+			condwait_retain(s, (uint64_t)res[i].ti.ti_tid, 48);
 	for (size_t i = 0; i < n; i++) {
 		struct psvc_task *k = psvc_task_at(t, i);
 		if (k->flags & PSVC_TASK_GONE) {
@@ -600,7 +699,10 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 		if (k->regs_errno)
 			dbs_add_error(&th->errors, &th->nerrors,
 				       "registers: %s", strerror(k->regs_errno));
-		if (k->flags & PSVC_TASK_HAVE_REGS) {
+		th->observed = (k->flags & PSVC_TASK_OBSERVED) &&
+			       !(k->flags & PSVC_TASK_MOVED);
+		th->moved = k->flags & PSVC_TASK_MOVED;
+		if ((k->flags & PSVC_TASK_HAVE_REGS) && !th->moved) {
 			th->have_regs = true;
 			memcpy(th->gregs, k->gregs, sizeof th->gregs);
 			th->pc = arch_pc(snap->arch, k->gregs);
@@ -665,6 +767,8 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 		tls_fill(s, snap, th, i);
 		keys_fill(s, snap, th, i);
 		stack_fill(s, snap, th);
+		if (s->unwinder && th->have_regs && res)
+			psvc_frozen_done(t, res[i].stack_lo);	/* it has served */
 		if (th->nerrors)
 			snap->threads_with_errors++;
 		/* following: a clone or a signal in the target stops the
@@ -691,7 +795,8 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 	return snap;
 }
 
-static int update_body(struct dbs_session *s, struct dbs_snapshot **ret)
+static int update_body(struct dbs_session *s, bool nonblocking,
+		       struct dbs_snapshot **ret)
 {
 	struct psvc_target *t = s->t;
 	uint64_t t0 = psvc_now_ns();
@@ -705,6 +810,8 @@ static int update_body(struct dbs_session *s, struct dbs_snapshot **ret)
 		ta_setup(s);
 	tls_prepare(s);
 	keys_prepare(s);
+	if (s->ta)
+		condwait_cleanup_offset(s);	/* symbols read now, not frozen */
 
 	struct psvc_stop_opts so = {
 		.max_freeze_ns = s->opts.max_freeze_ns,
@@ -714,7 +821,9 @@ static int update_body(struct dbs_session *s, struct dbs_snapshot **ret)
 		/* a struct pthread fits in a page or two, and lies inside
 		 * the stack copy of a typical idle thread (sp to the top of
 		 * its mapping: one or two pages); more is allocated if needed */
-		.reserve_per_task = s->unwinder ? 8192 : 4096,
+		.reserve_per_task = keep_descriptors(s) ? 4096 : 0,
+		.reserve_bytes = expected_copy_bytes(s),
+		.nonblocking = nonblocking,
 	};
 	uint64_t t_stop = psvc_now_ns();
 	int err = psvc_stop(t, &so);
@@ -729,6 +838,8 @@ static int update_body(struct dbs_session *s, struct dbs_snapshot **ret)
 	tm.scan_ns = t_first - t0;
 	tm.stop_ns = t_stopped - t_first;
 	psvc_read_regs(t);
+	if (nonblocking)
+		nb_learn_thread_pointers(s);	/* fs_base is not in /proc */
 	psvc_resolve_late_ns_tids(t);
 	uint64_t t_regs = psvc_now_ns();
 	tm.regs_ns = t_regs - t_stopped;
@@ -780,6 +891,7 @@ static int update_body(struct dbs_session *s, struct dbs_snapshot **ret)
 	tm.analyse_ns = psvc_now_ns() - t_resumed;
 	snap->timings = tm;
 	snap->freeze_ns = psvc_freeze_ns(t);
+	snap->capture = nonblocking ? DBS_CAPTURE_NONBLOCKING : DBS_CAPTURE_STOP;
 	if (snap->nthreads == 0) {
 		dbs_snapshot_free(snap);
 		return -ESRCH;
@@ -798,7 +910,7 @@ struct update_job {
 static void *update_thread(void *arg)
 {
 	struct update_job *j = arg;
-	j->err = update_body(j->s, &j->snap);
+	j->err = update_body(j->s, false, &j->snap);
 	return NULL;
 }
 
@@ -812,14 +924,18 @@ static void *update_thread(void *arg)
  * the next update).  While following, the tracer must stay the same thread
  * for the whole session: the caller's.
  */
-int dbs_session_update(struct dbs_session *s, struct dbs_snapshot **ret)
+int dbs_capture_once(struct dbs_session *s, bool nonblocking,
+		     struct dbs_snapshot **ret)
 {
+	/* nothing is attached: no tracer thread to end */
+	if (nonblocking)
+		return update_body(s, true, ret);
 	if (psvc_followed(s->t))
-		return update_body(s, ret);
+		return update_body(s, false, ret);
 	struct update_job j = { .s = s, .err = -ENOMEM };
 	pthread_t th;
 	if (pthread_create(&th, NULL, update_thread, &j) != 0)
-		return update_body(s, ret);	/* no thread: do it here */
+		return update_body(s, false, ret);	/* no thread: do it here */
 	pthread_join(th, NULL);
 	/* whatever that thread still traced, the kernel has detached */
 	psvc_forget_stragglers(s->t);
@@ -827,6 +943,13 @@ int dbs_session_update(struct dbs_session *s, struct dbs_snapshot **ret)
 		return j.err;
 	*ret = j.snap;
 	return 0;
+}
+
+int dbs_session_update(struct dbs_session *s, struct dbs_snapshot **ret)
+{
+	if (s->opts.mode != DBS_MODE_STOP)
+		return nb_update(s, ret);	/* nonblock.c */
+	return dbs_capture_once(s, false, ret);
 }
 
 /* ---- snapshots ------------------------------------------------------------------- */

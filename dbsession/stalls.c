@@ -111,8 +111,8 @@ static bool stall_end(const struct dbs_snapshot *snap, const size_t *lockof,
 		}
 		return false;
 	}
-	if (th->have_regs && th->stopped && th->syscall.nr >= 0 &&
-	    th->syscall.restarting && (!th->proc_valid || th->state == 'S') &&
+	if (th->have_regs && (th->stopped || th->observed) &&
+	    th->syscall.nr >= 0 && (th->syscall.restarting || th->observed) && (!th->proc_valid || th->state == 'S') &&
 	    untimed_event_syscall(snap, th)) {
 		st->end = DBS_STALL_SYSCALL;
 		st->end_syscall = th->syscall.nr;

@@ -68,6 +68,7 @@ int tdb_load(const char *path, struct tdb_lib *ret, char **ret_detail)
 	RESOLVE(&lib, td_ta_delete);
 	RESOLVE(&lib, td_ta_map_lwp2thr);
 	RESOLVE(&lib, td_thr_get_info);
+	RESOLVE(&lib, td_ta_thr_iter);
 	RESOLVE(&lib, td_thr_tls_get_addr);
 	RESOLVE(&lib, td_thr_tlsbase);
 	if (lib.td_init() != TD_OK) {

@@ -117,6 +117,16 @@ static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result,
 static bool cb_set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
 {
 	struct dbs_unwinder *u = thread_arg;
+	if (u->cur->observed) {
+		/* nonblocking: only pc and sp are known; every other register
+		 * stays undefined, so a frame whose CFA needs one ends the
+		 * stack instead of being computed from a made-up 0 */
+		Dwarf_Word sp = u->cur->sp;
+		if (!dwfl_thread_state_registers(thread, arch_dwarf_sp(u->arch), 1, &sp))
+			return false;
+		dwfl_thread_state_register_pc(thread, u->cur->pc);
+		return true;
+	}
 	Dwarf_Word dw[64];
 	unsigned n = arch_gregs_to_dwarf(u->arch, u->cur->gregs, dw, 64);
 	if (!dwfl_thread_state_registers(thread, 0, n, dw))

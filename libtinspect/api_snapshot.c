@@ -211,11 +211,6 @@ void tinspect_snapshot_captured_at(const tinspect_snapshot *snap, int64_t *ret_s
 		*ret_nsec = snap->d->captured_at.tv_nsec;
 }
 
-enum tinspect_capture_mode tinspect_snapshot_capture_mode(const tinspect_snapshot *snap)
-{
-	return snap->d->from_core ? TINSPECT_CAPTURE_CORE : TINSPECT_CAPTURE_ALL_STOP;
-}
-
 int tinspect_snapshot_signal(const tinspect_snapshot *snap,
 			     struct tinspect_signal_info *ret, size_t size)
 {
@@ -248,6 +243,43 @@ uint64_t tinspect_snapshot_freeze_ns(const tinspect_snapshot *snap)
 uint64_t tinspect_snapshot_duration_ns(const tinspect_snapshot *snap)
 {
 	return snap->d->duration_ns;
+}
+
+enum tinspect_capture_mode tinspect_snapshot_capture_mode(const tinspect_snapshot *snap)
+{
+	if (snap->d->from_core)
+		return TINSPECT_CAPTURE_CORE;
+	switch (snap->d->capture) {
+	case DBS_CAPTURE_NONBLOCKING: return TINSPECT_CAPTURE_NONBLOCKING;
+	case DBS_CAPTURE_CONFIRMATION: return TINSPECT_CAPTURE_CONFIRMATION;
+	case DBS_CAPTURE_STOP: break;
+	}
+	return TINSPECT_CAPTURE_ALL_STOP;
+}
+
+const char *tinspect_capture_mode_name(enum tinspect_capture_mode mode)
+{
+	switch (mode) {
+	case TINSPECT_CAPTURE_ALL_STOP: return "all-stop";
+	case TINSPECT_CAPTURE_CORE: return "core";
+	case TINSPECT_CAPTURE_NONBLOCKING: return "nonblocking";
+	case TINSPECT_CAPTURE_CONFIRMATION: return "confirmation";
+	}
+	return "all-stop";
+}
+
+int tinspect_snapshot_candidates(const tinspect_snapshot *snap, size_t *ret_cycles,
+				 size_t *ret_stalls, uint64_t *ret_observe_ns)
+{
+	if (snap->d->capture != DBS_CAPTURE_CONFIRMATION)
+		return -ENODATA;
+	if (ret_cycles)
+		*ret_cycles = snap->d->candidate_cycles;
+	if (ret_stalls)
+		*ret_stalls = snap->d->candidate_stalls;
+	if (ret_observe_ns)
+		*ret_observe_ns = snap->d->observe_ns;
+	return 0;
 }
 
 uint64_t tinspect_snapshot_timing_ns(const tinspect_snapshot *snap,

@@ -143,6 +143,26 @@ bool tinspect_thread_straggler(const tinspect_thread *th)
 	return th->d->straggler;
 }
 
+enum tinspect_observation tinspect_thread_observation(const tinspect_thread *th)
+{
+	if (th->snap->d->capture != DBS_CAPTURE_NONBLOCKING)
+		return TINSPECT_OBSERVED_NONE;
+	if (th->d->moved)
+		return TINSPECT_OBSERVED_MOVED;
+	return th->d->observed ? TINSPECT_OBSERVED_BLOCKED : TINSPECT_OBSERVED_RUNNING;
+}
+
+const char *tinspect_observation_name(enum tinspect_observation obs)
+{
+	switch (obs) {
+	case TINSPECT_OBSERVED_NONE: return "none";
+	case TINSPECT_OBSERVED_BLOCKED: return "blocked";
+	case TINSPECT_OBSERVED_RUNNING: return "running";
+	case TINSPECT_OBSERVED_MOVED: return "moved";
+	}
+	return "none";
+}
+
 bool tinspect_thread_jobctl_stopped(const tinspect_thread *th)
 {
 	return th->d->jobctl_stopped;

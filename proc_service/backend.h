@@ -72,6 +72,17 @@ struct psvc_backend {
 	 * error psvc_stop() calls resume, which must cope with a stop that
 	 * failed half way. */
 	int (*stop)(struct psvc_target *t, const struct psvc_stop_opts *opts);
+	/* Optional.  Instead of stop, for a nonblocking capture: hold
+	 * nothing; mark OBSERVED (psvc_task_observed) each task of the scan
+	 * that is blocked in the kernel and whose pc and sp can be had
+	 * without stopping it.  Returns how many; NULL: psvc_stop() says
+	 * -EOPNOTSUPP. */
+	int (*observe)(struct psvc_target *t);
+	/* Optional.  The end of a nonblocking capture (psvc_resume()): mark
+	 * MOVED (psvc_task_moved) each observed task that is no longer in
+	 * the wait it was observed in, so that what was copied of it is not
+	 * taken for its state. */
+	void (*observe_end)(struct psvc_target *t);
 	/* Let every held task go and set t->t_last_resume to when the target
 	 * ran again.  Called by psvc_resume() iff t->stopped, once per stop. */
 	void (*resume)(struct psvc_target *t);
@@ -82,7 +93,10 @@ struct psvc_backend {
 	/* The general registers of a task that stop() marked STOPPED, into
 	 * k->gregs (NT_PRSTATUS layout, psvc_arch(t)->ngregs words) and its
 	 * thread pointer into k->tp (0 if unknown).  Only between stop and
-	 * resume.  0 or a negative errno (-ENOEXEC: not the arch's layout). */
+	 * resume.  0 or a negative errno (-ENOEXEC: not the arch's layout).
+	 * For a task observe() marked OBSERVED: what is known without
+	 * stopping it (pc, sp, the syscall's number and arguments), the
+	 * other registers 0 and tp 0. */
 	int (*regs)(struct psvc_target *t, struct psvc_task *k);
 	/* Its floating-point registers (NT_PRFPREG), len bytes.  Same
 	 * conditions as regs. */

@@ -12,6 +12,8 @@
  *                 namespaces, limits
  *   live_stop.c   seize, interrupt, wait, detach; stragglers
  *   live_regs.c   PTRACE_GETREGSET: registers and the thread pointer
+ *   live_observe.c  a nonblocking capture: nothing held, pc and sp from
+ *                 /proc/TID/syscall
  *   live_mem.c    process_vm_readv, /proc/PID/mem
  *   live_timer.c  the timer that ends blocking waits
  *   follow.c      staying attached between captures
@@ -122,6 +124,12 @@ int psvc_ptrace_regs(const struct arch_desc *a, pid_t tid, uint64_t *gregs,
 int psvc_live_regs(struct psvc_target *t, struct psvc_task *k);
 int psvc_live_fpregs(struct psvc_target *t, struct psvc_task *k, void *buf,
 		     size_t len);
+
+/* live_observe.c */
+int psvc_live_observe(struct psvc_target *t);
+void psvc_live_observe_end(struct psvc_target *t);
+/* The registers /proc/TID/syscall gave of an OBSERVED task. */
+int psvc_live_observed_regs(struct psvc_target *t, struct psvc_task *k);
 
 /* live_mem.c */
 int psvc_live_read(struct psvc_target *t, uint64_t addr, void *buf, size_t len);

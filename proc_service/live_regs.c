@@ -37,6 +37,8 @@ int psvc_ptrace_regs(const struct arch_desc *a, pid_t tid, uint64_t *gregs,
 
 int psvc_live_regs(struct psvc_target *t, struct psvc_task *k)
 {
+	if (!(k->flags & PSVC_TASK_STOPPED) && (k->flags & PSVC_TASK_OBSERVED))
+		return psvc_live_observed_regs(t, k);
 	return psvc_ptrace_regs(t->arch, k->tid, k->gregs, &k->tp);
 }
 

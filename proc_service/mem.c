@@ -129,6 +129,7 @@ void psvc_cache_free(struct mem_cache *c)
 void psvc_cache_begin(struct psvc_target *t)
 {
 	psvc_cache_free(&t->cache);
+	psvc_runs_free(&t->runs);
 	t->cache_active = true;
 }
 
@@ -178,6 +179,11 @@ static int cached_copy(struct psvc_target *t, uint64_t addr,
 		return 0;
 	if (addr + len < addr)
 		return -EFAULT;
+	const unsigned char *exact = psvc_runs_find(t, addr, len);
+	if (exact) {
+		memcpy(out, exact, len);
+		return 0;
+	}
 	while (len) {
 		uint64_t blk = addr >> BLK_SHIFT;
 		size_t off = (size_t)(addr & (BLK_SIZE - 1));
@@ -206,9 +212,14 @@ static int cached_copy(struct psvc_target *t, uint64_t addr,
 	return 0;
 }
 
+void psvc_cache_bypass(struct psvc_target *t, bool on)
+{
+	t->cache_bypass = on;
+}
+
 int psvc_read(struct psvc_target *t, uint64_t addr, void *buf, size_t len)
 {
-	if (!t->cache_active) {
+	if (!t->cache_active || t->cache_bypass) {
 		if (len == 0)
 			return 0;
 		if (addr + len < addr)
@@ -258,6 +269,9 @@ uint64_t psvc_frozen_extent(struct psvc_target *t, uint64_t addr, uint64_t len)
 	uint64_t got = 0;
 	if (addr + len < addr)
 		len = UINT64_MAX - addr;
+	uint64_t exact = psvc_runs_extent(t, addr, len);
+	if (exact)
+		return exact;	/* a stack is one run */
 	while (got < len) {
 		uint64_t a = addr + got;
 		struct page_slot *s = cache_find(&t->cache, a >> BLK_SHIFT);
@@ -271,8 +285,10 @@ uint64_t psvc_frozen_extent(struct psvc_target *t, uint64_t addr, uint64_t len)
 
 void psvc_release_capture(struct psvc_target *t)
 {
-	if (!t->cache_active)
+	if (!t->cache_active) {
 		psvc_cache_free(&t->cache);
+		psvc_runs_free(&t->runs);
+	}
 }
 
 static int cmp_u64(const void *a, const void *b)

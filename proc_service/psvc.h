@@ -100,6 +100,10 @@ enum psvc_task_flags {
 	PSVC_TASK_JOBCTL = 1u << 6,	/* was in a job-control stop */
 	PSVC_TASK_CAPTURED = 1u << 7,	/* was stopped in this capture (kept
 					 * after the resume, unlike STOPPED) */
+	PSVC_TASK_OBSERVED = 1u << 8,	/* nonblocking capture: blocked, its
+					 * pc and sp from /proc, never held */
+	PSVC_TASK_MOVED = 1u << 9,	/* observed, but it left that wait
+					 * while its memory was copied */
 };
 
 struct psvc_task {
@@ -229,6 +233,15 @@ struct psvc_stop_opts {
 	 * stopped: room for them is mapped and faulted in before the first
 	 * task is stopped. */
 	size_t reserve_per_task;
+	/* Bytes the caller expects to copy with psvc_copy_exact() while
+	 * stopped: mapped and faulted in before the first stop. */
+	size_t reserve_bytes;
+	/* Hold nothing (a nonblocking capture, live_observe.c): no task is
+	 * stopped nor attached; a task blocked in the kernel is OBSERVED,
+	 * its pc and sp (and syscall arguments) taken from /proc, its memory
+	 * read live.  What is read is not one consistent state.  The freeze
+	 * is 0.  -EOPNOTSUPP if the backend cannot. */
+	bool nonblocking;
 };
 
 /*
@@ -340,6 +353,8 @@ uint64_t psvc_freeze_ns(const struct psvc_target *t);
 uint64_t psvc_first_stop_ns(const struct psvc_target *t);
 /* True between psvc_stop() and psvc_resume(). */
 bool psvc_is_stopped(const struct psvc_target *t);
+/* True if the last capture (or the open one) was nonblocking. */
+bool psvc_capture_nonblocking(const struct psvc_target *t);
 
 /* ---- memory ------------------------------------------------------------ */
 
@@ -367,6 +382,34 @@ struct psvc_range {
  */
 void psvc_prefetch(struct psvc_target *t, const struct psvc_range *r,
 		   size_t n);
+
+/*
+ * Bulk copies that are kept byte-exact rather than in whole blocks
+ * (memruns.c): what psvc_read() and psvc_read_frozen() then answer from.
+ * psvc_copy_exact(): kept like the cache (until psvc_release_capture()),
+ * for stacks.  psvc_copy_scratch(): replaces the previous scratch set,
+ * for what is needed only while it is read (a batch of descriptors for
+ * libthread_db); psvc_drop_scratch() lets the last set go.  Only while
+ * stopped (or observing); what cannot be read is left out (a run keeps the
+ * prefix that could be).  psvc_runs_bytes(): the kept bytes.
+ */
+void psvc_copy_exact(struct psvc_target *t, const struct psvc_range *r, size_t n);
+/* While on, psvc_read() reads the target directly, caching nothing: for a
+ * nonblocking capture's one pass over every descriptor (nonblock.c),
+ * which would otherwise leave a block per thread in the cache. */
+void psvc_cache_bypass(struct psvc_target *t, bool on);
+void psvc_copy_scratch(struct psvc_target *t, const struct psvc_range *r,
+		       size_t n);
+void psvc_drop_scratch(struct psvc_target *t);
+/* After psvc_resume(): the kept run that holds addr has been used (a
+ * stack, unwound): give it and every kept run copied before it up, their
+ * memory back to the system.  What is still needed of them must have been
+ * kept with psvc_frozen_retain(): [addr, addr + len), at most 256 bytes,
+ * copied from the frozen view to a store that lives as long as the cache
+ * (nothing if it was not copied at the stop). */
+void psvc_frozen_done(struct psvc_target *t, uint64_t addr);
+void psvc_frozen_retain(struct psvc_target *t, uint64_t addr, size_t len);
+uint64_t psvc_runs_bytes(const struct psvc_target *t);
 
 /*
  * After psvc_resume(): read exactly len bytes at addr as they were during

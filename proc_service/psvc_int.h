@@ -54,6 +54,43 @@ struct psvc_mapping {
 	bool deleted;
 };
 
+/* memruns.c: exact copies (see there) */
+struct psvc_xrun {
+	uint64_t addr;
+	uint32_t len;
+	uint32_t chunk;		/* kept runs: index of the arena chunk */
+	unsigned char *data;
+};
+struct runs_set {
+	struct psvc_xrun *v;	/* sorted by addr once complete */
+	size_t n, cap;
+};
+struct runs_chunk {
+	unsigned char *base;
+	size_t len, used;
+};
+struct psvc_runs {
+	struct runs_set kept, scratch;
+	struct runs_chunk *chunks;	/* kept runs' storage */
+	size_t nchunks, chunks_cap;
+	unsigned char *scratch_buf;	/* scratch runs' storage */
+	size_t scratch_cap;
+	/* kept runs given up (psvc_frozen_done): every run below this point
+	 * of the arena (chunk, then address) is gone */
+	size_t dead_chunk;
+	unsigned char *dead_mark;	/* NULL: none given up */
+	unsigned char *freed_to;	/* pages of dead_chunk returned so far */
+	/* small copies outliving the runs they came from (psvc_frozen_retain):
+	 * storage in blocks that never move, found through a hash of 64-byte
+	 * granules */
+	struct runs_set retained;
+	unsigned char **rblocks;
+	size_t nrblocks, rblocks_cap, rblock_used;
+	uint64_t *rkeys;	/* granule + 1, 0 empty */
+	uint32_t *rvals;	/* index in retained.v */
+	size_t rcap, rn;
+};
+
 struct psvc_elf;
 struct psvc_backend;
 
@@ -80,6 +117,9 @@ struct psvc_target {
 
 	/* the capture (target.c; the backend sets stopped and the times) */
 	bool stopped;		/* some task may be held by us */
+	bool observing;		/* a nonblocking capture is open: nothing is
+				 * held, the page cache is in use */
+	bool last_nonblocking;	/* the last capture was nonblocking */
 	bool follow;		/* tasks stay attached between captures (the
 				 * live backend's follow mode) */
 	uint64_t t_first_stop, t_last_resume;
@@ -92,7 +132,9 @@ struct psvc_target {
 
 	/* memory (mem.c) */
 	struct mem_cache cache;
+	struct psvc_runs runs;	/* memruns.c */
 	bool cache_active;	/* reads go through the cache */
+	bool cache_bypass;	/* psvc_read() goes to the target meanwhile */
 	uint64_t read_syscalls;	/* counted by the backend */
 
 	/* modules (modules.c) */
@@ -145,6 +187,15 @@ void psvc_cache_end(struct psvc_target *t);
 void psvc_cache_free(struct mem_cache *c);
 /* Map and pre-fault room for nblocks cached blocks now. */
 void psvc_cache_reserve(struct mem_cache *c, size_t nblocks);
+
+/* memruns.c: the run that covers [addr, addr + len) whole (NULL: none);
+ * how many bytes from addr one kept run gives (0: none); pre-fault room
+ * for bytes of kept runs; free everything. */
+const unsigned char *psvc_runs_find(const struct psvc_target *t, uint64_t addr,
+				    uint64_t len);
+uint64_t psvc_runs_extent(const struct psvc_target *t, uint64_t addr, uint64_t len);
+void psvc_runs_reserve(struct psvc_target *t, size_t bytes);
+void psvc_runs_free(struct psvc_runs *rs);
 
 /* modules.c */
 void psvc_modules_free(struct psvc_target *t);
@@ -248,6 +299,10 @@ void psvc_task_stopped(struct psvc_task *k, int resume_sig, bool jobctl,
 		       bool in_capture);
 /* Did not stop within the stop timeout. */
 void psvc_task_straggler(struct psvc_task *k);
+/* Nonblocking capture: blocked in the kernel, pc and sp known, not held;
+ * and, at the end, found to have left that wait meanwhile. */
+void psvc_task_observed(struct psvc_task *k);
+void psvc_task_moved(struct psvc_task *k);
 /* Its registers were read (err 0), or why not. */
 void psvc_task_regs(struct psvc_task *k, int err);
 /* Let go (detached or continued); CAPTURED stays. */

@@ -126,6 +126,7 @@ void psvc_close(struct psvc_target *t)
 	psvc_resume(t);
 	t->backend->close(t);
 	psvc_cache_free(&t->cache);
+	psvc_runs_free(&t->runs);
 	psvc_modules_free(t);
 	psvc_tasks_free(t);
 	free(t->exe_path);
@@ -186,6 +187,8 @@ int psvc_scan(struct psvc_target *t)
 	return n;
 }
 
+static int observe(struct psvc_target *t);
+
 int psvc_stop(struct psvc_target *t, const struct psvc_stop_opts *opts)
 {
 	if (t->stopped)
@@ -194,13 +197,34 @@ int psvc_stop(struct psvc_target *t, const struct psvc_stop_opts *opts)
 	t->cancel = opts ? opts->cancel : NULL;
 	if (t->cancel && *t->cancel)
 		return -EINTR;	/* asked to stop before anything was held */
+	t->last_nonblocking = opts && opts->nonblocking;
+	if (t->last_nonblocking)
+		return observe(t);
 	hold_update(t, true);	/* before the first task is held */
 	t->t_first_stop = t->t_last_resume = 0;
 	psvc_cache_begin(t);
 	if (opts && opts->reserve_per_task)
 		psvc_cache_reserve(&t->cache, t->ntasks *
 				   ((opts->reserve_per_task + 4095) / 4096));
+	if (opts && opts->reserve_bytes)
+		psvc_runs_reserve(t, opts->reserve_bytes);
 	int n = t->backend->stop(t, opts);
+	if (n < 0)
+		psvc_resume(t);
+	return n;
+}
+
+/* A nonblocking capture: the same page cache and the same steps after it,
+ * but nothing is held (so the holding flag stays down and there is no
+ * freeze to time: t_first_stop stays 0). */
+static int observe(struct psvc_target *t)
+{
+	if (!t->backend->observe)
+		return -EOPNOTSUPP;
+	t->t_first_stop = t->t_last_resume = 0;
+	psvc_cache_begin(t);
+	t->observing = true;
+	int n = t->backend->observe(t);
 	if (n < 0)
 		psvc_resume(t);
 	return n;
@@ -220,7 +244,7 @@ void psvc_read_regs(struct psvc_target *t)
 {
 	for (size_t i = 0; i < t->ntasks; i++) {
 		struct psvc_task *k = &t->tasks[i];
-		if (k->flags & PSVC_TASK_STOPPED)
+		if (k->flags & (PSVC_TASK_STOPPED | PSVC_TASK_OBSERVED))
 			psvc_task_regs(k, -t->backend->regs(t, k));
 	}
 }
@@ -235,6 +259,12 @@ int psvc_task_fpregs(struct psvc_target *t, struct psvc_task *k, void *buf,
 
 void psvc_resume(struct psvc_target *t)
 {
+	if (t->observing) {
+		if (t->backend->observe_end)
+			t->backend->observe_end(t);
+		psvc_cache_end(t);
+		t->observing = false;
+	}
 	if (t->stopped) {
 		t->backend->resume(t);
 		psvc_cache_end(t);
@@ -278,4 +308,9 @@ uint64_t psvc_first_stop_ns(const struct psvc_target *t)
 bool psvc_is_stopped(const struct psvc_target *t)
 {
 	return t->stopped;
+}
+
+bool psvc_capture_nonblocking(const struct psvc_target *t)
+{
+	return t->last_nonblocking;
 }

@@ -18,6 +18,8 @@
  *     reported its stop ...................... STOPPED | CAPTURED
  *       (and JOBCTL for a job-control stop, resume_sig for a signal stop)
  *     did not stop in time (D state) ......... STRAGGLER, still SEIZED
+ *   nonblocking capture: blocked, not held ... OBSERVED (nothing is SEIZED)
+ *     left that wait during the capture ...... MOVED
  *   registers read (or why not) .............. HAVE_REGS / regs_errno
  *   thread pointer known from elsewhere ...... HAVE_REGS (psvc_note_thread)
  *   let go: detached or continued ............ not SEIZED, not STOPPED;
@@ -138,6 +140,16 @@ void psvc_task_stopped(struct psvc_task *k, int resume_sig, bool jobctl,
 	k->flags |= PSVC_TASK_STOPPED;
 	if (in_capture)
 		k->flags |= PSVC_TASK_CAPTURED;
+}
+
+void psvc_task_observed(struct psvc_task *k)
+{
+	k->flags |= PSVC_TASK_OBSERVED;
+}
+
+void psvc_task_moved(struct psvc_task *k)
+{
+	k->flags |= PSVC_TASK_MOVED;
 }
 
 void psvc_task_straggler(struct psvc_task *k)

@@ -54,6 +54,20 @@ enum tinspect_option_flags {
 	 * the calling process, so it is never done without this flag (or the
 	 * file under thread_db_safe_path). */
 	TINSPECT_OPT_TARGET_THREAD_DB = 1u << 5,
+	/* Updates stop no thread and attach to none (tinspect(3),
+	 * "Nonblocking captures"): a thread blocked in the kernel is seen
+	 * through /proc/TID/syscall (pc, sp, the call), its stack copied and
+	 * unwound from there, lock words read live; a running thread has no
+	 * registers nor stack.  Such a snapshot is not consistent: when it
+	 * shows a deadlock or a stall, the update confirms it with one
+	 * ordinary all-stop capture, which is then the snapshot
+	 * (TINSPECT_CAPTURE_CONFIRMATION).  tinspect_session_follow() is
+	 * refused (-EINVAL). */
+	TINSPECT_OPT_NONBLOCKING = 1u << 6,
+	/* As TINSPECT_OPT_NONBLOCKING, but never stop anything, not even to
+	 * confirm: the snapshot's cycles and stalls stay candidates
+	 * (TINSPECT_CAPTURE_NONBLOCKING).  Implies TINSPECT_OPT_NONBLOCKING. */
+	TINSPECT_OPT_NONBLOCKING_STRICT = 1u << 7,
 };
 
 /*

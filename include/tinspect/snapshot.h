@@ -85,15 +85,6 @@ uint64_t tinspect_snapshot_module_generation(const tinspect_snapshot *snap);
 
 /* ---- the capture -------------------------------------------------------- */
 
-/* How the snapshot was taken. */
-enum tinspect_capture_mode {
-	TINSPECT_CAPTURE_ALL_STOP = 0,	/* a live process, every thread
-					 * stopped together */
-	TINSPECT_CAPTURE_CORE,		/* a core file
-					 * (tinspect_session_init_core()):
-					 * nothing stopped, no /proc facts */
-};
-enum tinspect_capture_mode tinspect_snapshot_capture_mode(const tinspect_snapshot *snap);
 
 /* The signal that ended the process, as a core file records it. */
 struct tinspect_signal_info {
@@ -125,6 +116,31 @@ void tinspect_snapshot_captured_at(const tinspect_snapshot *snap,
 uint64_t tinspect_snapshot_freeze_ns(const tinspect_snapshot *snap);
 /* The whole update, analysis included. */
 uint64_t tinspect_snapshot_duration_ns(const tinspect_snapshot *snap);
+
+/* What produced the snapshot. */
+enum tinspect_capture_mode {
+	/* a live process, every thread stopped together: one consistent
+	 * state */
+	TINSPECT_CAPTURE_ALL_STOP = 0,
+	/* a core file (tinspect_session_init_core()): nothing stopped, no
+	 * /proc facts */
+	TINSPECT_CAPTURE_CORE,
+	/* nothing stopped (freeze 0): not one consistent state, so its
+	 * cycles and stalls are candidates, never proven deadlocks */
+	TINSPECT_CAPTURE_NONBLOCKING,
+	/* an all-stop capture taken because a nonblocking one showed
+	 * candidates: its cycles and stalls are proven */
+	TINSPECT_CAPTURE_CONFIRMATION,
+};
+enum tinspect_capture_mode tinspect_snapshot_capture_mode(const tinspect_snapshot *snap);
+/* "all-stop", "core", "nonblocking", "confirmation" (the JSON
+ * capture.mode). */
+const char *tinspect_capture_mode_name(enum tinspect_capture_mode mode);
+/* TINSPECT_CAPTURE_CONFIRMATION: what the nonblocking capture before it
+ * showed (candidate cycles and stalls) and how long it took.  0, or
+ * -ENODATA for another mode.  Any pointer may be NULL. */
+int tinspect_snapshot_candidates(const tinspect_snapshot *snap, size_t *ret_cycles,
+				 size_t *ret_stalls, uint64_t *ret_observe_ns);
 
 /* Where the time of the update went (the first six are the freeze). */
 enum tinspect_timing {

@@ -82,6 +82,22 @@ bool tinspect_thread_stopped(const tinspect_thread *th);
 /* It did not stop within stop_timeout_ns (uninterruptible sleep): left
  * out of the stop, its registers and stack unknown. */
 bool tinspect_thread_straggler(const tinspect_thread *th);
+/* How a nonblocking capture (TINSPECT_CAPTURE_NONBLOCKING) saw it. */
+enum tinspect_observation {
+	TINSPECT_OBSERVED_NONE,		/* the capture stopped threads */
+	/* blocked in the kernel: pc, sp and the syscall from
+	 * /proc/TID/syscall, its stack copied and unwound from them (the
+	 * other registers are unknown, so the stack may end early) */
+	TINSPECT_OBSERVED_BLOCKED,
+	/* on a CPU (or otherwise not blocked): no registers, no stack */
+	TINSPECT_OBSERVED_RUNNING,
+	/* blocked, but it left that wait while its memory was copied: what
+	 * was copied is not shown (no registers, no stack, no wait) */
+	TINSPECT_OBSERVED_MOVED,
+};
+enum tinspect_observation tinspect_thread_observation(const tinspect_thread *th);
+/* "none", "blocked", "running", "moved". */
+const char *tinspect_observation_name(enum tinspect_observation obs);
 /* It was in a job-control stop (and stays stopped). */
 bool tinspect_thread_jobctl_stopped(const tinspect_thread *th);
 /* Program counter, stack pointer, thread pointer, as read at the stop. */

@@ -1,0 +1,395 @@
+/*
+ * memruns.c: exact copies of target memory taken during a capture, next to
+ * mem.c's cache of whole 4 KiB blocks.
+ *
+ * The block cache is right for what is read piecemeal (libthread_db's
+ * reads, lock words): one block answers many reads.  It is wasteful for
+ * what is copied in bulk: a thread's stack is used from sp up, sp falls
+ * anywhere in its page, and keeping that whole page for each of 10 000
+ * threads costs tens of MiB for nothing (issue 14: 141 MiB peak at 10 000
+ * threads).  So bulk copies are kept here byte-exact:
+ *
+ *   kept runs     live until psvc_release_capture(): stacks, and the few
+ *                 descriptor words the analysis after the resume reads;
+ *                 in an arena of big chunks, pre-faulted before the stop
+ *                 when the caller foresees their size (psvc_stop_opts.
+ *                 reserve_bytes), so that no page fault lands in the
+ *                 freeze;
+ *   scratch runs  one set at a time, replaced by the next: what is needed
+ *                 only while it is being read (a batch of thread
+ *                 descriptors, for libthread_db), so that all of them are
+ *                 never held at once.
+ *
+ * Reads (mem.c) look here first; a read that no single run covers goes to
+ * the block cache as before.  Each set is sorted by address once it is
+ * complete, and searched by bisection.
+ */
+#include "psvc_int.h"
+
+#include "array.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#ifndef IOV_MAX
+#define IOV_MAX 1024
+#endif
+#define RUN_CHUNK (1u << 20)	/* arena chunks beyond the reservation */
+#define RUN_ALIGN 8
+
+/* The arena chunk that holds p (the last ones are the likeliest). */
+static uint32_t chunk_of(const struct psvc_runs *rs, const unsigned char *p)
+{
+	for (size_t i = rs->nchunks; i > 0; i--) {
+		const struct runs_chunk *k = &rs->chunks[i - 1];
+		if (p >= k->base && p < k->base + k->len)
+			return (uint32_t)(i - 1);
+	}
+	return UINT32_MAX;
+}
+
+static void *runs_mmap(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static bool arena_chunk_new(struct psvc_runs *rs, size_t len)
+{
+	if (array_grow(&rs->chunks, &rs->chunks_cap, rs->nchunks + 1,
+		       sizeof *rs->chunks, 8))
+		return false;
+	void *p = runs_mmap(len);
+	if (!p)
+		return false;
+	rs->chunks[rs->nchunks++] = (struct runs_chunk){ p, len, 0 };
+	return true;
+}
+
+static unsigned char *arena_alloc(struct psvc_runs *rs, size_t len)
+{
+	len = (len + RUN_ALIGN - 1) & ~(size_t)(RUN_ALIGN - 1);
+	struct runs_chunk *k = rs->nchunks ? &rs->chunks[rs->nchunks - 1] : NULL;
+	if (!k || k->used + len > k->len) {
+		if (!arena_chunk_new(rs, len > RUN_CHUNK ? len : RUN_CHUNK))
+			return NULL;
+		k = &rs->chunks[rs->nchunks - 1];
+	}
+	unsigned char *p = k->base + k->used;
+	k->used += len;
+	return p;
+}
+
+void psvc_runs_reserve(struct psvc_target *t, size_t bytes)
+{
+	if (bytes)
+		arena_chunk_new(&t->runs, bytes);
+}
+
+static void set_clear(struct runs_set *s)
+{
+	s->n = 0;
+}
+
+void psvc_runs_free(struct psvc_runs *rs)
+{
+	for (size_t i = 0; i < rs->nchunks; i++)
+		munmap(rs->chunks[i].base, rs->chunks[i].len);
+	free(rs->chunks);
+	free(rs->kept.v);
+	free(rs->scratch.v);
+	free(rs->scratch_buf);
+	free(rs->retained.v);
+	for (size_t i = 0; i < rs->nrblocks; i++)
+		free(rs->rblocks[i]);
+	free(rs->rblocks);
+	free(rs->rkeys);
+	free(rs->rvals);
+	memset(rs, 0, sizeof *rs);
+}
+
+static int cmp_run(const void *a, const void *b)
+{
+	const struct psvc_xrun *x = a, *y = b;
+	return (x->addr > y->addr) - (x->addr < y->addr);
+}
+
+/*
+ * Read the ranges into storage from alloc (NULL: use the arena), in
+ * batches of IOV_MAX, and record what each gave (a prefix; nothing if
+ * none) in set s, then sort s.
+ */
+static void copy_into(struct psvc_target *t, struct runs_set *s,
+		      const struct psvc_range *r, size_t n, unsigned char *buf)
+{
+	struct psvc_run io[IOV_MAX];
+	size_t i = 0;
+	while (i < n) {
+		size_t nio = 0;
+		for (; i < n && nio < IOV_MAX; i++) {
+			if (!r[i].len || r[i].len > UINT32_MAX ||
+			    r[i].addr + r[i].len < r[i].addr)
+				continue;
+			unsigned char *p;
+			if (buf) {
+				p = buf;
+				buf += (r[i].len + RUN_ALIGN - 1) & ~(uint64_t)(RUN_ALIGN - 1);
+			} else if (!(p = arena_alloc(&t->runs, (size_t)r[i].len))) {
+				break;
+			}
+			io[nio++] = (struct psvc_run){ r[i].addr, p, (size_t)r[i].len, 0 };
+		}
+		if (nio == 0)
+			break;
+		t->backend->read_runs(t, io, nio);
+		if (array_grow(&s->v, &s->cap, s->n + nio, sizeof *s->v, 256))
+			break;
+		for (size_t k = 0; k < nio; k++)
+			if (io[k].done)
+				s->v[s->n++] = (struct psvc_xrun){
+					io[k].addr, (uint32_t)io[k].done,
+					buf ? UINT32_MAX : chunk_of(&t->runs, io[k].buf),
+					io[k].buf };
+	}
+	if (s->n > 1)
+		qsort(s->v, s->n, sizeof *s->v, cmp_run);
+}
+
+void psvc_copy_exact(struct psvc_target *t, const struct psvc_range *r, size_t n)
+{
+	if (!t->cache_active || n == 0)
+		return;
+	/* merged with what is kept already, sorted again as a whole */
+	copy_into(t, &t->runs.kept, r, n, NULL);
+}
+
+void psvc_copy_scratch(struct psvc_target *t, const struct psvc_range *r,
+		       size_t n)
+{
+	struct psvc_runs *rs = &t->runs;
+	set_clear(&rs->scratch);
+	if (!t->cache_active || n == 0)
+		return;
+	size_t need = 0;
+	for (size_t i = 0; i < n; i++)
+		if (r[i].len <= UINT32_MAX)
+			need += ((size_t)r[i].len + RUN_ALIGN - 1) & ~(size_t)(RUN_ALIGN - 1);
+	if (need > rs->scratch_cap) {
+		/* grown before the first read into it: no run points into
+		 * the old buffer any more (the set was just cleared) */
+		free(rs->scratch_buf);
+		rs->scratch_buf = malloc(need);
+		rs->scratch_cap = rs->scratch_buf ? need : 0;
+		if (!rs->scratch_buf)
+			return;
+	}
+	copy_into(t, &rs->scratch, r, n, rs->scratch_buf);
+}
+
+void psvc_drop_scratch(struct psvc_target *t)
+{
+	set_clear(&t->runs.scratch);
+}
+
+/* A kept run given up with psvc_frozen_done()?  (Its pages may be gone.) */
+static bool dead(const struct psvc_runs *rs, const struct psvc_xrun *x)
+{
+	if (!rs->dead_mark || x->chunk == UINT32_MAX)
+		return false;
+	return x->chunk < rs->dead_chunk ||
+	       (x->chunk == rs->dead_chunk && x->data < rs->dead_mark);
+}
+
+/* The run of s that covers [addr, addr + len) entirely, or NULL.  Runs may
+ * overlap (a lock word range inside a stack), so a few runs that start
+ * before addr are tried, nearest first. */
+static const struct psvc_xrun *set_find(const struct psvc_runs *rs,
+					const struct runs_set *s, uint64_t addr,
+					uint64_t len)
+{
+	size_t lo = 0, hi = s->n;	/* first run with start > addr */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (s->v[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t k = lo, tries = 0; k > 0 && tries < 8; k--, tries++) {
+		const struct psvc_xrun *x = &s->v[k - 1];
+		if (addr - x->addr <= x->len && len <= x->len - (addr - x->addr) &&
+		    !dead(rs, x))
+			return x;
+	}
+	return NULL;
+}
+
+static const struct psvc_xrun *retained_find(const struct psvc_runs *rs,
+					      uint64_t addr, uint64_t len);
+
+const unsigned char *psvc_runs_find(const struct psvc_target *t, uint64_t addr,
+				    uint64_t len)
+{
+	const struct psvc_runs *rs = &t->runs;
+	const struct psvc_xrun *x = set_find(rs, &rs->scratch, addr, len);
+	if (!x)
+		x = set_find(rs, &rs->kept, addr, len);
+	if (!x)
+		x = retained_find(rs, addr, len);
+	return x ? x->data + (addr - x->addr) : NULL;
+}
+
+uint64_t psvc_runs_extent(const struct psvc_target *t, uint64_t addr, uint64_t len)
+{
+	const struct psvc_xrun *x = set_find(&t->runs, &t->runs.kept, addr, 1);
+	if (!x)
+		return 0;
+	uint64_t avail = x->len - (addr - x->addr);
+	return avail < len ? avail : len;
+}
+
+uint64_t psvc_runs_bytes(const struct psvc_target *t)
+{
+	uint64_t sum = 0;
+	for (size_t i = 0; i < t->runs.kept.n; i++)
+		sum += t->runs.kept.v[i].len;
+	return sum;
+}
+
+/* ---- giving runs up as soon as they are used ------------------------------------ */
+
+/*
+ * The session unwinds the stacks in the order it copied them, and needs
+ * each one once (issue 14: "free each thread's stack copy as soon as it is
+ * unwound"): after the run at addr has been used, it and every kept run
+ * copied before it are given up, and the arena pages they filled alone go
+ * back to the system (MADV_DONTNEED: the peak RSS then holds the stacks
+ * not unwound yet, not all of them).  What the analysis after that still
+ * needs of them was retained first (psvc_frozen_retain).
+ */
+void psvc_frozen_done(struct psvc_target *t, uint64_t addr)
+{
+	struct psvc_runs *rs = &t->runs;
+	const struct psvc_xrun *x = set_find(rs, &rs->kept, addr, 1);
+	if (!x || x->chunk == UINT32_MAX)
+		return;
+	unsigned char *end = x->data + x->len;
+	if (rs->dead_mark && (x->chunk < rs->dead_chunk ||
+			      (x->chunk == rs->dead_chunk && end <= rs->dead_mark)))
+		return;	/* given up already */
+	long pg = sysconf(_SC_PAGESIZE);
+	uintptr_t mask = (uintptr_t)(pg > 0 ? pg : 4096) - 1;
+	for (size_t c = rs->dead_mark ? rs->dead_chunk : 0; c <= x->chunk; c++) {
+		struct runs_chunk *k = &rs->chunks[c];
+		unsigned char *from = (rs->dead_mark && c == rs->dead_chunk && rs->freed_to)
+					      ? rs->freed_to : k->base;
+		unsigned char *to = c < x->chunk ? k->base + k->len
+						 : (unsigned char *)((uintptr_t)end & ~mask);
+		if (to > from)
+			madvise(from, (size_t)(to - from), MADV_DONTNEED);
+		rs->freed_to = to > from ? to : from;
+	}
+	rs->dead_chunk = x->chunk;
+	rs->dead_mark = end;
+}
+
+static size_t granule_slot(uint64_t key, size_t cap)
+{
+	return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 23) & (cap - 1);
+}
+
+static int rhash_put(struct psvc_runs *rs, uint64_t granule, uint32_t idx)
+{
+	if ((rs->rn + 1) * 2 > rs->rcap) {
+		size_t ncap = rs->rcap ? rs->rcap * 2 : 1024;
+		uint64_t *nk = calloc(ncap, sizeof *nk);
+		uint32_t *nv = calloc(ncap, sizeof *nv);
+		if (!nk || !nv) {
+			free(nk);
+			free(nv);
+			return -ENOMEM;
+		}
+		for (size_t i = 0; i < rs->rcap; i++) {
+			if (!rs->rkeys[i])
+				continue;
+			size_t j = granule_slot(rs->rkeys[i], ncap);
+			while (nk[j])
+				j = (j + 1) & (ncap - 1);
+			nk[j] = rs->rkeys[i];
+			nv[j] = rs->rvals[i];
+		}
+		free(rs->rkeys);
+		free(rs->rvals);
+		rs->rkeys = nk;
+		rs->rvals = nv;
+		rs->rcap = ncap;
+	}
+	uint64_t key = granule + 1;
+	size_t j = granule_slot(key, rs->rcap);
+	while (rs->rkeys[j])
+		j = (j + 1) & (rs->rcap - 1);	/* a granule may hold several */
+	rs->rkeys[j] = key;
+	rs->rvals[j] = idx;
+	rs->rn++;
+	return 0;
+}
+
+#define RGRAN_SHIFT 6
+#define RBLOCK 65536
+#define RETAIN_MAX 256
+
+static const struct psvc_xrun *retained_find(const struct psvc_runs *rs,
+					      uint64_t addr, uint64_t len)
+{
+	if (!rs->rcap)
+		return NULL;
+	uint64_t key = (addr >> RGRAN_SHIFT) + 1;
+	for (size_t j = granule_slot(key, rs->rcap); rs->rkeys[j];
+	     j = (j + 1) & (rs->rcap - 1)) {
+		if (rs->rkeys[j] != key)
+			continue;
+		const struct psvc_xrun *x = &rs->retained.v[rs->rvals[j]];
+		if (addr >= x->addr && addr - x->addr <= x->len &&
+		    len <= x->len - (addr - x->addr))
+			return x;
+	}
+	return NULL;
+}
+
+void psvc_frozen_retain(struct psvc_target *t, uint64_t addr, size_t len)
+{
+	struct psvc_runs *rs = &t->runs;
+	if (!len || len > RETAIN_MAX || addr + len < addr ||
+	    retained_find(rs, addr, len))
+		return;
+	unsigned char tmp[RETAIN_MAX];
+	if (psvc_read_frozen(t, addr, tmp, len))
+		return;	/* not copied at the stop: nothing to keep */
+	if (!rs->nrblocks || rs->rblock_used + len > RBLOCK) {
+		if (array_grow(&rs->rblocks, &rs->rblocks_cap, rs->nrblocks + 1,
+			       sizeof *rs->rblocks, 8))
+			return;
+		unsigned char *b = malloc(RBLOCK);
+		if (!b)
+			return;
+		rs->rblocks[rs->nrblocks++] = b;
+		rs->rblock_used = 0;
+	}
+	if (array_grow(&rs->retained.v, &rs->retained.cap, rs->retained.n + 1,
+		       sizeof *rs->retained.v, 256))
+		return;
+	unsigned char *p = rs->rblocks[rs->nrblocks - 1] + rs->rblock_used;
+	rs->rblock_used += (len + RUN_ALIGN - 1) & ~(size_t)(RUN_ALIGN - 1);
+	memcpy(p, tmp, len);
+	uint32_t idx = (uint32_t)rs->retained.n;
+	rs->retained.v[rs->retained.n++] = (struct psvc_xrun){
+		addr, (uint32_t)len, UINT32_MAX, p };
+	/* every granule it touches leads to it */
+	for (uint64_t g = addr >> RGRAN_SHIFT; g <= (addr + len - 1) >> RGRAN_SHIFT; g++)
+		if (rhash_put(rs, g, idx))
+			return;
+}
