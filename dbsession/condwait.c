@@ -28,6 +28,7 @@
  * does not match exactly is no evidence, never a guess.
  */
 #include "dbs_int.h"
+#include "glibc_locks.h"
 
 #include <string.h>
 
@@ -70,8 +71,10 @@ bool condwait_object(const struct dbs_lock_input *in, uint64_t pd,
 	    !rec[0] || !user_pointer(rec[1]) ||
 	    in->read(in->ctx, rec[1], cb, sizeof cb))	/* wseq, cond, mutex */
 		return false;
+	/* it sleeps on __g_signals[wseq & 1] */
 	uint64_t cond = cb[1];
-	if (!user_pointer(cond) || cond + 40 + 4 * (cb[0] & 1) != futex)
+	unsigned g_signals = dbs_glibc_locks_for(in->arch)->cond.g_signals;
+	if (!user_pointer(cond) || cond + g_signals + 4 * (cb[0] & 1) != futex)
 		return false;
 	*ret_cond = cond;
 	*ret_mutex = user_pointer(cb[2]) ? cb[2] : 0;
