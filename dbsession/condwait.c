@@ -34,7 +34,7 @@
 
 /* cancelhandling's descriptor, through the one checked reader of what
  * the target describes (proc_service/layout.c). */
-uint32_t condwait_cleanup_offset(struct dbs_session *s)
+uint32_t dbs_condwait_cleanup_offset(struct dbs_session *s)
 {
 	uint64_t gen = psvc_modules_generation(s->t);
 	if (s->cleanup_off_valid && s->cleanup_off_gen == gen)
@@ -59,7 +59,7 @@ static bool user_pointer(uint64_t v)
 	return v >= 4096 && v < (1ull << 47) && !(v & 7);
 }
 
-bool condwait_object(const struct dbs_lock_input *in, uint64_t pd,
+bool dbs_condwait_object(const struct dbs_lock_input *in, uint64_t pd,
 		     uint64_t futex, uint64_t *ret_cond, uint64_t *ret_mutex)
 {
 	if (!in->read || !in->cleanup_offset || !pd)

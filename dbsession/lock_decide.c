@@ -28,7 +28,7 @@ static const struct dbs_thread *join_target(const struct dbs_lockctx *c,
 	return &c->snap->threads[i];
 }
 
-const char dbs_note_internal[] =
+static const char NOTE_INTERNAL[] =
 	"a glibc-internal lock (lll_lock_wait_private: malloc, stdio, ...)";
 static const char NOTE_PARK[] =
 	"parked by glibc in its PI mutex lock after the kernel refused the mutex "
@@ -219,7 +219,7 @@ static void decide(const struct dbs_lockctx *c, size_t ti,
 	}
 	uint64_t cond, cmutex;
 	if (!dbs_wait_is_pi(wt->cmd) && (k.fk == FK_NONE || k.fk == FK_COND) &&
-	    condwait_object(c->in, dbs_thread_descriptor(c, th), wt->uaddr,
+	    dbs_condwait_object(c->in, dbs_thread_descriptor(c, th), wt->uaddr,
 			    &cond, &cmutex)) {
 		v->kind = DBS_LOCK_COND;
 		v->object = cond;
@@ -234,7 +234,7 @@ static void decide(const struct dbs_lockctx *c, size_t ti,
 	if (k.fk == FK_INTERNAL) {
 		v->evidence |= DBS_EV_FRAMES;
 		v->frame = k.fname;
-		v->note = dbs_note_internal;
+		v->note = NOTE_INTERNAL;
 		return;
 	}
 
@@ -349,7 +349,7 @@ int dbs_decide_shared(struct dbs_lockctx *c)
 	for (size_t i = 0; nident && i < n; i++) {
 		const struct dbs_verdict *v = &c->vd[i];
 		if (!c->waits[i].valid || v->object || v->parked ||
-		    v->note == dbs_note_internal ||
+		    v->note == NOTE_INTERNAL ||
 		    (v->kind != DBS_LOCK_FUTEX && v->kind != DBS_LOCK_COND))
 			continue;
 		bool in_cond = v->kind == DBS_LOCK_COND;

@@ -205,7 +205,8 @@ static void lock_owner(const struct dbs_lockctx *c, struct dbs_lock *lk,
 	}
 }
 
-void dbs_lockobj_free(struct dbs_locks *L)
+/* Free a partially built result (NULL is fine). */
+static void free_locks(struct dbs_locks *L)
 {
 	if (!L)
 		return;
@@ -236,7 +237,7 @@ void dbs_locks_free(struct dbs_snapshot *snap)
 		free(snap->threads[i].blocked_on);
 		snap->threads[i].blocked_on = NULL;
 	}
-	dbs_lockobj_free(snap->locks);
+	free_locks(snap->locks);
 	snap->locks = NULL;
 }
 
@@ -354,8 +355,10 @@ static bool has_owner_concept(const struct dbs_lock *l)
 	       l->kind == DBS_LOCK_JOIN || (l->kind == DBS_LOCK_FUTEX && l->owner);
 }
 
-size_t dbs_lockobj_edge(const struct dbs_lockctx *c, const struct dbs_lock *lk,
-			bool in_graph)
+/* The thread lk's waiters wait for, if it can hold them: SIZE_MAX
+ * otherwise. */
+static size_t owner_edge(const struct dbs_lockctx *c, const struct dbs_lock *lk,
+			 bool in_graph)
 {
 	if (lk->owner_state != DBS_OWNER_LIVE || !in_graph || !has_owner_concept(lk))
 		return SIZE_MAX;
@@ -388,7 +391,7 @@ static int link_thread(struct dbs_lockctx *c, size_t i)
 	b->in_graph = w->consistent;
 	const struct dbs_lock *lk = &L->v[c->lockof[i]];
 	b->owner = lk->owner;
-	c->succ[i] = dbs_lockobj_edge(c, lk, b->in_graph);
+	c->succ[i] = owner_edge(c, lk, b->in_graph);
 	return 0;
 }
 

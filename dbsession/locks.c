@@ -151,7 +151,7 @@ int dbs_locks_run(struct dbs_session *s, struct dbs_snapshot *snap)
 		.symbol = session_symbol,
 		.frames = snap->stacks ? thread_frames : NULL,
 		.ctx = s->t,
-		.cleanup_offset = condwait_cleanup_offset(s),
+		.cleanup_offset = dbs_condwait_cleanup_offset(s),
 	};
 	return dbs_locks_analyse(snap, &in);
 }

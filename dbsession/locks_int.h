@@ -165,8 +165,6 @@ bool dbs_fit_futex_offset(const struct dbs_glibc_locks *L,
 
 /* ---- lock_decide.c: the evidence weighed -------------------------------- */
 
-extern const char dbs_note_internal[];
-
 /* c->vd[i] for every thread with a valid wait. */
 void dbs_decide_all(struct dbs_lockctx *c);
 /* Cond waiters on the two futex words of one condvar name its start. */
@@ -194,12 +192,6 @@ int dbs_lockobj_add_waiter(struct dbs_lock *lk, pid_t tid,
 /* Drop the locks left without waiters, then sort by (address, kind),
  * keeping c->lockof and blocked_on in step. */
 int dbs_lockobj_tidy(struct dbs_lockctx *c);
-/* The thread lk's waiters wait for, if it can hold them: SIZE_MAX
- * otherwise. */
-size_t dbs_lockobj_edge(const struct dbs_lockctx *c, const struct dbs_lock *lk,
-			bool in_graph);
-/* Free a partially built result (NULL is fine). */
-void dbs_lockobj_free(struct dbs_locks *L);
 
 /* ---- lock_park.c: PI waiters parked for ever ----------------------------- */
 

@@ -114,7 +114,7 @@ static int try_dir(struct dbs_session *s, const char *dir, char *why,
 	snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fd);
 	struct tdb_lib lib;
 	char *detail = NULL;
-	int lerr = tdb_load(fdpath, &lib, &detail);
+	int lerr = dbs_tdb_load(fdpath, &lib, &detail);
 	close(fd);	/* loaded, or not: the mapping needs no descriptor */
 	if (lerr) {
 		snprintf(why, whylen, "%s could not be loaded: %s", path,
@@ -130,22 +130,22 @@ static int try_dir(struct dbs_session *s, const char *dir, char *why,
 	if (e == TD_NOLIBTHREAD) {
 		/* the target's own library says so: not threaded (yet),
 		 * nothing to warn about */
-		tdb_unload(&lib);
+		dbs_tdb_unload(&lib);
 		return -ENOENT;
 	}
 	if (e != TD_OK) {
 		snprintf(why, whylen, "%s does not serve it either: %s", path,
-			 tdb_strerror(e));
-		tdb_unload(&lib);
+			 dbs_tdb_strerror(e));
+		dbs_tdb_unload(&lib);
 		return -ENOEXEC;
 	}
-	tdb_unload(&s->lib);
+	dbs_tdb_unload(&s->lib);
 	s->lib = lib;
 	s->ta = ta;
 	return 0;
 }
 
-int tdb_pick_target_lib(struct dbs_session *s, td_err_e first_err)
+int dbs_tdb_pick_target_lib(struct dbs_session *s, td_err_e first_err)
 {
 	free(s->tdb_warning);
 	s->tdb_warning = NULL;
@@ -183,7 +183,7 @@ int tdb_pick_target_lib(struct dbs_session *s, td_err_e first_err)
 	}
 	if (err == 0) {
 		warn(s, "the system's libthread_db does not serve this glibc (%s); "
-		     "using the target's own %s", tdb_strerror(first_err),
+		     "using the target's own %s", dbs_tdb_strerror(first_err),
 		     s->lib.path);
 		return 0;
 	}
@@ -191,7 +191,7 @@ int tdb_pick_target_lib(struct dbs_session *s, td_err_e first_err)
 		return err;	/* the same glibc: just not threaded (yet) */
 	warn(s, "the system's libthread_db does not serve the target's glibc "
 	     "(%s), and %s; threads are listed from /proc only",
-	     tdb_strerror(first_err),
+	     dbs_tdb_strerror(first_err),
 	     why[0] ? why : "there is no libthread_db.so.1 beside its libc");
 	return err;
 }

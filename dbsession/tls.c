@@ -203,7 +203,7 @@ static void stop_clear(struct tls_state *st)
 	st->ntasks = 0;
 }
 
-void tls_free(struct dbs_session *s)
+void dbs_tls_free(struct dbs_session *s)
 {
 	if (!s->tls)
 		return;
@@ -279,7 +279,7 @@ static void resolve_one(struct dbs_session *s, struct tls_var_int *v,
 		/* the DWARF variable must be this one, not a static of the
 		 * same name in another file of the module */
 		if (rq->type == DBS_TLS_AUTO && !is_errno &&
-		    dwarf_find_tls(t, sym.module, rq->name, &dw) == 0 &&
+		    dbs_dwarf_find_tls(t, sym.module, rq->name, &dw) == 0 &&
 		    (!dw.have_offset || dw.offset == sym.offset))
 			have_dw = true;
 		if (have_dw)
@@ -293,7 +293,7 @@ static void resolve_one(struct dbs_session *s, struct tls_var_int *v,
 				if ((pass == 0) != !!(m->flags & PSVC_MOD_EXE) ||
 				    (m->flags & PSVC_MOD_VDSO))
 					continue;
-				if (dwarf_find_tls(t, m, rq->name, &dw) == 0 &&
+				if (dbs_dwarf_find_tls(t, m, rq->name, &dw) == 0 &&
 				    dw.have_offset) {
 					sym.module = m;
 					sym.offset = dw.offset;
@@ -355,7 +355,7 @@ static void resolve_one(struct dbs_session *s, struct tls_var_int *v,
 	}
 }
 
-void tls_prepare(struct dbs_session *s)
+void dbs_tls_prepare(struct dbs_session *s)
 {
 	size_t n = s->opts.ntls + (s->opts.want_errno ? 1 : 0);
 	if (n == 0)
@@ -420,7 +420,7 @@ static uint64_t pd_of(const struct tdb_result *r)
 	return r->err == TD_OK ? (uint64_t)r->ti.ti_tid : 0;
 }
 
-void tls_gather(struct dbs_session *s, const struct tdb_result *res)
+void dbs_tls_gather(struct dbs_session *s, const struct tdb_result *res)
 {
 	struct tls_state *st = s->tls;
 	struct psvc_target *t = s->t;
@@ -565,7 +565,7 @@ static void set_error(struct dbs_tls_value *val, struct dbs_thread *th,
 		       val->error ? val->error : "error");
 }
 
-void tls_fill(struct dbs_session *s, struct dbs_snapshot *snap,
+void dbs_tls_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 	      struct dbs_thread *th, size_t i)
 {
 	struct tls_state *st = s->tls;
@@ -605,7 +605,7 @@ void tls_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 		}
 		if (c->err != TD_OK) {
 			set_error(val, th, var->pub.name, "libthread_db",
-				  tdb_strerror(c->err));
+				  dbs_tdb_strerror(c->err));
 			continue;
 		}
 		val->have_addr = true;
@@ -646,7 +646,7 @@ void tls_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 	}
 }
 
-void tls_finish(struct dbs_session *s, struct dbs_snapshot *snap)
+void dbs_tls_finish(struct dbs_session *s, struct dbs_snapshot *snap)
 {
 	struct tls_state *st = s->tls;
 	if (!st)
