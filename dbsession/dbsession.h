@@ -424,7 +424,7 @@ void dbs_snapshot_free(struct dbs_snapshot *snap);
 
 /*
  * Decoded after the resume from the words read during the stop (glibc
- * 2.36 layouts, GLIBC-NOTES.md §5-6).  Nothing here is a guess: a futex
+ * 2.36 layouts, docs/GLIBC.md §5-6).  Nothing here is a guess: a futex
  * that the evidence does not identify stays kind "futex", an owner the
  * words do not record stays unknown.
  */

@@ -1,6 +1,6 @@
 /*
  * keys.c: pthread keys (--keys).  libthread_db's td_thr_tsd and
- * td_ta_tsd_iter are broken on LP64 glibc (GLIBC-NOTES.md §7), so the
+ * td_ta_tsd_iter are broken on LP64 glibc (docs/GLIBC.md §7), so the
  * layout is read the way they should: __pthread_keys[k].seq odd = key k in
  * use; thread value at pd->specific[k / L2][k % L2] = {seq, data}, valid
  * only if its seq equals the key's (else the key was deleted and maybe
@@ -194,7 +194,7 @@ void dbs_keys_prepare(struct dbs_session *s)
 /* ---- during the stop ---------------------------------------------------------------- */
 
 /* struct pthread of task i: libthread_db's pthread_t, else what the
- * thread pointer says (GLIBC-NOTES.md §4: what ps_get_thread_area gives). */
+ * thread pointer says (docs/GLIBC.md §4: what ps_get_thread_area gives). */
 static uint64_t pd_of(struct dbs_session *s, const struct tdb_result *res,
 		      size_t i, const struct psvc_task *tk)
 {

@@ -1,7 +1,7 @@
 /*
  * locks.c: what each blocked thread waits on, the state of those locks, and
  * the wait-for graph (issue 4).  glibc's libthread_db has no lock API
- * (GLIBC-NOTES.md §7): everything comes from the stopped registers (the
+ * (docs/GLIBC.md §7): everything comes from the stopped registers (the
  * futex call), /proc (wchan), the lock words read during the stop
  * (lock_prefetch.c), ELF symbols and the calling frames' names.  This file
  * is the order of the steps (locks_int.h names the file of each) and the
@@ -92,7 +92,7 @@ static int session_symbol(void *ctx, uint64_t addr, struct dbs_symbol *ret,
 }
 
 /* offsetof(struct pthread, tid), from libc's libthread_db descriptor
- * _thread_db_pthread_tid = { bits, count, offset } (GLIBC-NOTES.md §2;
+ * _thread_db_pthread_tid = { bits, count, offset } (docs/GLIBC.md §2;
  * 32, 1, 0x2d0 here).  A constant of libc: read once per module map. */
 static void load_tid_offset(struct dbs_session *s)
 {

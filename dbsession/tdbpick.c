@@ -5,7 +5,7 @@
  * the target's __nptl_version with its own (TD_VERSION), and before glibc
  * 2.34 the symbols it looks for had other names (nptl_version, in
  * libpthread), which the system's 2.36 library reports as TD_NOLIBTHREAD
- * (GLIBC-NOTES.md §2).  A container with another distribution's glibc, or a
+ * (docs/GLIBC.md §2).  A container with another distribution's glibc, or a
  * program run with its own ld.so, is served, as gdb does, by the
  * libthread_db.so.1 beside the target's libc (or libpthread), opened in
  * the target's mount namespace through /proc/PID/root and dlopen'ed

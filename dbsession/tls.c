@@ -5,7 +5,7 @@
  * Before the stop each variable is found once per module generation: an
  * STT_TLS symbol (.symtab, then .dynsym) in the executable or a library,
  * else a DWARF variable with a TLS location; its st_value is an offset in
- * the module's TLS block, not an address (GLIBC-NOTES.md §8).  During the
+ * the module's TLS block, not an address (docs/GLIBC.md §8).  During the
  * stop libthread_db turns (link_map address, offset) into each thread's
  * address (td_thr_tls_get_addr; a static executable has no link_map and
  * uses td_thr_tlsbase(th, 1)), and the variable's bytes are copied out;
@@ -330,7 +330,7 @@ static void resolve_one(struct dbs_session *s, struct tls_var_int *v,
 	v->link_map = sym.module->link_map;
 	if (!v->link_map) {
 		if ((sym.module->flags & PSVC_MOD_EXE) && is_static_exe(t)) {
-			v->use_tlsbase = true;	/* GLIBC-NOTES.md §8 */
+			v->use_tlsbase = true;	/* docs/GLIBC.md §8 */
 		} else {
 			v->pub.found = false;
 			v->pub.error = dbs_format("%s is not in the dynamic "
@@ -599,7 +599,7 @@ void dbs_tls_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 		}
 		if (c->err == TD_NOTALLOC) {
 			/* a dlopen'ed module's block is allocated on the
-			 * thread's first access (GLIBC-NOTES.md §8) */
+			 * thread's first access (docs/GLIBC.md §8) */
 			val->status = DBS_TLS_NOT_ALLOCATED;
 			continue;
 		}
