@@ -210,7 +210,7 @@ int dbs_tdb_check_layouts(const struct tdb_check_io *io,
 		      uint32_t *ret_sizeof_pthread, char *why, size_t whylen);
 
 
-/* ---- locks.c ------------------------------------------------------------- */
+/* ---- the lock analysis (locks.c and lock_*.c, locks_int.h) --------------- */
 
 /*
  * What the lock analysis consults besides the snapshot.  The session fills
@@ -246,17 +246,19 @@ struct dbs_lock_input {
 };
 
 /* While the target is stopped: read (batched) the words of every lock a
- * blocked thread waits on, nothing else. */
+ * blocked thread waits on, nothing else (lock_prefetch.c). */
 void dbs_locks_prefetch(struct dbs_session *s);
 /* After the resume: dbs_locks_analyse() with the session's inputs. */
 int dbs_locks_run(struct dbs_session *s, struct dbs_snapshot *snap);
 /* Fill every thread's blocked_on and snap->locks.  0 or -ENOMEM (then
  * nothing is left allocated). */
 int dbs_locks_analyse(struct dbs_snapshot *snap, const struct dbs_lock_input *in);
-/* Free what dbs_locks_analyse() added to the snapshot.  Idempotent. */
+/* Free what dbs_locks_analyse() added to the snapshot.  Idempotent
+ * (lock_objects.c). */
 void dbs_locks_free(struct dbs_snapshot *snap);
 /* Decode l->words (l->nwords bytes at l->addr) as l->kind into l->u:
- * pure, no target access.  Returns false if too few words. */
+ * pure, no target access.  Returns false if too few words
+ * (glibc_locks.c). */
 bool dbs_lock_decode(const struct arch_desc *a, struct dbs_lock *l);
 /* runtimes.c: snap->runtimes (and a warning each) from the module map and
  * symbols; dbs_runtimes_free() is idempotent. */

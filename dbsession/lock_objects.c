@@ -176,7 +176,7 @@ void dbs_lockobj_owner(const struct dbs_lockctx *c, struct dbs_lock *l,
 	resolve_owner(c, l, rec, st, pshared_futex);
 }
 
-/* The owner of the lock the waiters of entry e wait on: from the words,
+/* The owner of lock lk, whose first waiter is thread ti: from the words,
  * but a PI futex's from the kernel's word, and a join's from the thread
  * the joiner matched. */
 static void lock_owner(const struct dbs_lockctx *c, struct dbs_lock *lk,
