@@ -30,7 +30,7 @@
 #define MAX_SEGMENTS (1u << 22)
 #define MAX_WARNINGS 64
 
-void core_say(char *why, size_t whylen, const char *fmt, ...)
+void psvc_core_say(char *why, size_t whylen, const char *fmt, ...)
 {
 	if (!why || !whylen)
 		return;
@@ -40,7 +40,7 @@ void core_say(char *why, size_t whylen, const char *fmt, ...)
 	va_end(ap);
 }
 
-void core_warn(struct psvc_core *c, const char *fmt, ...)
+void psvc_core_warn(struct psvc_core *c, const char *fmt, ...)
 {
 	/* a damaged core can repeat one fault thousands of times: the first
 	 * ones say what it is, the last line how many more there were */
@@ -102,7 +102,7 @@ static int check_ehdr(struct psvc_core *c, const GElf_Ehdr *eh, char *why,
 		      size_t whylen)
 {
 	if (eh->e_type != ET_CORE) {
-		core_say(why, whylen, "not a core file: %s (e_type %u)",
+		psvc_core_say(why, whylen, "not a core file: %s (e_type %u)",
 			 type_name(eh->e_type), eh->e_type);
 		return -ENOEXEC;
 	}
@@ -110,15 +110,15 @@ static int check_ehdr(struct psvc_core *c, const GElf_Ehdr *eh, char *why,
 	if (!c->arch) {
 		const char *m = machine_name(eh->e_machine);
 		if (m)
-			core_say(why, whylen, "a core of %s (machine %u): tinspect "
+			psvc_core_say(why, whylen, "a core of %s (machine %u): tinspect "
 				 "reads x86_64 and aarch64 cores", m, eh->e_machine);
 		else
-			core_say(why, whylen, "a core of machine %u: tinspect "
+			psvc_core_say(why, whylen, "a core of machine %u: tinspect "
 				 "reads x86_64 and aarch64 cores", eh->e_machine);
 		return -ENOEXEC;
 	}
 	if (eh->e_phentsize != sizeof(Elf64_Phdr)) {
-		core_say(why, whylen, "program header entries of %u bytes, not "
+		psvc_core_say(why, whylen, "program header entries of %u bytes, not "
 			 "%zu", eh->e_phentsize, sizeof(Elf64_Phdr));
 		return -EBADMSG;
 	}
@@ -131,16 +131,16 @@ static int check_ehdr(struct psvc_core *c, const GElf_Ehdr *eh, char *why,
  * offsets in both classes and byte orders, gABI); a core of a class, byte
  * order or machine tinspect does not read.
  */
-int core_check_header(struct psvc_core *c, const unsigned char *p, size_t n,
+int psvc_core_check_header(struct psvc_core *c, const unsigned char *p, size_t n,
 		      char *why, size_t whylen)
 {
 	if (n < EI_NIDENT || memcmp(p, ELFMAG, SELFMAG)) {
-		core_say(why, whylen, "not an ELF file (and no compressed "
+		psvc_core_say(why, whylen, "not an ELF file (and no compressed "
 			 "stream tinspect knows)");
 		return -ENOEXEC;
 	}
 	if (n < 20) {
-		core_say(why, whylen, "the file ends inside its ELF header "
+		psvc_core_say(why, whylen, "the file ends inside its ELF header "
 			 "(%zu bytes)", n);
 		return -EBADMSG;
 	}
@@ -151,25 +151,25 @@ int core_check_header(struct psvc_core *c, const unsigned char *p, size_t n,
 	type = msb ? be16toh(type) : le16toh(type);
 	machine = msb ? be16toh(machine) : le16toh(machine);
 	if (type != ET_CORE) {
-		core_say(why, whylen, "not a core file: %s (e_type %u)",
+		psvc_core_say(why, whylen, "not a core file: %s (e_type %u)",
 			 type_name(type), type);
 		return -ENOEXEC;
 	}
 	if (p[EI_CLASS] != ELFCLASS64) {
-		core_say(why, whylen, p[EI_CLASS] == ELFCLASS32 ?
+		psvc_core_say(why, whylen, p[EI_CLASS] == ELFCLASS32 ?
 			 "a 32-bit core: tinspect reads 64-bit x86_64 and "
 			 "aarch64 cores" : "a core of unknown ELF class %u",
 			 p[EI_CLASS]);
 		return p[EI_CLASS] == ELFCLASS32 ? -ENOEXEC : -EBADMSG;
 	}
 	if (p[EI_DATA] != ELFDATA2LSB) {
-		core_say(why, whylen, "a %s core: tinspect reads little-endian "
+		psvc_core_say(why, whylen, "a %s core: tinspect reads little-endian "
 			 "x86_64 and aarch64 cores", msb ? "big-endian" :
 			 "byte order unknown");
 		return -ENOEXEC;
 	}
 	if (n < sizeof(Elf64_Ehdr)) {
-		core_say(why, whylen, "the file ends inside its ELF header "
+		psvc_core_say(why, whylen, "the file ends inside its ELF header "
 			 "(%zu bytes)", n);
 		return -EBADMSG;
 	}
@@ -196,7 +196,7 @@ static void add_segment(struct psvc_core *c, const GElf_Phdr *ph, size_t idx)
 	if (ph->p_memsz == 0)
 		return;		/* nothing mapped; kernels never write one */
 	if (!psvc_add_ok(ph->p_vaddr, ph->p_memsz, &end)) {
-		core_warn(c, "segment %zu: %#" PRIx64 " + %#" PRIx64 " wraps "
+		psvc_core_warn(c, "segment %zu: %#" PRIx64 " + %#" PRIx64 " wraps "
 			  "the address space: left out", idx, ph->p_vaddr,
 			  ph->p_memsz);
 		return;
@@ -205,13 +205,13 @@ static void add_segment(struct psvc_core *c, const GElf_Phdr *ph, size_t idx)
 			      .offset = ph->p_offset, .filesz = ph->p_filesz,
 			      .flags = ph->p_flags, .file = -1 };
 	if (s.filesz > s.memsz) {
-		core_warn(c, "segment %zu at %#" PRIx64 ": %#" PRIx64 " bytes "
+		psvc_core_warn(c, "segment %zu at %#" PRIx64 ": %#" PRIx64 " bytes "
 			  "in the file for %#" PRIx64 " in memory: the excess "
 			  "ignored", idx, s.vaddr, s.filesz, s.memsz);
 		s.filesz = s.memsz;
 	}
 	if (s.filesz && !psvc_add_ok(s.offset, s.filesz, &fend)) {
-		core_warn(c, "segment %zu at %#" PRIx64 ": file offset %#"
+		psvc_core_warn(c, "segment %zu at %#" PRIx64 ": file offset %#"
 			  PRIx64 " + %#" PRIx64 " wraps: its bytes are not "
 			  "in the core", idx, s.vaddr, s.offset, s.filesz);
 		s.filesz = 0;
@@ -231,7 +231,7 @@ static void sort_segments(struct psvc_core *c)
 		if (out) {
 			const struct core_seg *p = &c->segs[out - 1];
 			if (s->vaddr < p->vaddr + p->memsz) {
-				core_warn(c, "segment at %#" PRIx64 " overlaps "
+				psvc_core_warn(c, "segment at %#" PRIx64 " overlaps "
 					  "the one at %#" PRIx64 ": left out",
 					  s->vaddr, p->vaddr);
 				continue;
@@ -242,19 +242,19 @@ static void sort_segments(struct psvc_core *c)
 	c->nsegs = out;
 }
 
-int core_read_headers(struct psvc_core *c, Elf *elf,
+int psvc_core_read_headers(struct psvc_core *c, Elf *elf,
 		      struct core_note_range **ret_notes, size_t *ret_nnotes,
 		      char *why, size_t whylen)
 {
 	*ret_notes = NULL;
 	*ret_nnotes = 0;
 	if (elf_kind(elf) != ELF_K_ELF) {
-		core_say(why, whylen, "not an ELF file");
+		psvc_core_say(why, whylen, "not an ELF file");
 		return -ENOEXEC;
 	}
 	GElf_Ehdr eh;
 	if (!gelf_getehdr(elf, &eh)) {
-		core_say(why, whylen, "ELF header unreadable: %s", elf_errmsg(-1));
+		psvc_core_say(why, whylen, "ELF header unreadable: %s", elf_errmsg(-1));
 		return -EBADMSG;
 	}
 	int err = check_ehdr(c, &eh, why, whylen);
@@ -262,19 +262,19 @@ int core_read_headers(struct psvc_core *c, Elf *elf,
 		return err;
 	size_t n;
 	if (elf_getphdrnum(elf, &n) != 0) {
-		core_say(why, whylen, "program headers unreadable: %s",
+		psvc_core_say(why, whylen, "program headers unreadable: %s",
 			 elf_errmsg(-1));
 		return -EBADMSG;
 	}
 	if (n == 0) {
-		core_say(why, whylen, "no program headers: a core without "
+		psvc_core_say(why, whylen, "no program headers: a core without "
 			 "threads or memory");
 		return -EBADMSG;
 	}
 	uint64_t bytes, end;
 	if (n > MAX_SEGMENTS || !psvc_mul_ok(n, sizeof(Elf64_Phdr), &bytes) ||
 	    !psvc_add_ok(eh.e_phoff, bytes, &end) || end > c->image_len) {
-		core_say(why, whylen, "%zu program headers at offset %#" PRIx64
+		psvc_core_say(why, whylen, "%zu program headers at offset %#" PRIx64
 			 " do not fit in the %" PRIu64 " bytes read", n,
 			 (uint64_t)eh.e_phoff, c->image_len);
 		return -EBADMSG;
@@ -290,7 +290,7 @@ int core_read_headers(struct psvc_core *c, Elf *elf,
 	for (size_t i = 0; i < n; i++) {
 		GElf_Phdr ph;
 		if (!gelf_getphdr(elf, (int)i, &ph)) {
-			core_warn(c, "program header %zu unreadable: %s", i,
+			psvc_core_warn(c, "program header %zu unreadable: %s", i,
 				  elf_errmsg(-1));
 			continue;
 		}
@@ -299,7 +299,7 @@ int core_read_headers(struct psvc_core *c, Elf *elf,
 			if (!ph.p_filesz)
 				continue;
 			if (!psvc_add_ok(ph.p_offset, ph.p_filesz, &pend)) {
-				core_warn(c, "note segment %zu: offset %#" PRIx64
+				psvc_core_warn(c, "note segment %zu: offset %#" PRIx64
 					  " + %#" PRIx64 " wraps: left out", i,
 					  ph.p_offset, ph.p_filesz);
 				continue;
@@ -326,7 +326,7 @@ int core_read_headers(struct psvc_core *c, Elf *elf,
 	return 0;
 }
 
-const struct core_seg *core_seg_for(const struct psvc_core *c, uint64_t addr)
+const struct core_seg *psvc_core_seg_for(const struct psvc_core *c, uint64_t addr)
 {
 	size_t lo = 0, hi = c->nsegs;
 	while (lo < hi) {
@@ -369,14 +369,14 @@ const struct psvc_core_file *psvc_core_file_for_addr(const struct psvc_core *c,
 	return NULL;
 }
 
-int core_finish(struct psvc_core *c)
+int psvc_core_finish(struct psvc_core *c)
 {
 	if (c->nfiles)
 		qsort(c->files, c->nfiles, sizeof *c->files, file_cmp);
 	size_t out = 0;
 	for (size_t i = 0; i < c->nfiles; i++) {
 		if (out && c->files[i].start < c->files[out - 1].end) {
-			core_warn(c, "NT_FILE: %#" PRIx64 "-%#" PRIx64 " overlaps "
+			psvc_core_warn(c, "NT_FILE: %#" PRIx64 "-%#" PRIx64 " overlaps "
 				  "%#" PRIx64 "-%#" PRIx64 ": left out",
 				  c->files[i].start, c->files[i].end,
 				  c->files[out - 1].start, c->files[out - 1].end);
@@ -414,7 +414,7 @@ static void set_file(struct psvc_core_map *m, const struct psvc_core_file *f)
  * where they are (AT_EXECFN and AT_RANDOM point into the initial stack,
  * AT_SYSINFO_EHDR is the vDSO), so nothing is guessed.
  */
-int core_build_maps(struct psvc_core *c)
+int psvc_core_build_maps(struct psvc_core *c)
 {
 	size_t cap = c->nsegs + c->nfiles * 2 + 1;
 	c->maps = calloc(cap, sizeof *c->maps);
@@ -448,7 +448,7 @@ int core_build_maps(struct psvc_core *c)
 		const struct psvc_core_file *f = &c->files[i];
 		uint64_t a = f->start;
 		while (a < f->end) {
-			const struct core_seg *s = core_seg_for(c, a);
+			const struct core_seg *s = psvc_core_seg_for(c, a);
 			if (s) {
 				a = s->vaddr + s->memsz;
 				continue;
@@ -493,12 +493,12 @@ int core_build_maps(struct psvc_core *c)
 static int open_plain(struct psvc_core *c, char *why, size_t whylen)
 {
 	if (c->file_size < sizeof(Elf64_Ehdr)) {
-		core_say(why, whylen, "%" PRIu64 " bytes: too short for an ELF "
+		psvc_core_say(why, whylen, "%" PRIu64 " bytes: too short for an ELF "
 			 "core", c->file_size);
 		return -EBADMSG;
 	}
 	if (c->file_size > SIZE_MAX) {
-		core_say(why, whylen, "too big to map");
+		psvc_core_say(why, whylen, "too big to map");
 		return -EFBIG;
 	}
 	/* MAP_PRIVATE and writable: libelf may convert in place, which must
@@ -507,23 +507,23 @@ static int open_plain(struct psvc_core *c, char *why, size_t whylen)
 		       MAP_PRIVATE | MAP_NORESERVE, c->fd, 0);
 	if (p == MAP_FAILED) {
 		int err = -errno;
-		core_say(why, whylen, "cannot map the core: %s", strerror(errno));
+		psvc_core_say(why, whylen, "cannot map the core: %s", strerror(errno));
 		return err;
 	}
 	c->image = p;
 	c->image_len = c->file_size;
 	c->image_mapped = true;
-	int err = core_check_header(c, c->image, c->image_len, why, whylen);
+	int err = psvc_core_check_header(c, c->image, c->image_len, why, whylen);
 	if (err)
 		return err;
 	Elf *elf = elf_memory((char *)c->image, c->image_len);
 	if (!elf) {
-		core_say(why, whylen, "libelf cannot read it: %s", elf_errmsg(-1));
+		psvc_core_say(why, whylen, "libelf cannot read it: %s", elf_errmsg(-1));
 		return -EBADMSG;
 	}
 	struct core_note_range *notes;
 	size_t nnotes;
-	err = core_read_headers(c, elf, &notes, &nnotes, why, whylen);
+	err = psvc_core_read_headers(c, elf, &notes, &nnotes, why, whylen);
 	elf_end(elf);
 	if (err)
 		return err;
@@ -536,7 +536,7 @@ static int open_plain(struct psvc_core *c, char *why, size_t whylen)
 	for (size_t i = 0; i < nnotes && !err; i++) {
 		const struct core_note_range *r = &notes[i];
 		if (r->offset >= c->file_size) {
-			core_warn(c, "the note segment at offset %#" PRIx64 " lies "
+			psvc_core_warn(c, "the note segment at offset %#" PRIx64 " lies "
 				  "beyond the end of the file (%" PRIu64 " bytes: "
 				  "truncated)", r->offset, c->file_size);
 			continue;
@@ -545,21 +545,21 @@ static int open_plain(struct psvc_core *c, char *why, size_t whylen)
 		bool cut = len > c->file_size - r->offset;
 		if (cut)
 			len = c->file_size - r->offset;
-		err = core_notes_parse(c, c->image + r->offset, len, r->align8,
+		err = psvc_core_notes_parse(c, c->image + r->offset, len, r->align8,
 				       cut);
 	}
 	free(notes);
 	if (err)
 		return err;
-	core_notes_done(c);
+	psvc_core_notes_done(c);
 	if (!c->nthreads) {
-		core_say(why, whylen, "no thread in the core (no NT_PRSTATUS "
+		psvc_core_say(why, whylen, "no thread in the core (no NT_PRSTATUS "
 			 "note could be read%s)", c->file_size < c->expected_size ?
 			 ": the file is truncated" : "");
 		return -EBADMSG;
 	}
-	err = core_finish(c);
-	return err ? err : core_build_maps(c);
+	err = psvc_core_finish(c);
+	return err ? err : psvc_core_build_maps(c);
 }
 
 int psvc_core_open_fd(int fd, const struct psvc_core_opts *opts,
@@ -568,7 +568,7 @@ int psvc_core_open_fd(int fd, const struct psvc_core_opts *opts,
 	*ret = NULL;
 	struct stat st;
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		core_say(why, whylen, "not a regular file");
+		psvc_core_say(why, whylen, "not a regular file");
 		close(fd);
 		return -ENXIO;
 	}
@@ -576,14 +576,14 @@ int psvc_core_open_fd(int fd, const struct psvc_core_opts *opts,
 	ssize_t got = pread(fd, magic, sizeof magic, 0);
 	if (got < 0) {
 		int err = -errno;
-		core_say(why, whylen, "cannot read it: %s", strerror(errno));
+		psvc_core_say(why, whylen, "cannot read it: %s", strerror(errno));
 		close(fd);
 		return err;
 	}
 	const char *zname = NULL;
-	int zip = zip_detect(magic, (size_t)got, &zname);
+	int zip = psvc_zip_detect(magic, (size_t)got, &zname);
 	if (zip < 0) {
-		core_say(why, whylen, "a %s-compressed file: tinspect reads "
+		psvc_core_say(why, whylen, "a %s-compressed file: tinspect reads "
 			 "plain cores and zstd, xz and lz4 ones (decompress "
 			 "it first)", zname);
 		close(fd);
@@ -610,7 +610,7 @@ int psvc_core_open_fd(int fd, const struct psvc_core_opts *opts,
 		c->opts.max_note_bytes = PSVC_CORE_MAX_NOTES;
 	c->file_size = (uint64_t)st.st_size;
 	int err = zip == PSVC_CORE_PLAIN ? open_plain(c, why, whylen)
-					 : core_zip_load(c, why, whylen);
+					 : psvc_core_zip_load(c, why, whylen);
 	if (err) {
 		psvc_core_close(c);
 		return err;
@@ -625,7 +625,7 @@ int psvc_core_open(const char *path, const struct psvc_core_opts *opts,
 	*ret = NULL;
 	int fd = psvc_open_regular(path, NULL);
 	if (fd < 0) {
-		core_say(why, whylen, "%s: %s", path, psvc_open_strerror(fd));
+		psvc_core_say(why, whylen, "%s: %s", path, psvc_open_strerror(fd));
 		return fd;
 	}
 	return psvc_core_open_fd(fd, opts, ret, why, whylen);
@@ -635,7 +635,7 @@ void psvc_core_close(struct psvc_core *c)
 {
 	if (!c)
 		return;
-	core_keep_free(c);
+	psvc_core_keep_free(c);
 	if (c->image_mapped)
 		munmap(c->image, c->image_len);
 	else

@@ -96,16 +96,16 @@ struct psvc_core {
 };
 
 /* core.c */
-void core_warn(struct psvc_core *c, const char *fmt, ...)
+void psvc_core_warn(struct psvc_core *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-void core_say(char *why, size_t whylen, const char *fmt, ...)
+void psvc_core_say(char *why, size_t whylen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* The segment holding addr, or NULL. */
-const struct core_seg *core_seg_for(const struct psvc_core *c, uint64_t addr);
+const struct core_seg *psvc_core_seg_for(const struct psvc_core *c, uint64_t addr);
 /* The identification, type and machine from the first n bytes of the
  * core, before libelf sees it: 0, -ENOEXEC or -EBADMSG with why; sets
  * c->arch. */
-int core_check_header(struct psvc_core *c, const unsigned char *p, size_t n,
+int psvc_core_check_header(struct psvc_core *c, const unsigned char *p, size_t n,
 		      char *why, size_t whylen);
 /* Validate the ELF header and read the program headers of elf (over the
  * first c->image_len bytes of the core) into c->segs, sorted, overlaps
@@ -115,41 +115,41 @@ struct core_note_range {
 	uint64_t offset, size;
 	bool align8;
 };
-int core_read_headers(struct psvc_core *c, Elf *elf,
+int psvc_core_read_headers(struct psvc_core *c, Elf *elf,
 		      struct core_note_range **ret_notes, size_t *ret_nnotes,
 		      char *why, size_t whylen);
 /* After the notes: sort and check the NT_FILE list, tie segments to it. */
-int core_finish(struct psvc_core *c);
+int psvc_core_finish(struct psvc_core *c);
 /* Last: the maps view (needs every segment's avail).  0 or -ENOMEM. */
-int core_build_maps(struct psvc_core *c);
+int psvc_core_build_maps(struct psvc_core *c);
 
 /* corenotes.c */
 /* Walk one PT_NOTE segment's bytes (len may be short of the segment's
  * size when the file is truncated: `cut` says so).  Damage is warned
  * about; only -ENOMEM is an error. */
-int core_notes_parse(struct psvc_core *c, const unsigned char *p, size_t len,
+int psvc_core_notes_parse(struct psvc_core *c, const unsigned char *p, size_t len,
 		     bool align8, bool cut);
 /* After every note segment: which thread took the signal, who wrote the
  * core. */
-void core_notes_done(struct psvc_core *c);
+void psvc_core_notes_done(struct psvc_core *c);
 
 /* corezip.c: decompressors over a descriptor */
 struct zstream;
 /* What the first bytes of a file say it is: PSVC_CORE_PLAIN for anything
  * not a known compressed stream, or -EOPNOTSUPP for a compression tinspect
  * does not read (its name into *ret_name). */
-int zip_detect(const unsigned char *magic, size_t n, const char **ret_name);
-int zstream_open(int fd, enum psvc_core_zip zip, struct zstream **ret);
+int psvc_zip_detect(const unsigned char *magic, size_t n, const char **ret_name);
+int psvc_zstream_open(int fd, enum psvc_core_zip zip, struct zstream **ret);
 /* Up to cap decompressed bytes: > 0, 0 at the end of the stream, or a
  * negative errno with why (-EIO: corrupt, -ENOMEM). */
-ssize_t zstream_read(struct zstream *z, void *buf, size_t cap, char *why,
+ssize_t psvc_zstream_read(struct zstream *z, void *buf, size_t cap, char *why,
 		     size_t whylen);
 /* Back to the start of the file, for a second pass. */
-int zstream_rewind(struct zstream *z);
-void zstream_close(struct zstream *z);
+int psvc_zstream_rewind(struct zstream *z);
+void psvc_zstream_close(struct zstream *z);
 
 /* corekeep.c: the streaming pass of a compressed core */
-int core_zip_load(struct psvc_core *c, char *why, size_t whylen);
-void core_keep_free(struct psvc_core *c);
+int psvc_core_zip_load(struct psvc_core *c, char *why, size_t whylen);
+void psvc_core_keep_free(struct psvc_core *c);
 
 #endif

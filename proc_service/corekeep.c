@@ -48,7 +48,7 @@ static int head_fill(struct psvc_core *c, struct zstream *z, uint64_t want,
 		return -ENOMEM;
 	c->image = p;
 	while (c->image_len < want) {
-		ssize_t n = zstream_read(z, c->image + c->image_len,
+		ssize_t n = psvc_zstream_read(z, c->image + c->image_len,
 					 (size_t)(want - c->image_len), why, whylen);
 		if (n < 0)
 			return (int)n;
@@ -79,7 +79,7 @@ static int read_phdrs(struct psvc_core *c, struct zstream *z,
 	int err = head_fill(c, z, sizeof(Elf64_Ehdr), &ended, why, whylen);
 	if (err)
 		return err == -ENOMEM ? err : -EBADMSG;
-	if ((err = core_check_header(c, c->image, c->image_len, why, whylen)))
+	if ((err = psvc_core_check_header(c, c->image, c->image_len, why, whylen)))
 		return err;
 	Elf64_Ehdr eh;
 	memcpy(&eh, c->image, sizeof eh);
@@ -91,7 +91,7 @@ static int read_phdrs(struct psvc_core *c, struct zstream *z,
 		    phend > MAX_PHDR_BYTES ||
 		    (err = head_fill(c, z, phend, &ended, why, whylen)) ||
 		    c->image_len < phend) {
-			core_say(why, whylen, "a PN_XNUM core whose first program "
+			psvc_core_say(why, whylen, "a PN_XNUM core whose first program "
 				 "header cannot be read");
 			return err == -ENOMEM ? err : -EBADMSG;
 		}
@@ -99,7 +99,7 @@ static int read_phdrs(struct psvc_core *c, struct zstream *z,
 		memcpy(&p0, c->image + phoff, sizeof p0);
 		uint64_t off0 = le64toh(p0.p_offset);
 		if (off0 <= phoff || (off0 - phoff) % sizeof(Elf64_Phdr)) {
-			core_say(why, whylen, "a PN_XNUM core whose segment count "
+			psvc_core_say(why, whylen, "a PN_XNUM core whose segment count "
 				 "cannot be told from its layout (first data at "
 				 "%#" PRIx64 ")", off0);
 			return -EBADMSG;
@@ -108,14 +108,14 @@ static int read_phdrs(struct psvc_core *c, struct zstream *z,
 	}
 	if (!psvc_mul_ok(phnum, sizeof(Elf64_Phdr), &bytes) ||
 	    !psvc_add_ok(phoff, bytes, &phend) || phend > MAX_PHDR_BYTES) {
-		core_say(why, whylen, "%" PRIu64 " program headers at offset %#"
+		psvc_core_say(why, whylen, "%" PRIu64 " program headers at offset %#"
 			 PRIx64 ": more than any process has", phnum, phoff);
 		return -EBADMSG;
 	}
 	if ((err = head_fill(c, z, phend, &ended, why, whylen)))
 		return err == -ENOMEM ? err : -EBADMSG;
 	if (c->image_len < phend) {
-		core_say(why, whylen, "the %s stream ends at offset %" PRIu64
+		psvc_core_say(why, whylen, "the %s stream ends at offset %" PRIu64
 			 ", inside the program headers", psvc_core_zip_name(c->zip),
 			 c->image_len);
 		return -EBADMSG;
@@ -141,12 +141,12 @@ static int read_phdrs(struct psvc_core *c, struct zstream *z,
 	}
 	Elf *elf = elf_memory((char *)hdr, hlen);
 	if (!elf) {
-		core_say(why, whylen, "libelf cannot read the headers: %s",
+		psvc_core_say(why, whylen, "libelf cannot read the headers: %s",
 			 elf_errmsg(-1));
 		free(hdr);
 		return -EBADMSG;
 	}
-	err = core_read_headers(c, elf, ret_notes, ret_nnotes, why, whylen);
+	err = psvc_core_read_headers(c, elf, ret_notes, ret_nnotes, why, whylen);
 	elf_end(elf);
 	free(hdr);
 	return err;
@@ -159,7 +159,7 @@ static int skip_to(struct zstream *z, uint64_t *pos, uint64_t to,
 		   unsigned char *scratch, char *why, size_t whylen)
 {
 	while (*pos < to) {
-		ssize_t n = zstream_read(z, scratch, (size_t)min64(OUT_CHUNK,
+		ssize_t n = psvc_zstream_read(z, scratch, (size_t)min64(OUT_CHUNK,
 								   to - *pos),
 					 why, whylen);
 		if (n <= 0)
@@ -183,7 +183,7 @@ static int read_notes(struct psvc_core *c, struct zstream *z,
 	if (!nnotes)
 		return 0;
 	if (nhi - nlo > c->opts.max_note_bytes) {
-		core_say(why, whylen, "%" PRIu64 " bytes of notes: more than the "
+		psvc_core_say(why, whylen, "%" PRIu64 " bytes of notes: more than the "
 			 "limit of %" PRIu64, nhi - nlo, c->opts.max_note_bytes);
 		return -EBADMSG;
 	}
@@ -197,7 +197,7 @@ static int read_notes(struct psvc_core *c, struct zstream *z,
 		if (err == -ENOMEM)
 			return err;
 		if (err)
-			core_warn(c, "the %s stream breaks inside the notes: %s",
+			psvc_core_warn(c, "the %s stream breaks inside the notes: %s",
 				  psvc_core_zip_name(c->zip), zwhy);
 		base = c->image;
 		have = c->image_len > nlo ? c->image_len - nlo : 0;
@@ -206,7 +206,7 @@ static int read_notes(struct psvc_core *c, struct zstream *z,
 		uint64_t pos = c->image_len;
 		int err = skip_to(z, &pos, nlo, scratch, zwhy, sizeof zwhy);
 		if (err) {
-			core_say(why, whylen, "the notes at offset %" PRIu64 " "
+			psvc_core_say(why, whylen, "the notes at offset %" PRIu64 " "
 				 "cannot be reached: the %s stream %s at offset %"
 				 PRIu64 "%s%s", nlo, psvc_core_zip_name(c->zip),
 				 err == -ENODATA ? "ends" : "breaks", pos,
@@ -219,11 +219,11 @@ static int read_notes(struct psvc_core *c, struct zstream *z,
 		c->notes_off = nlo;
 		have = 0;
 		while (have < nhi - nlo) {
-			ssize_t n = zstream_read(z, c->notes_buf + have,
+			ssize_t n = psvc_zstream_read(z, c->notes_buf + have,
 						 (size_t)(nhi - nlo - have), zwhy,
 						 sizeof zwhy);
 			if (n < 0)
-				core_warn(c, "the %s stream breaks inside the "
+				psvc_core_warn(c, "the %s stream breaks inside the "
 					  "notes: %s", psvc_core_zip_name(c->zip),
 					  zwhy);
 			if (n <= 0)
@@ -232,8 +232,8 @@ static int read_notes(struct psvc_core *c, struct zstream *z,
 		}
 		c->notes_len = have;
 		base = c->notes_buf - nlo;	/* indexed by file offset */
-		if (zstream_rewind(z) != 0) {
-			core_say(why, whylen, "cannot read the compressed core "
+		if (psvc_zstream_rewind(z) != 0) {
+			psvc_core_say(why, whylen, "cannot read the compressed core "
 				 "again from its start");
 			return -EIO;
 		}
@@ -242,14 +242,14 @@ static int read_notes(struct psvc_core *c, struct zstream *z,
 		const struct core_note_range *r = &notes[i];
 		uint64_t end = nlo + have;
 		if (r->offset >= end) {
-			core_warn(c, "the note segment at offset %#" PRIx64 " lies "
+			psvc_core_warn(c, "the note segment at offset %#" PRIx64 " lies "
 				  "beyond the end of the %s stream (%" PRIu64
 				  " bytes)", r->offset, psvc_core_zip_name(c->zip),
 				  end);
 			continue;
 		}
 		uint64_t len = min64(r->size, end - r->offset);
-		int err = core_notes_parse(c, base + r->offset, (size_t)len,
+		int err = psvc_core_notes_parse(c, base + r->offset, (size_t)len,
 					   r->align8, len < r->size);
 		if (err)
 			return err;
@@ -317,7 +317,7 @@ static int plan_stacks(struct psvc_core *c, struct wants *w)
 		if (!t->have_regs)
 			continue;
 		uint64_t sp = arch_sp(c->arch, t->gregs);
-		const struct core_seg *s = core_seg_for(c, sp);
+		const struct core_seg *s = psvc_core_seg_for(c, sp);
 		if (!s || !s->filesz)
 			continue;
 		size_t si = (size_t)(s - c->segs);
@@ -426,7 +426,7 @@ static int plan_keeps(struct psvc_core *c, struct wants *w, size_t **ret_order)
 		struct core_keep *k = &c->keeps[order[i]];
 		uint64_t fhi = k->file_lo + (k->hi - k->lo);
 		if (k->file_lo < prev_hi) {
-			core_warn(c, "the memory at %#" PRIx64 " shares file "
+			psvc_core_warn(c, "the memory at %#" PRIx64 " shares file "
 				  "bytes with another segment: not kept", k->lo);
 			uint64_t cut = min64(prev_hi, fhi) - k->file_lo;
 			k->lo += cut;
@@ -547,7 +547,7 @@ static int stream_pass(struct psvc_core *c, struct zstream *z,
 		pos = c->image_len;
 	}
 	for (;;) {
-		ssize_t n = zstream_read(z, buf, OUT_CHUNK, c->stream_why,
+		ssize_t n = psvc_zstream_read(z, buf, OUT_CHUNK, c->stream_why,
 					 sizeof c->stream_why);
 		if (n < 0) {
 			c->stream_broken = true;
@@ -563,7 +563,7 @@ static int stream_pass(struct psvc_core *c, struct zstream *z,
 	return 0;
 }
 
-int core_zip_load(struct psvc_core *c, char *why, size_t whylen)
+int psvc_core_zip_load(struct psvc_core *c, char *why, size_t whylen)
 {
 	struct zstream *z = NULL;
 	struct core_note_range *notes = NULL;
@@ -571,33 +571,33 @@ int core_zip_load(struct psvc_core *c, char *why, size_t whylen)
 	struct wants w = { 0 };
 	unsigned char *buf = malloc(OUT_CHUNK);
 	bool two_pass = false;
-	int err = buf ? zstream_open(c->fd, c->zip, &z) : -ENOMEM;
+	int err = buf ? psvc_zstream_open(c->fd, c->zip, &z) : -ENOMEM;
 	if (err)
 		goto out;
 	if ((err = read_phdrs(c, z, &notes, &nnotes, why, whylen)))
 		goto out;
 	if ((err = read_notes(c, z, notes, nnotes, &two_pass, buf, why, whylen)))
 		goto out;
-	core_notes_done(c);
+	psvc_core_notes_done(c);
 	if (!c->nthreads) {
-		core_say(why, whylen, "no thread in the %s-compressed core (no "
+		psvc_core_say(why, whylen, "no thread in the %s-compressed core (no "
 			 "NT_PRSTATUS note could be read)",
 			 psvc_core_zip_name(c->zip));
 		err = -EBADMSG;
 		goto out;
 	}
-	if ((err = core_finish(c)) || (err = plan_stacks(c, &w)) ||
+	if ((err = psvc_core_finish(c)) || (err = plan_stacks(c, &w)) ||
 	    (err = plan_budget(c, &w)) || (err = plan_keeps(c, &w, &order)))
 		goto out;
 	if ((err = stream_pass(c, z, order, !two_pass, buf)))
 		goto out;
 	c->file_size = c->stream_end;
 	if (c->stream_broken)
-		core_warn(c, "the %s stream breaks at uncompressed offset %"
+		psvc_core_warn(c, "the %s stream breaks at uncompressed offset %"
 			  PRIu64 ": %s", psvc_core_zip_name(c->zip),
 			  c->stream_end, c->stream_why);
 	else if (c->stream_end < c->expected_size)
-		core_warn(c, "the core is truncated: its %s stream ends at %"
+		psvc_core_warn(c, "the core is truncated: its %s stream ends at %"
 			  PRIu64 " bytes, its headers say %" PRIu64,
 			  psvc_core_zip_name(c->zip), c->stream_end,
 			  c->expected_size);
@@ -606,19 +606,19 @@ int core_zip_load(struct psvc_core *c, char *why, size_t whylen)
 		s->avail = s->offset >= c->stream_end ? 0 :
 			   min64(s->filesz, c->stream_end - s->offset);
 	}
-	err = core_build_maps(c);
+	err = psvc_core_build_maps(c);
 out:
 	if (err == -ENOMEM)
-		core_say(why, whylen, "out of memory");
+		psvc_core_say(why, whylen, "out of memory");
 	free(w.v);
 	free(order);
 	free(notes);
 	free(buf);
-	zstream_close(z);
+	psvc_zstream_close(z);
 	return err;
 }
 
-void core_keep_free(struct psvc_core *c)
+void psvc_core_keep_free(struct psvc_core *c)
 {
 	for (size_t i = 0; i < c->nkeeps; i++)
 		free(c->keeps[i].blocks);

@@ -77,7 +77,7 @@ static uint64_t walk(const struct psvc_core *c, uint64_t addr, uint64_t len,
 		end = UINT64_MAX;
 	uint64_t a = addr;
 	while (a < end) {
-		const struct core_seg *s = core_seg_for(c, a);
+		const struct core_seg *s = psvc_core_seg_for(c, a);
 		if (!s) {
 			const struct psvc_core_file *f = psvc_core_file_for_addr(c, a);
 			if (f)
@@ -176,7 +176,7 @@ void psvc_core_miss_str(const struct psvc_core *c,
 		snprintf(where, sizeof where, " %#" PRIx64 "-%#" PRIx64
 			 "%s%s", m->seg_start, m->seg_end, m->path ? " " : "",
 			 m->path ? m->path : "");
-	const struct core_seg *s = core_seg_for(c, m->addr);
+	const struct core_seg *s = psvc_core_seg_for(c, m->addr);
 	char budget[32];
 	switch (m->kind) {
 	case PSVC_CORE_MISS_NONE:

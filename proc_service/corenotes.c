@@ -110,7 +110,7 @@ static struct psvc_core_thread *cur_thread(struct psvc_core *c, long cur,
 					   const struct note *n)
 {
 	if (cur < 0) {
-		core_warn(c, "%s at note offset %#" PRIx64 " before any "
+		psvc_core_warn(c, "%s at note offset %#" PRIx64 " before any "
 			  "NT_PRSTATUS: no thread to give it to", note_name(n->type),
 			  n->offset);
 		return NULL;
@@ -121,7 +121,7 @@ static struct psvc_core_thread *cur_thread(struct psvc_core *c, long cur,
 static int prstatus(struct psvc_core *c, const struct note *n, long *cur)
 {
 	if (n->size < PRS_PID + 4) {
-		core_warn(c, "NT_PRSTATUS at note offset %#" PRIx64 " has %" PRIu64
+		psvc_core_warn(c, "NT_PRSTATUS at note offset %#" PRIx64 " has %" PRIu64
 			  " bytes: not even a TID", n->offset, n->size);
 		*cur = -1;	/* its register notes have no owner */
 		return 0;
@@ -163,7 +163,7 @@ static int prstatus(struct psvc_core *c, const struct note *n, long *cur)
 			t->have_tp = true;
 		}
 	} else {
-		core_warn(c, "NT_PRSTATUS of thread %d has %" PRIu64 " bytes, "
+		psvc_core_warn(c, "NT_PRSTATUS of thread %d has %" PRIu64 " bytes, "
 			  "not the %s layout (%" PRIu64 "): registers unknown",
 			  (int)t->tid, n->size, c->arch->name, need + 8);
 	}
@@ -184,12 +184,12 @@ static void copy_field(char *out, size_t cap, const unsigned char *in,
 static void prpsinfo(struct psvc_core *c, const struct note *n)
 {
 	if (c->proc.have_psinfo) {
-		core_warn(c, "a second NT_PRPSINFO at note offset %#" PRIx64
+		psvc_core_warn(c, "a second NT_PRPSINFO at note offset %#" PRIx64
 			  ": ignored", n->offset);
 		return;
 	}
 	if (n->size < PRPS_SIZE) {
-		core_warn(c, "NT_PRPSINFO has %" PRIu64 " bytes, not %d: the "
+		psvc_core_warn(c, "NT_PRPSINFO has %" PRIu64 " bytes, not %d: the "
 			  "process facts are unknown", n->size, PRPS_SIZE);
 		return;
 	}
@@ -226,12 +226,12 @@ static void siginfo(struct psvc_core *c, const struct note *n, long cur)
 	if (!t)
 		return;
 	if (t->have_siginfo) {
-		core_warn(c, "a second NT_SIGINFO for thread %d: ignored",
+		psvc_core_warn(c, "a second NT_SIGINFO for thread %d: ignored",
 			  (int)t->tid);
 		return;
 	}
 	if (n->size < SI_MIN) {
-		core_warn(c, "NT_SIGINFO of thread %d has %" PRIu64 " bytes: "
+		psvc_core_warn(c, "NT_SIGINFO of thread %d has %" PRIu64 " bytes: "
 			  "unknown", (int)t->tid, n->size);
 		return;
 	}
@@ -257,18 +257,18 @@ static void siginfo(struct psvc_core *c, const struct note *n, long cur)
 static int auxv(struct psvc_core *c, const struct note *n)
 {
 	if (c->auxv) {
-		core_warn(c, "a second NT_AUXV: ignored");
+		psvc_core_warn(c, "a second NT_AUXV: ignored");
 		return 0;
 	}
 	if (n->size % 16)
-		core_warn(c, "NT_AUXV of %" PRIu64 " bytes is not whole pairs: "
+		psvc_core_warn(c, "NT_AUXV of %" PRIu64 " bytes is not whole pairs: "
 			  "the last %" PRIu64 " ignored", n->size, n->size % 16);
 	size_t pairs = (size_t)(n->size / 16), k;
 	for (k = 0; k < pairs; k++)
 		if (get64(n->desc + 16 * k) == AT_NULL)
 			break;
 	if (k == pairs && pairs)
-		core_warn(c, "NT_AUXV has no AT_NULL: read to its end");
+		psvc_core_warn(c, "NT_AUXV has no AT_NULL: read to its end");
 	c->auxv = malloc((k ? k : 1) * 16);
 	if (!c->auxv)
 		return -ENOMEM;
@@ -287,17 +287,17 @@ static int auxv(struct psvc_core *c, const struct note *n)
 static int file_note(struct psvc_core *c, const struct note *n)
 {
 	if (c->files) {
-		core_warn(c, "a second NT_FILE: ignored");
+		psvc_core_warn(c, "a second NT_FILE: ignored");
 		return 0;
 	}
 	if (n->size < 16) {
-		core_warn(c, "NT_FILE of %" PRIu64 " bytes: the mapped files "
+		psvc_core_warn(c, "NT_FILE of %" PRIu64 " bytes: the mapped files "
 			  "are unknown", n->size);
 		return 0;
 	}
 	uint64_t count = get64(n->desc), page = get64(n->desc + 8), tbl;
 	if (!psvc_mul_ok(count, 24, &tbl) || tbl > n->size - 16) {
-		core_warn(c, "NT_FILE claims %" PRIu64 " files, its %" PRIu64
+		psvc_core_warn(c, "NT_FILE claims %" PRIu64 " files, its %" PRIu64
 			  " bytes hold at most %" PRIu64 ": the mapped files "
 			  "are unknown", count, n->size, (n->size - 16) / 24);
 		return 0;
@@ -305,7 +305,7 @@ static int file_note(struct psvc_core *c, const struct note *n)
 	/* the kernel writes PAGE_SIZE and offsets in pages, gdb 1 and
 	 * offsets in bytes (linux-tdep.c, linux_make_mappings_corefile_notes) */
 	if (page == 0 || page > (1u << 30) || (page & (page - 1))) {
-		core_warn(c, "NT_FILE page size %" PRIu64 " is no page size: "
+		psvc_core_warn(c, "NT_FILE page size %" PRIu64 " is no page size: "
 			  "the mapped files are unknown", page);
 		return 0;
 	}
@@ -348,7 +348,7 @@ static int file_note(struct psvc_core *c, const struct note *n)
 			start, end, off, path, deleted };
 	}
 	if (nbad)
-		core_warn(c, "NT_FILE: %zu of its %" PRIu64 " entries have no "
+		psvc_core_warn(c, "NT_FILE: %zu of its %" PRIu64 " entries have no "
 			  "path or an impossible range: left out", nbad, count);
 	return 0;
 }
@@ -399,11 +399,11 @@ static int dispatch(struct psvc_core *c, const struct note *n, long *cur,
 		if (!(t = cur_thread(c, *cur, n)))
 			return 0;
 		if (n->size < 8) {
-			core_warn(c, "NT_ARM_TLS of thread %d has %" PRIu64
+			psvc_core_warn(c, "NT_ARM_TLS of thread %d has %" PRIu64
 				  " bytes: thread pointer unknown",
 				  (int)t->tid, n->size);
 		} else if (!t->have_tp) {
-			/* TPIDR_EL0 (GLIBC-NOTES.md §4); newer kernels add
+			/* TPIDR_EL0 (docs/GLIBC.md §4); newer kernels add
 			 * TPIDR2_EL0 after it */
 			t->tp = get64(n->desc);
 			t->have_tp = true;
@@ -423,7 +423,7 @@ static const char *owner_of(const unsigned char *name, uint32_t namesz)
 	return NULL;
 }
 
-int core_notes_parse(struct psvc_core *c, const unsigned char *p, size_t len,
+int psvc_core_notes_parse(struct psvc_core *c, const unsigned char *p, size_t len,
 		     bool align8, bool cut)
 {
 	/* the note header is 4-byte words; its name and descriptor are
@@ -436,7 +436,7 @@ int core_notes_parse(struct psvc_core *c, const unsigned char *p, size_t len,
 	while (off < len) {
 		if (len - off < 12) {
 			if (!cut)
-				core_warn(c, "%" PRIu64 " stray bytes at the end "
+				psvc_core_warn(c, "%" PRIu64 " stray bytes at the end "
 					  "of a note segment", len - off);
 			break;
 		}
@@ -448,11 +448,11 @@ int core_notes_parse(struct psvc_core *c, const unsigned char *p, size_t len,
 		next = (desc_off + descsz + al - 1) & ~(al - 1);
 		if (desc_off + descsz > len) {
 			if (cut)
-				core_warn(c, "the notes are cut at the end of the "
+				psvc_core_warn(c, "the notes are cut at the end of the "
 					  "file (truncated core): the notes from "
 					  "offset %#" PRIx64 " on are missing", off);
 			else
-				core_warn(c, "%s at note offset %#" PRIx64 " claims "
+				psvc_core_warn(c, "%s at note offset %#" PRIx64 " claims "
 					  "%" PRIu32 " + %" PRIu32 " bytes, the segment "
 					  "has %" PRIu64 " left: the notes from there "
 					  "on are unreadable", note_name(type), off,
@@ -470,7 +470,7 @@ int core_notes_parse(struct psvc_core *c, const unsigned char *p, size_t len,
 	return 0;
 }
 
-void core_notes_done(struct psvc_core *c)
+void psvc_core_notes_done(struct psvc_core *c)
 {
 	if (c->seen_gdb_note || c->seen_psinfo_first)
 		c->producer = PSVC_CORE_BY_GDB;

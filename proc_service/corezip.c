@@ -39,7 +39,7 @@ struct zstream {
 	LZ4F_dctx *lz4;
 };
 
-int zip_detect(const unsigned char *m, size_t n, const char **ret_name)
+int psvc_zip_detect(const unsigned char *m, size_t n, const char **ret_name)
 {
 	*ret_name = NULL;
 	if (n >= 4 && m[0] == 0x28 && m[1] == 0xb5 && m[2] == 0x2f && m[3] == 0xfd)
@@ -104,7 +104,7 @@ static int decoders_init(struct zstream *z)
 	return -EINVAL;
 }
 
-int zstream_open(int fd, enum psvc_core_zip zip, struct zstream **ret)
+int psvc_zstream_open(int fd, enum psvc_core_zip zip, struct zstream **ret)
 {
 	struct zstream *z = calloc(1, sizeof *z);
 	if (!z)
@@ -114,14 +114,14 @@ int zstream_open(int fd, enum psvc_core_zip zip, struct zstream **ret)
 	z->in = malloc(IN_CHUNK);
 	int err = z->in ? decoders_init(z) : -ENOMEM;
 	if (err) {
-		zstream_close(z);
+		psvc_zstream_close(z);
 		return err;
 	}
 	*ret = z;
 	return 0;
 }
 
-void zstream_close(struct zstream *z)
+void psvc_zstream_close(struct zstream *z)
 {
 	if (!z)
 		return;
@@ -130,7 +130,7 @@ void zstream_close(struct zstream *z)
 	free(z);
 }
 
-int zstream_rewind(struct zstream *z)
+int psvc_zstream_rewind(struct zstream *z)
 {
 	decoders_free(z);
 	z->in_off = 0;
@@ -158,21 +158,21 @@ static int fill(struct zstream *z)
 	return 0;
 }
 
-ssize_t zstream_read(struct zstream *z, void *buf, size_t cap, char *why,
+ssize_t psvc_zstream_read(struct zstream *z, void *buf, size_t cap, char *why,
 		     size_t whylen)
 {
 	size_t got = 0;
 	while (got == 0 && !z->done) {
 		int err = fill(z);
 		if (err) {
-			core_say(why, whylen, "cannot read the compressed core: %s",
+			psvc_core_say(why, whylen, "cannot read the compressed core: %s",
 				 strerror(-err));
 			return err;
 		}
 		size_t avail = z->in_len - z->in_pos;
 		if (z->in_eof && avail == 0 && z->zip != PSVC_CORE_XZ) {
 			if (z->mid_frame) {
-				core_say(why, whylen, "the %s stream ends inside "
+				psvc_core_say(why, whylen, "the %s stream ends inside "
 					 "a frame: the compressed file is truncated",
 					 psvc_core_zip_name(z->zip));
 				return -EIO;
@@ -186,7 +186,7 @@ ssize_t zstream_read(struct zstream *z, void *buf, size_t cap, char *why,
 			ZSTD_outBuffer out = { buf, cap, 0 };
 			size_t r = ZSTD_decompressStream(z->zd, &out, &in);
 			if (ZSTD_isError(r)) {
-				core_say(why, whylen, "%s", ZSTD_getErrorName(r));
+				psvc_core_say(why, whylen, "%s", ZSTD_getErrorName(r));
 				return -EIO;
 			}
 			z->in_pos = in.pos;
@@ -206,11 +206,11 @@ ssize_t zstream_read(struct zstream *z, void *buf, size_t cap, char *why,
 			if (r == LZMA_STREAM_END) {
 				z->done = true;
 			} else if (r == LZMA_BUF_ERROR && z->in_eof) {
-				core_say(why, whylen, "the xz stream ends early: "
+				psvc_core_say(why, whylen, "the xz stream ends early: "
 					 "the compressed file is truncated");
 				return got ? (ssize_t)got : -EIO;
 			} else if (r != LZMA_OK) {
-				core_say(why, whylen, "xz: %s", r == LZMA_MEMLIMIT_ERROR ?
+				psvc_core_say(why, whylen, "xz: %s", r == LZMA_MEMLIMIT_ERROR ?
 					 "the stream needs more than 256 MiB to decode" :
 					 r == LZMA_FORMAT_ERROR ? "not an xz stream" :
 					 r == LZMA_DATA_ERROR ? "corrupt data" :
@@ -224,7 +224,7 @@ ssize_t zstream_read(struct zstream *z, void *buf, size_t cap, char *why,
 			size_t r = LZ4F_decompress(z->lz4, buf, &dst,
 						   z->in + z->in_pos, &src, NULL);
 			if (LZ4F_isError(r)) {
-				core_say(why, whylen, "lz4: %s", LZ4F_getErrorName(r));
+				psvc_core_say(why, whylen, "lz4: %s", LZ4F_getErrorName(r));
 				return -EIO;
 			}
 			z->in_pos += src;

@@ -2,7 +2,7 @@
  * mem.c: reading target memory, through the backend's read and read_runs.
  * While the target is stopped, reads go through a cache of 4 KiB blocks
  * valid for that stop: libthread_db alone reads each struct pthread several
- * times (GLIBC-NOTES.md §1; uncached it cost ~85 ms for 1000 threads), and
+ * times (docs/GLIBC.md §1; uncached it cost ~85 ms for 1000 threads), and
  * psvc_prefetch() fills the blocks of thousands of threads in a few
  * batched reads.  After the resume the same cache answers "as it was at
  * the stop" (psvc_read_frozen), never the live process.
