@@ -3,7 +3,7 @@
  * set is handled as an array of 64-bit words exactly as the kernel's
  * NT_PRSTATUS regset lays it out (== prgregset_t for libthread_db), and every
  * accessor takes the architecture descriptor explicitly, so that the aarch64
- * decoding is compiled and unit-tested on an x86_64 host (GLIBC-NOTES.md §4).
+ * decoding is compiled and unit-tested on an x86_64 host (docs/GLIBC.md §4).
  *
  * Nothing here touches a process: these are pure functions over copies.
  */
@@ -59,7 +59,7 @@ uint64_t arch_sp(const struct arch_desc *a, const uint64_t *gregs);
  * registers say everything (orig_rax, rdi.., rax).  On aarch64 the syscall
  * number is not in the general registers at a signal stop: pass the number
  * read from /proc/TID/syscall before attaching as nr_hint (-1 if unknown),
- * GLIBC-NOTES.md §6.
+ * docs/GLIBC.md §6.
  */
 void arch_decode_syscall(const struct arch_desc *a, const uint64_t *gregs,
 			 long nr_hint, struct arch_syscall *ret);

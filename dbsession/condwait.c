@@ -28,13 +28,13 @@
  * does not match exactly is no evidence, never a guess.
  */
 #include "dbs_int.h"
-#include "glibc_versions.h"
+#include "glibc_locks.h"
 
 #include <string.h>
 
 /* cancelhandling's descriptor, through the one checked reader of what
  * the target describes (proc_service/layout.c). */
-uint32_t condwait_cleanup_offset(struct dbs_session *s)
+uint32_t dbs_condwait_cleanup_offset(struct dbs_session *s)
 {
 	uint64_t gen = psvc_modules_generation(s->t);
 	if (s->cleanup_off_valid && s->cleanup_off_gen == gen)
@@ -59,7 +59,7 @@ static bool user_pointer(uint64_t v)
 	return v >= 4096 && v < (1ull << 47) && !(v & 7);
 }
 
-bool condwait_object(const struct dbs_lock_input *in, uint64_t pd,
+bool dbs_condwait_object(const struct dbs_lock_input *in, uint64_t pd,
 		     uint64_t futex, uint64_t *ret_cond, uint64_t *ret_mutex)
 {
 	if (!in->read || !in->cleanup_offset || !pd)
@@ -71,9 +71,14 @@ bool condwait_object(const struct dbs_lock_input *in, uint64_t pd,
 	    !rec[0] || !user_pointer(rec[1]) ||
 	    in->read(in->ctx, rec[1], cb, sizeof cb))	/* wseq, cond, mutex */
 		return false;
+	/* it sleeps on __g_signals[wseq & 1] */
 	uint64_t cond = cb[1];
-	uint64_t sig = in->glibc ? (uint64_t)in->glibc->cond_g_signals : 40;
-	if (!user_pointer(cond) || cond + sig + 4 * (cb[0] & 1) != futex)
+	/* where __g_signals is depends on the glibc (2.41: +32, docs/GLIBC.md
+	 * §5.1); a version without a verified layout matches nothing */
+	const struct dbs_glibc_locks *L =
+		in->glibc ? in->glibc : dbs_glibc_locks_for(NULL, in->arch, NULL);
+	if (in->glibc_unverified || !user_pointer(cond) ||
+	    cond + L->cond.g_signals + 4 * (cb[0] & 1) != futex)
 		return false;
 	*ret_cond = cond;
 	*ret_mutex = user_pointer(cb[2]) ? cb[2] : 0;
@@ -81,14 +86,14 @@ bool condwait_object(const struct dbs_lock_input *in, uint64_t pd,
 }
 
 /*
- * What condwait_object() will read for the thread whose descriptor is at
+ * What dbs_condwait_object() will read for the thread whose descriptor is at
  * pd, kept (psvc_frozen_retain) before its stack copy is given up: the
  * cleanup word, the record, the cleanup buffer and the mutex it names
  * (mutex_max bytes).  The same chain, read from the frozen copy only.
  */
-void condwait_retain(struct dbs_session *s, uint64_t pd, size_t mutex_max)
+void dbs_condwait_retain(struct dbs_session *s, uint64_t pd, size_t mutex_max)
 {
-	uint32_t off = condwait_cleanup_offset(s);
+	uint32_t off = dbs_condwait_cleanup_offset(s);
 	if (!off || !pd)
 		return;
 	struct psvc_target *t = s->t;

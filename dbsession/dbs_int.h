@@ -42,54 +42,54 @@ int dbs_capture_once(struct dbs_session *s, bool nonblocking,
 		     struct dbs_snapshot **ret);
 
 /* nonblock.c: updates that hold nothing (DBS_MODE_NONBLOCKING*) */
-int nb_update(struct dbs_session *s, struct dbs_snapshot **ret);
-/* During a nonblocking capture, after the registers: the thread pointer
+int dbs_nb_update(struct dbs_session *s, struct dbs_snapshot **ret);
+/* nbthreads.c: during a nonblocking capture, after the registers: the thread pointer
  * of each observed task, from libthread_db's own list of threads. */
-void nb_learn_thread_pointers(struct dbs_session *s);
+void dbs_nb_learn_thread_pointers(struct dbs_session *s);
 
 /* threaddb.c */
-int tdb_load(const char *path, struct tdb_lib *ret, char **ret_detail);
-void tdb_unload(struct tdb_lib *lib);
+int dbs_tdb_load(const char *path, struct tdb_lib *ret, char **ret_detail);
+void dbs_tdb_unload(struct tdb_lib *lib);
 /* The one place td_err_e becomes text. */
-const char *tdb_strerror(td_err_e e);
+const char *dbs_tdb_strerror(td_err_e e);
 
 /* strpool.c: interned, reference-counted string pools */
-struct dbs_strpool *strpool_new(void);
-struct dbs_strpool *strpool_ref(struct dbs_strpool *p);
-void strpool_unref(struct dbs_strpool *p);
-const char *strpool_intern(struct dbs_strpool *p, const char *s);
+struct dbs_strpool *dbs_strpool_new(void);
+struct dbs_strpool *dbs_strpool_ref(struct dbs_strpool *p);
+void dbs_strpool_unref(struct dbs_strpool *p);
+const char *dbs_strpool_intern(struct dbs_strpool *p, const char *s);
 
 /* debuginfo.c: the files libdwfl reads, opened by tinspect (regular files
  * only, never blocking; checked by build-id or CRC).  The callbacks want
  * each module's userdata to be the dbg_files. */
 struct dbg_files;
-struct dbg_files *dbg_files_new(struct psvc_target *t);
-void dbg_files_free(struct dbg_files *f);
-int dbg_find_elf(Dwfl_Module *mod, void **userdata, const char *modname,
+struct dbg_files *dbs_dbg_files_new(struct psvc_target *t);
+void dbs_dbg_files_free(struct dbg_files *f);
+int dbs_dbg_find_elf(Dwfl_Module *mod, void **userdata, const char *modname,
 		 Dwarf_Addr base, char **file_name, Elf **elfp);
-int dbg_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+int dbs_dbg_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
 		       GElf_Addr base, const char *file_name,
 		       const char *debuglink, GElf_Word crc, char **ret_name);
 /* The notes gathered since the last call (files refused, and why; a lack
  * of descriptors), moved to *ret (malloc'ed array of malloc'ed strings);
  * ret NULL: dropped.  Forgets the lack of descriptors too. */
-void dbg_files_take_notes(struct dbg_files *f, char ***ret, size_t *ret_n);
+void dbs_dbg_files_take_notes(struct dbg_files *f, char ***ret, size_t *ret_n);
 /* EMFILE or ENFILE if a file could not be opened for lack of descriptors
  * (*ret_what names it), else 0. */
-int dbg_files_fd_errno(const struct dbg_files *f, const char **ret_what);
+int dbs_dbg_files_fd_errno(const struct dbg_files *f, const char **ret_what);
 
 /* unwind.c: libdwfl over the frozen capture */
 struct dbs_unwinder;
-int unwinder_new(struct psvc_target *t, struct dbs_unwinder **ret);
-void unwinder_free(struct dbs_unwinder *u);
+int dbs_unwinder_new(struct psvc_target *t, struct dbs_unwinder **ret);
+void dbs_unwinder_free(struct dbs_unwinder *u);
 /* Bring libdwfl's module list in line with the target's current one. */
-int unwinder_sync(struct dbs_unwinder *u);
+int dbs_unwinder_sync(struct dbs_unwinder *u);
 /* The files it read: notes and descriptor trouble (debuginfo.c). */
-struct dbg_files *unwinder_files(struct dbs_unwinder *u);
+struct dbg_files *dbs_unwinder_files(struct dbs_unwinder *u);
 /* The pool holding the strings of the frames it produces. */
-struct dbs_strpool *unwinder_pool(struct dbs_unwinder *u);
+struct dbs_strpool *dbs_unwinder_pool(struct dbs_unwinder *u);
 /* Unwind th from its registers and the captured stack into th->stack. */
-void unwinder_unwind(struct dbs_unwinder *u, struct dbs_thread *th,
+void dbs_unwinder_unwind(struct dbs_unwinder *u, struct dbs_thread *th,
 		     unsigned max_frames);
 
 struct dbs_session {
@@ -163,12 +163,12 @@ struct tdb_result {
  *                    the per-stop data
  *   X_free(s)        session end
  */
-void tls_prepare(struct dbs_session *s);
-void tls_gather(struct dbs_session *s, const struct tdb_result *res);
-void tls_fill(struct dbs_session *s, struct dbs_snapshot *snap,
+void dbs_tls_prepare(struct dbs_session *s);
+void dbs_tls_gather(struct dbs_session *s, const struct tdb_result *res);
+void dbs_tls_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 	      struct dbs_thread *th, size_t task_index);
-void tls_finish(struct dbs_session *s, struct dbs_snapshot *snap);
-void tls_free(struct dbs_session *s);
+void dbs_tls_finish(struct dbs_session *s, struct dbs_snapshot *snap);
+void dbs_tls_free(struct dbs_session *s);
 
 /* keys.c: the layout of pthread keys, from libc's descriptors, every
  * field checked (psvc_field_*) */
@@ -183,18 +183,18 @@ struct key_layout {
 	struct psvc_field specific;	/* pd->specific[], one pointer each */
 };
 /* 0, or a negative errno and why (the descriptor and its value). */
-int keys_layout_load(const struct psvc_layout_src *src, uint32_t sizeof_pthread,
+int dbs_keys_layout_load(const struct psvc_layout_src *src, uint32_t sizeof_pthread,
 		     struct key_layout *ret, char *why, size_t whylen);
 
-void keys_prepare(struct dbs_session *s);
-void keys_gather(struct dbs_session *s, const struct tdb_result *res);
-void keys_fill(struct dbs_session *s, struct dbs_snapshot *snap,
+void dbs_keys_prepare(struct dbs_session *s);
+void dbs_keys_gather(struct dbs_session *s, const struct tdb_result *res);
+void dbs_keys_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 	       struct dbs_thread *th, size_t task_index);
-void keys_finish(struct dbs_session *s, struct dbs_snapshot *snap);
-void keys_free(struct dbs_session *s);
+void dbs_keys_finish(struct dbs_session *s, struct dbs_snapshot *snap);
+void dbs_keys_free(struct dbs_session *s);
 
 /* stack.c: after the resume, from the maps read before the stop */
-void stack_fill(struct dbs_session *s, struct dbs_snapshot *snap,
+void dbs_stack_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 		struct dbs_thread *th);
 
 /* dwarf.c: a thread-local variable in a module's DWARF (or its separate
@@ -206,7 +206,7 @@ struct dwarf_tls {
 	unsigned size;
 	char c_type[64];
 };
-int dwarf_find_tls(struct psvc_target *t, struct psvc_module *m,
+int dbs_dwarf_find_tls(struct psvc_target *t, struct psvc_module *m,
 		   const char *name, struct dwarf_tls *ret);
 
 /* tdbpick.c: when the system's libthread_db does not fit the target's
@@ -215,10 +215,10 @@ int dwarf_find_tls(struct psvc_target *t, struct psvc_module *m,
  * if the session now has a thread agent, -ENOENT if the target's glibc is
  * the system's (nothing else to try), another negative errno if it is
  * another glibc that could not be served (s->tdb_warning says why). */
-int tdb_pick_target_lib(struct dbs_session *s, td_err_e first_err);
+int dbs_tdb_pick_target_lib(struct dbs_session *s, td_err_e first_err);
 /* Whether the loaded libthread_db is known to be of another glibc than the
  * target's (then its TD_NOLIBTHREAD means nothing). */
-bool tdb_serves_other_glibc(const struct dbs_session *s);
+bool dbs_tdb_serves_other_glibc(const struct dbs_session *s);
 
 
 /* tdbcheck.c: before libthread_db is asked anything about a target,
@@ -234,17 +234,19 @@ struct tdb_check_io {
 	void (*pin)(void *ctx, uint64_t addr, const void *bytes, size_t len);
 	void *pin_ctx;
 };
-int tdb_check_layouts(const struct tdb_check_io *io,
+int dbs_tdb_check_layouts(const struct tdb_check_io *io,
 		      uint32_t *ret_sizeof_pthread, char *why, size_t whylen);
 
 
-/* ---- locks.c ------------------------------------------------------------- */
+/* ---- the lock analysis (locks.c and lock_*.c, locks_int.h) --------------- */
 
 /*
  * What the lock analysis consults besides the snapshot.  The session fills
  * it from proc_service (dbs_locks_run); the unit tests from synthetic
  * memory.  Every callback may be NULL.
  */
+struct dbs_glibc_locks;
+
 struct dbs_lock_input {
 	const struct arch_desc *arch;
 	uint32_t tid_offset;		/* offsetof(struct pthread, tid); 0: unknown */
@@ -271,35 +273,34 @@ struct dbs_lock_input {
 	void *frames_ctx;		/* passed to frames() instead of ctx */
 	/* offsetof(struct pthread, cleanup); 0: unknown (condwait.c) */
 	uint32_t cleanup_offset;
-	/* The layouts verified for the target's glibc (glibc_versions.h);
-	 * NULL: glibc 2.36's, unless glibc_unverified says why there is
-	 * none: then no lock word is decoded, and no wait is read as a
-	 * pthread object's (issue 13: never another version's layout). */
-	const struct dbs_glibc_layout *glibc;
+	/* The layouts verified for the target's glibc (the row of
+	 * glibc_locks.c's table for it); NULL: glibc 2.36's, unless
+	 * glibc_unverified says why there is none: then no lock word is
+	 * decoded, and no wait is matched to a pthread object (issue 13:
+	 * never another version's layout). */
+	const struct dbs_glibc_locks *glibc;
 	const char *glibc_unverified;
 };
 
 /* While the target is stopped: read (batched) the words of every lock a
- * blocked thread waits on, nothing else. */
+ * blocked thread waits on, nothing else (lock_prefetch.c). */
 void dbs_locks_prefetch(struct dbs_session *s);
 /* After the resume: dbs_locks_analyse() with the session's inputs. */
 int dbs_locks_run(struct dbs_session *s, struct dbs_snapshot *snap);
 /* Fill every thread's blocked_on and snap->locks.  0 or -ENOMEM (then
  * nothing is left allocated). */
 int dbs_locks_analyse(struct dbs_snapshot *snap, const struct dbs_lock_input *in);
-/* Free what dbs_locks_analyse() added to the snapshot.  Idempotent. */
+/* Free what dbs_locks_analyse() added to the snapshot.  Idempotent
+ * (lock_objects.c). */
 void dbs_locks_free(struct dbs_snapshot *snap);
 /* Decode l->words (l->nwords bytes at l->addr) as l->kind into l->u:
- * pure, no target access.  Returns false if too few words. */
+ * pure, no target access.  Returns false if too few words
+ * (glibc_locks.c). */
 bool dbs_lock_decode(const struct arch_desc *a, struct dbs_lock *l);
-/* The same with the layout of glibc g (NULL: 2.36's). */
-struct dbs_glibc_layout;
-bool dbs_lock_decode_glibc(const struct arch_desc *a,
-			   const struct dbs_glibc_layout *g, struct dbs_lock *l);
 /* runtimes.c: snap->runtimes (and a warning each) from the module map and
- * symbols; runtimes_free() is idempotent. */
-void runtimes_detect(struct dbs_session *s, struct dbs_snapshot *snap);
-void runtimes_free(struct dbs_snapshot *snap);
+ * symbols; dbs_runtimes_free() is idempotent. */
+void dbs_runtimes_detect(struct dbs_session *s, struct dbs_snapshot *snap);
+void dbs_runtimes_free(struct dbs_snapshot *snap);
 
 /* stalls.c: snap->locks->stalls from the wait-for graph (succ: thread
  * index -> the thread it waits for; lockof: thread index -> lock index;
@@ -310,14 +311,14 @@ int dbs_stalls_find(struct dbs_snapshot *snap, const size_t *succ,
 /* condwait.c: the cond (and its mutex) a waiter asleep on futex sleeps on,
  * from the cleanup record in its struct pthread at pd; false if that
  * record does not prove it. */
-bool condwait_object(const struct dbs_lock_input *in, uint64_t pd,
+bool dbs_condwait_object(const struct dbs_lock_input *in, uint64_t pd,
 		     uint64_t futex, uint64_t *ret_cond, uint64_t *ret_mutex);
 /* offsetof(struct pthread, cleanup) in the target's libc, 0 if unknown;
  * cached per module generation. */
-uint32_t condwait_cleanup_offset(struct dbs_session *s);
-/* Keep what condwait_object() reads of the thread at pd before its stack
- * copy is given up (psvc_frozen_done). */
-void condwait_retain(struct dbs_session *s, uint64_t pd, size_t mutex_max);
+uint32_t dbs_condwait_cleanup_offset(struct dbs_session *s);
+/* Keep what dbs_condwait_object() reads of the thread at pd before its
+ * stack copy is given up (psvc_frozen_done). */
+void dbs_condwait_retain(struct dbs_session *s, uint64_t pd, size_t mutex_max);
 
 /* ---- symbolize.c --------------------------------------------------------- */
 

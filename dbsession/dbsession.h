@@ -443,10 +443,12 @@ int dbs_session_init_core(const char *core, const char *exe,
 			  struct dbs_session **ret, char *why, size_t whylen);
 /* One stop-gather-resume cycle.  On success *ret is a new snapshot. */
 int dbs_session_update(struct dbs_session *s, struct dbs_snapshot **ret);
-/* Idempotent; NULL and half-initialised sessions are fine. */
+/* Frees s: NULL and half-initialised sessions are fine; not idempotent
+ * (a second call on the same pointer is a use after free). */
 void dbs_session_destroy(struct dbs_session *s);
 
-struct psvc_target *dbs_session_target(struct dbs_session *s);
+/* The process the session is about (a core: the PID the core names). */
+pid_t dbs_session_pid(const struct dbs_session *s);
 
 /* ---- thread lifecycle events (watch --follow-threads) -------------------- */
 
@@ -489,16 +491,11 @@ int dbs_session_wait(struct dbs_session *s, uint64_t deadline_ns,
 
 void dbs_snapshot_free(struct dbs_snapshot *snap);
 
-/* Iteration, for programs that embed the session. */
-size_t dbs_snapshot_thread_count(const struct dbs_snapshot *snap);
-const struct dbs_thread *dbs_snapshot_thread(const struct dbs_snapshot *snap,
-					     size_t i);
-
 /* ---- locks: what blocked threads wait on, and the wait-for graph ------------ */
 
 /*
  * Decoded after the resume from the words read during the stop (glibc
- * 2.36 layouts, GLIBC-NOTES.md §5-6).  Nothing here is a guess: a futex
+ * 2.36 layouts, docs/GLIBC.md §5-6).  Nothing here is a guess: a futex
  * that the evidence does not identify stays kind "futex", an owner the
  * words do not record stays unknown.
  */

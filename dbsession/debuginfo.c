@@ -96,7 +96,7 @@ static int open_file(struct dbg_files *f, const char *path)
 	return fd;
 }
 
-struct dbg_files *dbg_files_new(struct psvc_target *t)
+struct dbg_files *dbs_dbg_files_new(struct psvc_target *t)
 {
 	struct dbg_files *f = calloc(1, sizeof *f);
 	if (!f)
@@ -106,11 +106,11 @@ struct dbg_files *dbg_files_new(struct psvc_target *t)
 	return f;
 }
 
-void dbg_files_free(struct dbg_files *f)
+void dbs_dbg_files_free(struct dbg_files *f)
 {
 	if (!f)
 		return;
-	dbg_files_take_notes(f, NULL, NULL);
+	dbs_dbg_files_take_notes(f, NULL, NULL);
 	if (f->dfd_client) {
 		void (*end)(void *) = (void (*)(void *))dlsym(f->dfd_lib, "debuginfod_end");
 		if (end)
@@ -121,7 +121,7 @@ void dbg_files_free(struct dbg_files *f)
 	free(f);
 }
 
-void dbg_files_take_notes(struct dbg_files *f, char ***ret, size_t *ret_n)
+void dbs_dbg_files_take_notes(struct dbg_files *f, char ***ret, size_t *ret_n)
 {
 	if (ret) {
 		*ret = NULL;
@@ -140,7 +140,7 @@ void dbg_files_take_notes(struct dbg_files *f, char ***ret, size_t *ret_n)
 	f->fd_errno = 0;	/* a capture's trouble is told with it */
 }
 
-int dbg_files_fd_errno(const struct dbg_files *f, const char **ret_what)
+int dbs_dbg_files_fd_errno(const struct dbg_files *f, const char **ret_what)
 {
 	if (ret_what)
 		*ret_what = f->fd_what;
@@ -149,7 +149,7 @@ int dbg_files_fd_errno(const struct dbg_files *f, const char **ret_what)
 
 /* ---- the main ELF ---------------------------------------------------------------- */
 
-int dbg_find_elf(Dwfl_Module *mod, void **userdata, const char *modname,
+int dbs_dbg_find_elf(Dwfl_Module *mod, void **userdata, const char *modname,
 		 Dwarf_Addr base, char **file_name, Elf **elfp)
 {
 	(void)mod;
@@ -372,7 +372,7 @@ static int try_debuginfod(struct dbg_files *f, const struct want *w, char **ret_
 	return fd;
 }
 
-int dbg_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+int dbs_dbg_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
 		       GElf_Addr base, const char *file_name,
 		       const char *debuglink, GElf_Word crc, char **ret_name)
 {

@@ -263,7 +263,7 @@ static int open_debug_file(const char *root, const char *build_id)
 	return -1;
 }
 
-int dwarf_find_tls(struct psvc_target *t, struct psvc_module *m,
+int dbs_dwarf_find_tls(struct psvc_target *t, struct psvc_module *m,
 		   const char *name, struct dwarf_tls *ret)
 {
 	int fd = psvc_module_open_fd(t, m);

@@ -1,6 +1,6 @@
 /*
  * keys.c: pthread keys (--keys).  libthread_db's td_thr_tsd and
- * td_ta_tsd_iter are broken on LP64 glibc (GLIBC-NOTES.md §7), so the
+ * td_ta_tsd_iter are broken on LP64 glibc (docs/GLIBC.md §7), so the
  * layout is read the way they should: __pthread_keys[k].seq odd = key k in
  * use; thread value at pd->specific[k / L2][k % L2] = {seq, data}, valid
  * only if its seq equals the key's (else the key was deleted and maybe
@@ -65,7 +65,7 @@ static void stop_clear(struct keys_state *k)
 	k->gathered = false;
 }
 
-void keys_free(struct dbs_session *s)
+void dbs_keys_free(struct dbs_session *s)
 {
 	if (!s->keys)
 		return;
@@ -87,7 +87,7 @@ static uint64_t key_seq(const struct key_layout *L, const unsigned char *table,
 	return seq;
 }
 
-int keys_layout_load(const struct psvc_layout_src *src, uint32_t sizeof_pthread,
+int dbs_keys_layout_load(const struct psvc_layout_src *src, uint32_t sizeof_pthread,
 		     struct key_layout *L, char *why, size_t whylen)
 {
 	memset(L, 0, sizeof *L);
@@ -168,7 +168,7 @@ int keys_layout_load(const struct psvc_layout_src *src, uint32_t sizeof_pthread,
 	return 0;
 }
 
-void keys_prepare(struct dbs_session *s)
+void dbs_keys_prepare(struct dbs_session *s)
 {
 	if (!s->opts.want_keys)
 		return;
@@ -184,7 +184,7 @@ void keys_prepare(struct dbs_session *s)
 	k->why = NULL;
 	char why[256];
 	struct psvc_layout_src src = psvc_layout_src(s->t);
-	k->usable = keys_layout_load(&src, s->sizeof_pthread, &k->L, why,
+	k->usable = dbs_keys_layout_load(&src, s->sizeof_pthread, &k->L, why,
 				     sizeof why) == 0;
 	k->why = k->usable ? NULL : dbs_strdup(why);
 	k->generation = psvc_modules_generation(s->t);
@@ -194,7 +194,7 @@ void keys_prepare(struct dbs_session *s)
 /* ---- during the stop ---------------------------------------------------------------- */
 
 /* struct pthread of task i: libthread_db's pthread_t, else what the
- * thread pointer says (GLIBC-NOTES.md §4: what ps_get_thread_area gives). */
+ * thread pointer says (docs/GLIBC.md §4: what ps_get_thread_area gives). */
 static uint64_t pd_of(struct dbs_session *s, const struct tdb_result *res,
 		      size_t i, const struct psvc_task *tk)
 {
@@ -206,7 +206,7 @@ static uint64_t pd_of(struct dbs_session *s, const struct tdb_result *res,
 	return 0;
 }
 
-void keys_gather(struct dbs_session *s, const struct tdb_result *res)
+void dbs_keys_gather(struct dbs_session *s, const struct tdb_result *res)
 {
 	struct keys_state *k = s->keys;
 	struct psvc_target *t = s->t;
@@ -299,7 +299,7 @@ void keys_gather(struct dbs_session *s, const struct tdb_result *res)
 			struct kv *v = &k->vals[i * k->ninuse + j];
 			if (!b)
 				continue;	/* never set a key of that block */
-			/* kd_size <= 256 (keys_layout_load) */
+			/* kd_size <= 256 (dbs_keys_layout_load) */
 			unsigned char pair[256];
 			if (psvc_field_addr(b, &L->level2, key % l2, &a) ||
 			    psvc_read(t, a, pair, L->kd_size) ||
@@ -320,7 +320,7 @@ void keys_gather(struct dbs_session *s, const struct tdb_result *res)
 
 /* ---- after the resume ------------------------------------------------------------------- */
 
-void keys_fill(struct dbs_session *s, struct dbs_snapshot *snap,
+void dbs_keys_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 	       struct dbs_thread *th, size_t i)
 {
 	(void)snap;
@@ -358,7 +358,7 @@ void keys_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 			       "unreadable)", nunknown);
 }
 
-void keys_finish(struct dbs_session *s, struct dbs_snapshot *snap)
+void dbs_keys_finish(struct dbs_session *s, struct dbs_snapshot *snap)
 {
 	struct keys_state *k = s->keys;
 	if (!k)

@@ -100,7 +100,7 @@ static const char *module_of(struct psvc_target *t, const char *sym)
 	return m && m->path ? m->path : "";
 }
 
-void runtimes_detect(struct dbs_session *s, struct dbs_snapshot *snap)
+void dbs_runtimes_detect(struct dbs_session *s, struct dbs_snapshot *snap)
 {
 	struct psvc_target *t = s->t;
 	for (size_t i = 0; i < psvc_nmodules(t); i++) {
@@ -120,7 +120,7 @@ void runtimes_detect(struct dbs_session *s, struct dbs_snapshot *snap)
 		add(snap, 2, mod);
 }
 
-void runtimes_free(struct dbs_snapshot *snap)
+void dbs_runtimes_free(struct dbs_snapshot *snap)
 {
 	for (size_t i = 0; i < snap->nruntimes; i++) {
 		free(snap->runtimes[i].module);

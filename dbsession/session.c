@@ -111,7 +111,7 @@ static void ta_setup(struct dbs_session *s)
 		.pin = pin_checked,
 		.pin_ctx = s->t,
 	};
-	if (tdb_check_layouts(&io, &s->sizeof_pthread, why, sizeof why)) {
+	if (dbs_tdb_check_layouts(&io, &s->sizeof_pthread, why, sizeof why)) {
 		psvc_unpin_all(s->t);
 		s->tdb_status = DBS_TDB_ERROR;
 		s->tdb_detail = dbs_format("descriptors refused: %s", why);
@@ -129,10 +129,10 @@ static void ta_setup(struct dbs_session *s)
 	 * TD_NOLIBTHREAD although it has a thread library.  Only a library
 	 * of the target's own glibc may say "no thread library"; another's
 	 * answer is a mismatch (issue 13). */
-	if (e == TD_NOLIBTHREAD && tdb_serves_other_glibc(s))
+	if (e == TD_NOLIBTHREAD && dbs_tdb_serves_other_glibc(s))
 		e = TD_VERSION;
 	if (e == TD_VERSION || e == TD_NOLIBTHREAD) {
-		int pick = tdb_pick_target_lib(s, e);
+		int pick = dbs_tdb_pick_target_lib(s, e);
 		if (pick == 0)
 			e = TD_OK;	/* the target's own libthread_db fits */
 		else if (pick != -ENOENT)
@@ -157,7 +157,7 @@ static void ta_setup(struct dbs_session *s)
 		break;
 	}
 	s->ta = NULL;
-	s->tdb_detail = dbs_strdup(tdb_strerror(e));
+	s->tdb_detail = dbs_strdup(dbs_tdb_strerror(e));
 }
 
 static struct dbs_session *session_new(pid_t pid, const struct dbs_options *opts)
@@ -228,12 +228,12 @@ static int session_setup(struct dbs_session *s, struct dbs_session **ret)
 		dbs_session_destroy(s);
 		return err;
 	}
-	if (!s->opts.no_stacks && unwinder_new(s->t, &s->unwinder) != 0) {
+	if (!s->opts.no_stacks && dbs_unwinder_new(s->t, &s->unwinder) != 0) {
 		dbs_session_destroy(s);
 		return -ENOMEM;
 	}
 	char *detail = NULL;
-	if (tdb_load(s->opts.thread_db_path, &s->lib, &detail) == 0)
+	if (dbs_tdb_load(s->opts.thread_db_path, &s->lib, &detail) == 0)
 		s->lib_loaded = true;
 	ta_setup(s);
 	if (!s->lib_loaded && detail) {
@@ -246,32 +246,32 @@ static int session_setup(struct dbs_session *s, struct dbs_session **ret)
 	return 0;
 }
 
+pid_t dbs_session_pid(const struct dbs_session *s)
+{
+	return psvc_pid(s->t);
+}
+
 void dbs_session_destroy(struct dbs_session *s)
 {
 	if (!s)
 		return;
 	if (s->lib_loaded)
 		ta_release(s);
-	tls_free(s);
-	keys_free(s);
+	dbs_tls_free(s);
+	dbs_keys_free(s);
 	free(s->tdb_warning);
 	free(s->tdb_detail);
 	s->tdb_detail = NULL;
 	free(s->tid_off_why);
 	dbs_waits_free(s->waits);
-	unwinder_free(s->unwinder);
+	dbs_unwinder_free(s->unwinder);
 	s->unwinder = NULL;
 	psvc_close(s->t);
 	s->t = NULL;
 	if (s->lib_loaded)
-		tdb_unload(&s->lib);
+		dbs_tdb_unload(&s->lib);
 	s->lib_loaded = false;
 	free(s);
-}
-
-struct psvc_target *dbs_session_target(struct dbs_session *s)
-{
-	return s->t;
 }
 
 /* The start routine of a new thread held at its first stop, from
@@ -407,7 +407,7 @@ static void prefetch_capture(struct dbs_session *s, struct tdb_result *cap)
 		return;
 	}
 	size_t nr = 0, nd = 0;
-	uint32_t cleanup_off = s->ta ? condwait_cleanup_offset(s) : 0;
+	uint32_t cleanup_off = s->ta ? dbs_condwait_cleanup_offset(s) : 0;
 	for (size_t i = 0; i < n; i++) {
 		struct psvc_task *k = psvc_task_at(t, i);
 		if (!(k->flags & PSVC_TASK_HAVE_REGS))
@@ -617,13 +617,13 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 	snap->module_generation = psvc_modules_generation(t);
 	snap->threads_seen = n;
 	if (s->unwinder) {
-		int err = unwinder_sync(s->unwinder);
+		int err = dbs_unwinder_sync(s->unwinder);
 		if (err)
 			dbs_add_error(&snap->errors, &snap->nerrors,
 				       "stacks: cannot load the modules: %s",
 				       strerror(-err));
 		snap->stacks = true;
-		snap->strings = strpool_ref(unwinder_pool(s->unwinder));
+		snap->strings = dbs_strpool_ref(dbs_unwinder_pool(s->unwinder));
 	}
 	if (s->ta) {
 		snap->thread_db_path = dbs_strdup(s->lib.path);
@@ -633,7 +633,7 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 		dbs_add_error(&snap->warnings, &snap->nwarnings, "%s",
 			       s->tdb_warning);
 	/* runtimes.c: JVM, CPython, Go: locks tinspect cannot see */
-	runtimes_detect(s, snap);
+	dbs_runtimes_detect(s, snap);
 	if (psvc_modmap_note(t))
 		dbs_add_error(&snap->warnings, &snap->nwarnings, "module map: %s",
 			       psvc_modmap_note(t));
@@ -650,7 +650,7 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 	 * thread's stack). */
 	for (size_t i = 0; s->unwinder && res && s->ta && i < n; i++)
 		if (res[i].err == TD_OK && res[i].ti.ti_tid)
-			condwait_retain(s, (uint64_t)res[i].ti.ti_tid, 48);
+			dbs_condwait_retain(s, (uint64_t)res[i].ti.ti_tid, 48);
 	for (size_t i = 0; i < n; i++) {
 		struct psvc_task *k = psvc_task_at(t, i);
 		if (k->flags & PSVC_TASK_GONE) {
@@ -736,7 +736,7 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 			} else if (r->step) {
 				dbs_add_error(&th->errors, &th->nerrors,
 					       "libthread_db: %s: %s", r->step,
-					       tdb_strerror(r->err));
+					       dbs_tdb_strerror(r->err));
 			}
 		}
 		if (s->unwinder && th->have_regs && res) {
@@ -747,7 +747,7 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 			th->stack.copied_to = lo + psvc_frozen_extent(
 				t, lo, res[i].stack_hi - lo);
 			snap->stack_bytes_copied += th->stack.copied_to - lo;
-			unwinder_unwind(s->unwinder, th, s->opts.max_frames);
+			dbs_unwinder_unwind(s->unwinder, th, s->opts.max_frames);
 			struct psvc_map mp;
 			if (th->stack.end == DBS_STACK_TRUNCATED &&
 			    th->stack.copied_to == lo &&
@@ -764,9 +764,9 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 					       "stack: %s", th->stack.error
 						       ? th->stack.error : "unwinding failed");
 		}
-		tls_fill(s, snap, th, i);
-		keys_fill(s, snap, th, i);
-		stack_fill(s, snap, th);
+		dbs_tls_fill(s, snap, th, i);
+		dbs_keys_fill(s, snap, th, i);
+		dbs_stack_fill(s, snap, th);
 		if (s->unwinder && th->have_regs && res)
 			psvc_frozen_done(t, res[i].stack_lo);	/* it has served */
 		if (th->nerrors)
@@ -782,7 +782,7 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 		 * lacking: said once per capture */
 		char **notes;
 		size_t nn;
-		dbg_files_take_notes(unwinder_files(s->unwinder), &notes, &nn);
+		dbs_dbg_files_take_notes(dbs_unwinder_files(s->unwinder), &notes, &nn);
 		for (size_t i = 0; i < nn; i++) {
 			dbs_add_error(&snap->warnings, &snap->nwarnings,
 				       "stacks: %s", notes[i]);
@@ -808,10 +808,10 @@ static int update_body(struct dbs_session *s, bool nonblocking,
 	    (psvc_modules_generation(t) != s->ta_generation ||
 	     (s->lib_loaded && !s->ta)))
 		ta_setup(s);
-	tls_prepare(s);
-	keys_prepare(s);
+	dbs_tls_prepare(s);
+	dbs_keys_prepare(s);
 	if (s->ta)
-		condwait_cleanup_offset(s);	/* symbols read now, not frozen */
+		dbs_condwait_cleanup_offset(s);	/* symbols read now, not frozen */
 
 	struct psvc_stop_opts so = {
 		.max_freeze_ns = s->opts.max_freeze_ns,
@@ -839,7 +839,7 @@ static int update_body(struct dbs_session *s, bool nonblocking,
 	tm.stop_ns = t_stopped - t_first;
 	psvc_read_regs(t);
 	if (nonblocking)
-		nb_learn_thread_pointers(s);	/* fs_base is not in /proc */
+		dbs_nb_learn_thread_pointers(s);	/* fs_base is not in /proc */
 	psvc_resolve_late_ns_tids(t);
 	uint64_t t_regs = psvc_now_ns();
 	tm.regs_ns = t_regs - t_stopped;
@@ -854,8 +854,8 @@ static int update_body(struct dbs_session *s, bool nonblocking,
 	}
 	/* following: threads met at their first stop by this capture */
 	psvc_follow_resolve(t);
-	tls_gather(s, res);
-	keys_gather(s, res);
+	dbs_tls_gather(s, res);
+	dbs_keys_gather(s, res);
 	uint64_t t_tdb = psvc_now_ns();
 	tm.memory_ns = t_mem - t_regs;
 	tm.thread_db_ns = t_tdb - t_mem;	/* with --tls, --errno, --keys */
@@ -869,15 +869,15 @@ static int update_body(struct dbs_session *s, bool nonblocking,
 		err = -ESRCH;	/* it exited (was killed) while stopped */
 	if (err) {
 		free(res);
-		tls_finish(s, NULL);
-		keys_finish(s, NULL);
+		dbs_tls_finish(s, NULL);
+		dbs_keys_finish(s, NULL);
 		return err;
 	}
 
 	struct dbs_snapshot *snap = build_snapshot(s, res);
 	free(res);
-	tls_finish(s, snap);
-	keys_finish(s, snap);
+	dbs_tls_finish(s, snap);
+	dbs_keys_finish(s, snap);
 	/* the locks use the frames: after build_snapshot unwound them */
 	if (snap && dbs_locks_run(s, snap))
 		dbs_add_error(&snap->errors, &snap->nerrors,
@@ -943,77 +943,4 @@ int dbs_capture_once(struct dbs_session *s, bool nonblocking,
 		return j.err;
 	*ret = j.snap;
 	return 0;
-}
-
-int dbs_session_update(struct dbs_session *s, struct dbs_snapshot **ret)
-{
-	if (s->opts.mode != DBS_MODE_STOP)
-		return nb_update(s, ret);	/* nonblock.c */
-	return dbs_capture_once(s, false, ret);
-}
-
-/* ---- snapshots ------------------------------------------------------------------- */
-
-static void free_strings(char **v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-}
-
-void dbs_snapshot_free(struct dbs_snapshot *snap)
-{
-	if (!snap)
-		return;
-	dbs_locks_free(snap);
-	for (size_t i = 0; i < snap->nthreads; i++) {
-		struct dbs_thread *th = &snap->threads[i];
-		free(th->name);
-		free(th->start.module);
-		free(th->start.name);
-		free(th->stack.frames);
-		free_strings(th->errors, th->nerrors);
-		for (size_t k = 0; k < th->ntls; k++) {
-			free(th->tls[k].bytes);
-			free(th->tls[k].str);
-			free(th->tls[k].ptr_sym.module);
-			free(th->tls[k].ptr_sym.name);
-			free(th->tls[k].error);
-		}
-		free(th->tls);
-		free(th->keys);
-	}
-	for (size_t k = 0; k < snap->ntls_vars; k++) {
-		free(snap->tls_vars[k].name);
-		free(snap->tls_vars[k].error);
-		free(snap->tls_vars[k].module);
-		free(snap->tls_vars[k].c_type);
-	}
-	free(snap->tls_vars);
-	for (size_t k = 0; k < snap->nkeys; k++) {
-		free(snap->keys[k].destructor_sym.module);
-		free(snap->keys[k].destructor_sym.name);
-	}
-	free(snap->keys);
-	free(snap->thread_db_path);
-	free_strings(snap->warnings, snap->nwarnings);
-	runtimes_free(snap);
-	free(snap->threads);
-	free(snap->exe);
-	free_strings(snap->argv, snap->argc);
-	free(snap->tdb_detail);
-	free_strings(snap->errors, snap->nerrors);
-	strpool_unref(snap->strings);
-	free(snap);
-}
-
-size_t dbs_snapshot_thread_count(const struct dbs_snapshot *snap)
-{
-	return snap->nthreads;
-}
-
-const struct dbs_thread *dbs_snapshot_thread(const struct dbs_snapshot *snap,
-					     size_t i)
-{
-	return i < snap->nthreads ? &snap->threads[i] : NULL;
 }

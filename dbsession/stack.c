@@ -18,7 +18,7 @@ static bool anon_or_stack(const struct psvc_map *m)
 	return !m->path || !strcmp(m->path, "[stack]");
 }
 
-void stack_fill(struct dbs_session *s, struct dbs_snapshot *snap,
+void dbs_stack_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 		struct dbs_thread *th)
 {
 	struct dbs_stack_bounds *st = &th->bounds;

@@ -38,7 +38,7 @@ static bool owned_lock_edge(const struct dbs_lock *l)
 
 /* A futex wait with no timeout: FUTEX_WAIT / WAIT_BITSET / LOCK_PI with a
  * NULL timeout argument.  restart_syscall only ever continues a timed
- * wait (GLIBC-NOTES.md §6). */
+ * wait (docs/GLIBC.md §6). */
 static bool untimed_futex(const struct dbs_snapshot *snap,
 			  const struct dbs_thread *th)
 {

@@ -18,7 +18,7 @@ struct dbs_strpool {
 	size_t nchunks, used;	/* bytes used in the last chunk */
 };
 
-struct dbs_strpool *strpool_new(void)
+struct dbs_strpool *dbs_strpool_new(void)
 {
 	struct dbs_strpool *p = calloc(1, sizeof *p);
 	if (p)
@@ -26,14 +26,14 @@ struct dbs_strpool *strpool_new(void)
 	return p;
 }
 
-struct dbs_strpool *strpool_ref(struct dbs_strpool *p)
+struct dbs_strpool *dbs_strpool_ref(struct dbs_strpool *p)
 {
 	if (p)
 		p->refs++;
 	return p;
 }
 
-void strpool_unref(struct dbs_strpool *p)
+void dbs_strpool_unref(struct dbs_strpool *p)
 {
 	if (!p || --p->refs)
 		return;
@@ -104,7 +104,7 @@ static int pool_grow(struct dbs_strpool *p)
 	return 0;
 }
 
-const char *strpool_intern(struct dbs_strpool *p, const char *s)
+const char *dbs_strpool_intern(struct dbs_strpool *p, const char *s)
 {
 	if (!s || !p)
 		return NULL;

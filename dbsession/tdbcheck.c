@@ -134,7 +134,7 @@ static void pin(const struct tdb_check_io *io, const char *sym, const void *b,
 		io->pin(io->pin_ctx, a, b, len);
 }
 
-int tdb_check_layouts(const struct tdb_check_io *io, uint32_t *ret_sizeof_pthread,
+int dbs_tdb_check_layouts(const struct tdb_check_io *io, uint32_t *ret_sizeof_pthread,
 		      char *why, size_t whylen)
 {
 	const struct psvc_layout_src *src = &io->src;

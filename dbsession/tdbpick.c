@@ -5,7 +5,7 @@
  * the target's __nptl_version with its own (TD_VERSION), and before glibc
  * 2.34 the symbols it looks for had other names (nptl_version, in
  * libpthread), which the system's 2.36 library reports as TD_NOLIBTHREAD
- * (GLIBC-NOTES.md §2).  A container with another distribution's glibc, or a
+ * (docs/GLIBC.md §2).  A container with another distribution's glibc, or a
  * program run with its own ld.so, can be served, as gdb does, by the
  * libthread_db.so.1 beside the target's libc (or libpthread), opened in
  * the target's mount namespace through /proc/PID/root and dlopen'ed
@@ -160,7 +160,7 @@ static int try_dir(struct dbs_session *s, const char *dir, char *why,
 	(void)dst;
 	struct tdb_lib lib;
 	char *detail = NULL;
-	int lerr = tdb_load(fdpath, &lib, &detail);
+	int lerr = dbs_tdb_load(fdpath, &lib, &detail);
 	close(fd);	/* loaded, or not: the mapping needs no descriptor */
 	if (lerr) {
 		snprintf(why, whylen, "%.1024s%s could not be loaded: %s", dir,
@@ -177,23 +177,23 @@ static int try_dir(struct dbs_session *s, const char *dir, char *why,
 	if (e == TD_NOLIBTHREAD) {
 		/* the target's own library says so: not threaded (yet),
 		 * nothing to warn about */
-		tdb_unload(&lib);
+		dbs_tdb_unload(&lib);
 		return -ENOENT;
 	}
 	if (e != TD_OK) {
 		snprintf(why, whylen, "%.1024s%s does not serve it either: %s", dir,
-			 "/libthread_db.so.1", tdb_strerror(e));
-		tdb_unload(&lib);
+			 "/libthread_db.so.1", dbs_tdb_strerror(e));
+		dbs_tdb_unload(&lib);
 		return -ENOEXEC;
 	}
-	tdb_unload(&s->lib);
+	dbs_tdb_unload(&s->lib);
 	s->lib = lib;
 	s->lib_origin = DBS_TDB_FROM_TARGET;
 	s->ta = ta;
 	return 0;
 }
 
-int tdb_pick_target_lib(struct dbs_session *s, td_err_e first_err)
+int dbs_tdb_pick_target_lib(struct dbs_session *s, td_err_e first_err)
 {
 	free(s->tdb_warning);
 	s->tdb_warning = NULL;
@@ -231,7 +231,7 @@ int tdb_pick_target_lib(struct dbs_session *s, td_err_e first_err)
 	}
 	if (err == 0) {
 		warn(s, "the system's libthread_db does not serve this glibc (%s); "
-		     "using the target's own %s", tdb_strerror(first_err),
+		     "using the target's own %s", dbs_tdb_strerror(first_err),
 		     s->lib.path);
 		return 0;
 	}
@@ -240,7 +240,7 @@ int tdb_pick_target_lib(struct dbs_session *s, td_err_e first_err)
 	warn(s, "the system's libthread_db does not serve the target's glibc "
 	     "%s%s(%s), and %s; threads are listed from /proc only (locks are "
 	     "still analysed)", s->glibc_version[0] ? s->glibc_version : "",
-	     s->glibc_version[0] ? " " : "", tdb_strerror(first_err),
+	     s->glibc_version[0] ? " " : "", dbs_tdb_strerror(first_err),
 	     why[0] ? why : "there is no libthread_db.so.1 beside its libc");
 	return err;
 }
@@ -258,7 +258,7 @@ static void major_minor(const char *v, char *buf, size_t len)
 	buf[o] = '\0';
 }
 
-bool tdb_serves_other_glibc(const struct dbs_session *s)
+bool dbs_tdb_serves_other_glibc(const struct dbs_session *s)
 {
 	/* only the system's library is known to be of our glibc (Debian's
 	 * libc6 ships both); a given or the target's own: no claim */

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *tdb_strerror(td_err_e e)
+const char *dbs_tdb_strerror(td_err_e e)
 {
 	switch (e) {
 	case TD_OK: return "ok";
@@ -51,7 +51,7 @@ const char *tdb_strerror(td_err_e e)
 		}                                                             \
 	} while (0)
 
-int tdb_load(const char *path, struct tdb_lib *ret, char **ret_detail)
+int dbs_tdb_load(const char *path, struct tdb_lib *ret, char **ret_detail)
 {
 	struct tdb_lib lib = { 0 };
 	const char *missing = NULL;
@@ -90,7 +90,7 @@ fail:
 	return -ENOENT;
 }
 
-void tdb_unload(struct tdb_lib *lib)
+void dbs_tdb_unload(struct tdb_lib *lib)
 {
 	if (lib->handle)
 		dlclose(lib->handle);

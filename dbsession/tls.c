@@ -5,7 +5,7 @@
  * Before the stop each variable is found once per module generation: an
  * STT_TLS symbol (.symtab, then .dynsym) in the executable or a library,
  * else a DWARF variable with a TLS location; its st_value is an offset in
- * the module's TLS block, not an address (GLIBC-NOTES.md §8).  During the
+ * the module's TLS block, not an address (docs/GLIBC.md §8).  During the
  * stop libthread_db turns (link_map address, offset) into each thread's
  * address (td_thr_tls_get_addr; a static executable has no link_map and
  * uses td_thr_tlsbase(th, 1)), and the variable's bytes are copied out;
@@ -203,7 +203,7 @@ static void stop_clear(struct tls_state *st)
 	st->ntasks = 0;
 }
 
-void tls_free(struct dbs_session *s)
+void dbs_tls_free(struct dbs_session *s)
 {
 	if (!s->tls)
 		return;
@@ -279,7 +279,7 @@ static void resolve_one(struct dbs_session *s, struct tls_var_int *v,
 		/* the DWARF variable must be this one, not a static of the
 		 * same name in another file of the module */
 		if (rq->type == DBS_TLS_AUTO && !is_errno &&
-		    dwarf_find_tls(t, sym.module, rq->name, &dw) == 0 &&
+		    dbs_dwarf_find_tls(t, sym.module, rq->name, &dw) == 0 &&
 		    (!dw.have_offset || dw.offset == sym.offset))
 			have_dw = true;
 		if (have_dw)
@@ -293,7 +293,7 @@ static void resolve_one(struct dbs_session *s, struct tls_var_int *v,
 				if ((pass == 0) != !!(m->flags & PSVC_MOD_EXE) ||
 				    (m->flags & PSVC_MOD_VDSO))
 					continue;
-				if (dwarf_find_tls(t, m, rq->name, &dw) == 0 &&
+				if (dbs_dwarf_find_tls(t, m, rq->name, &dw) == 0 &&
 				    dw.have_offset) {
 					sym.module = m;
 					sym.offset = dw.offset;
@@ -330,7 +330,7 @@ static void resolve_one(struct dbs_session *s, struct tls_var_int *v,
 	v->link_map = sym.module->link_map;
 	if (!v->link_map) {
 		if ((sym.module->flags & PSVC_MOD_EXE) && is_static_exe(t)) {
-			v->use_tlsbase = true;	/* GLIBC-NOTES.md §8 */
+			v->use_tlsbase = true;	/* docs/GLIBC.md §8 */
 		} else {
 			v->pub.found = false;
 			v->pub.error = dbs_format("%s is not in the dynamic "
@@ -355,7 +355,7 @@ static void resolve_one(struct dbs_session *s, struct tls_var_int *v,
 	}
 }
 
-void tls_prepare(struct dbs_session *s)
+void dbs_tls_prepare(struct dbs_session *s)
 {
 	size_t n = s->opts.ntls + (s->opts.want_errno ? 1 : 0);
 	if (n == 0)
@@ -420,7 +420,7 @@ static uint64_t pd_of(const struct tdb_result *r)
 	return r->err == TD_OK ? (uint64_t)r->ti.ti_tid : 0;
 }
 
-void tls_gather(struct dbs_session *s, const struct tdb_result *res)
+void dbs_tls_gather(struct dbs_session *s, const struct tdb_result *res)
 {
 	struct tls_state *st = s->tls;
 	struct psvc_target *t = s->t;
@@ -565,7 +565,7 @@ static void set_error(struct dbs_tls_value *val, struct dbs_thread *th,
 		       val->error ? val->error : "error");
 }
 
-void tls_fill(struct dbs_session *s, struct dbs_snapshot *snap,
+void dbs_tls_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 	      struct dbs_thread *th, size_t i)
 {
 	struct tls_state *st = s->tls;
@@ -599,13 +599,13 @@ void tls_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 		}
 		if (c->err == TD_NOTALLOC) {
 			/* a dlopen'ed module's block is allocated on the
-			 * thread's first access (GLIBC-NOTES.md §8) */
+			 * thread's first access (docs/GLIBC.md §8) */
 			val->status = DBS_TLS_NOT_ALLOCATED;
 			continue;
 		}
 		if (c->err != TD_OK) {
 			set_error(val, th, var->pub.name, "libthread_db",
-				  tdb_strerror(c->err));
+				  dbs_tdb_strerror(c->err));
 			continue;
 		}
 		val->have_addr = true;
@@ -646,7 +646,7 @@ void tls_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 	}
 }
 
-void tls_finish(struct dbs_session *s, struct dbs_snapshot *snap)
+void dbs_tls_finish(struct dbs_session *s, struct dbs_snapshot *snap)
 {
 	struct tls_state *st = s->tls;
 	if (!st)

@@ -191,7 +191,7 @@ static int sync_modules(struct dbs_unwinder *u)
 			high = old->high;
 		} else {
 			/* the range only: the ELF is opened when libdwfl
-			 * first needs it (dbg_find_elf), and holds no
+			 * first needs it (dbs_dbg_find_elf), and holds no
 			 * descriptor then */
 			if (psvc_module_span(t, m, &low, &high))
 				continue;	/* frames there stay unnamed */
@@ -212,7 +212,7 @@ static int sync_modules(struct dbs_unwinder *u)
 	return 0;
 }
 
-int unwinder_new(struct psvc_target *t, struct dbs_unwinder **ret)
+int dbs_unwinder_new(struct psvc_target *t, struct dbs_unwinder **ret)
 {
 	struct dbs_unwinder *u = calloc(1, sizeof *u);
 	if (!u)
@@ -222,12 +222,12 @@ int unwinder_new(struct psvc_target *t, struct dbs_unwinder **ret)
 	/* separate debuginfo by build-id or debuglink under /usr/lib/debug;
 	 * debuginfod only if the user kept DEBUGINFOD_URLS (--debuginfod);
 	 * every file opened by tinspect, never blocking (debuginfo.c) */
-	u->cb.find_elf = dbg_find_elf;
-	u->cb.find_debuginfo = dbg_find_debuginfo;
-	u->files = dbg_files_new(t);
+	u->cb.find_elf = dbs_dbg_find_elf;
+	u->cb.find_debuginfo = dbs_dbg_find_debuginfo;
+	u->files = dbs_dbg_files_new(t);
 	u->dwfl = u->files ? dwfl_begin(&u->cb) : NULL;
 	if (!u->dwfl) {
-		dbg_files_free(u->files);
+		dbs_dbg_files_free(u->files);
 		free(u);
 		return -ENOMEM;
 	}
@@ -235,21 +235,21 @@ int unwinder_new(struct psvc_target *t, struct dbs_unwinder **ret)
 	return 0;
 }
 
-void unwinder_free(struct dbs_unwinder *u)
+void dbs_unwinder_free(struct dbs_unwinder *u)
 {
 	if (!u)
 		return;
 	if (u->dwfl)
 		dwfl_end(u->dwfl);
-	dbg_files_free(u->files);
+	dbs_dbg_files_free(u->files);
 	cache_clear(u);
 	free(u->scratch.frames);
 	reported_free(u);
-	strpool_unref(u->pool);
+	dbs_strpool_unref(u->pool);
 	free(u);
 }
 
-int unwinder_sync(struct dbs_unwinder *u)
+int dbs_unwinder_sync(struct dbs_unwinder *u)
 {
 	uint64_t gen = psvc_modules_generation(u->t);
 	if (u->attached && gen == u->generation)
@@ -266,20 +266,20 @@ int unwinder_sync(struct dbs_unwinder *u)
 	/* new modules, new names: a fresh cache and pool (snapshots that
 	 * still use the old pool keep it alive) */
 	cache_clear(u);
-	strpool_unref(u->pool);
-	u->pool = strpool_new();
+	dbs_strpool_unref(u->pool);
+	u->pool = dbs_strpool_new();
 	if (!u->pool)
 		return -ENOMEM;
 	u->generation = gen;
 	return 0;
 }
 
-struct dbs_strpool *unwinder_pool(struct dbs_unwinder *u)
+struct dbs_strpool *dbs_unwinder_pool(struct dbs_unwinder *u)
 {
 	return u->pool;
 }
 
-struct dbg_files *unwinder_files(struct dbs_unwinder *u)
+struct dbg_files *dbs_unwinder_files(struct dbs_unwinder *u)
 {
 	return u->files;
 }
@@ -305,11 +305,11 @@ static const char *demangled(struct dbs_unwinder *u, const char *raw,
 	char *d = dbs_demangle(name);
 	if (!d || !strcmp(d, name)) {
 		free(d);
-		return strpool_intern(u->pool, name);
+		return dbs_strpool_intern(u->pool, name);
 	}
-	const char *r = strpool_intern(u->pool, d);
+	const char *r = dbs_strpool_intern(u->pool, d);
 	free(d);
-	*ret_mangled = strpool_intern(u->pool, name);
+	*ret_mangled = dbs_strpool_intern(u->pool, name);
 	return r;
 }
 
@@ -357,11 +357,11 @@ static void symbolize_pc(struct dbs_unwinder *u, uint64_t pc, struct sym_entry *
 	struct psvc_module *pm = psvc_module_for_addr(u->t, pc);
 	if (pm) {
 		e->bias = pm->bias;
-		e->module = strpool_intern(u->pool, pm->path);
+		e->module = dbs_strpool_intern(u->pool, pm->path);
 		if (!pm->elf)
 			psvc_module_load_elf(u->t, pm);
 		if (pm->build_id[0])
-			e->build_id = strpool_intern(u->pool, pm->build_id);
+			e->build_id = dbs_strpool_intern(u->pool, pm->build_id);
 	}
 	Dwfl_Module *mod = dwfl_addrmodule(u->dwfl, pc);
 	const char *file = NULL;
@@ -379,7 +379,7 @@ static void symbolize_pc(struct dbs_unwinder *u, uint64_t pc, struct sym_entry *
 				continue;
 			fr[n].inlined = true;
 			fr[n].symbol = demangled(u, die_name(&scopes[i]), &fr[n].mangled);
-			fr[n].file = strpool_intern(u->pool, file);
+			fr[n].file = dbs_strpool_intern(u->pool, file);
 			fr[n].line = line;
 			n++;
 			/* the caller's position is this instance's call site */
@@ -403,7 +403,7 @@ static void symbolize_pc(struct dbs_unwinder *u, uint64_t pc, struct sym_entry *
 	}
 	fr[n].symbol = demangled(u, name, &fr[n].mangled);
 	fr[n].offset = name ? off : 0;
-	fr[n].file = strpool_intern(u->pool, file);
+	fr[n].file = dbs_strpool_intern(u->pool, file);
 	fr[n].line = line;
 	n++;
 	for (unsigned i = 0; i < n; i++) {
@@ -541,7 +541,7 @@ static bool on_sp_mapping(struct dbs_unwinder *u, const struct dbs_thread *th,
 	       addr < m.end;
 }
 
-void unwinder_unwind(struct dbs_unwinder *u, struct dbs_thread *th,
+void dbs_unwinder_unwind(struct dbs_unwinder *u, struct dbs_thread *th,
 		     unsigned max_frames)
 {
 	struct walk *w = calloc(1, sizeof *w);
@@ -565,17 +565,17 @@ void unwinder_unwind(struct dbs_unwinder *u, struct dbs_thread *th,
 		w->end = DBS_STACK_TRUNCATED;
 	else if (rc == -1 && w->end == DBS_STACK_COMPLETE) {
 		w->end = DBS_STACK_ERROR;
-		w->why = strpool_intern(u->pool, dwfl_errmsg(-1));
+		w->why = dbs_strpool_intern(u->pool, dwfl_errmsg(-1));
 		/* libdwfl says "No DWARF information found" when the file
 		 * could not even be opened: say why */
 		const char *what;
-		int fe = dbg_files_fd_errno(u->files, &what);
+		int fe = dbs_dbg_files_fd_errno(u->files, &what);
 		char buf[512];
 		if (fe) {
 			snprintf(buf, sizeof buf, "out of file descriptors (%s) "
 				 "opening %s: %s", fe == EMFILE ? "EMFILE" : "ENFILE",
 				 what, w->why ? w->why : "");
-			w->why = strpool_intern(u->pool, buf);
+			w->why = dbs_strpool_intern(u->pool, buf);
 		}
 	}
 	/* Where the walk failed from code outside any module, or after it
@@ -595,7 +595,7 @@ void unwinder_unwind(struct dbs_unwinder *u, struct dbs_thread *th,
 		w->end = DBS_STACK_UNKNOWN_CODE;
 	th->stack.end = w->end;
 	th->stack.error = w->why && dbs_stack_end_is_error(w->end)
-				  ? strpool_intern(u->pool, w->why) : NULL;
+				  ? dbs_strpool_intern(u->pool, w->why) : NULL;
 
 	/* expand each pc through the cache into frames */
 	size_t cap = w->n * 2 + 1, nf = 0;

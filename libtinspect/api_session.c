@@ -168,7 +168,7 @@ int tinspect_session_init_core(const char *core, const char *exe,
 		session_free(s);
 		return err;
 	}
-	s->pid = psvc_pid(dbs_session_target(s->d));
+	s->pid = dbs_session_pid(s->d);
 	*ret = s;
 	return 0;
 }

@@ -1,6 +1,6 @@
 /*
  * linkmap.c: walking the dynamic linker's r_debug / link_map chain
- * (GLIBC-NOTES.md §3) in target memory.  The chain is the target's to
+ * (docs/GLIBC.md §3) in target memory.  The chain is the target's to
  * corrupt: entries are read through a read callback (the live target, or
  * a synthetic image in the tests and the fuzzer), a loop or a foreign
  * entry is caught by its l_prev link (the first entry's must be 0, every

@@ -2,7 +2,7 @@
  * live_regs.c: the registers of a stopped task, with PTRACE_GETREGSET.
  *
  * The general registers are the NT_PRSTATUS regset, word for word what
- * libthread_db's prgregset_t is (GLIBC-NOTES.md §4).  The thread pointer
+ * libthread_db's prgregset_t is (docs/GLIBC.md §4).  The thread pointer
  * is what ps_get_thread_area hands libthread_db to find the thread's
  * struct pthread: on x86_64 fs_base, one of the general registers; on
  * aarch64 TPIDR_EL0, a regset of its own (NT_ARM_TLS).  The capture reads

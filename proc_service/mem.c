@@ -2,7 +2,7 @@
  * mem.c: reading target memory, through the backend's read and read_runs.
  * While the target is stopped, reads go through a cache of 4 KiB blocks
  * valid for that stop: libthread_db alone reads each struct pthread several
- * times (GLIBC-NOTES.md §1; uncached it cost ~85 ms for 1000 threads), and
+ * times (docs/GLIBC.md §1; uncached it cost ~85 ms for 1000 threads), and
  * psvc_prefetch() fills the blocks of thousands of threads in a few
  * batched reads.  After the resume the same cache answers "as it was at
  * the stop" (psvc_read_frozen), never the live process.
@@ -262,6 +262,16 @@ int psvc_read_frozen(struct psvc_target *t, uint64_t addr, void *buf,
 		     size_t len)
 {
 	return cached_copy(t, addr, buf, len, false);
+}
+
+void psvc_frozen_retain(struct psvc_target *t, uint64_t addr, size_t len)
+{
+	if (psvc_runs_retained(&t->runs, addr, len))
+		return;
+	unsigned char tmp[256];	/* the most a retained copy holds */
+	if (len > sizeof tmp || psvc_read_frozen(t, addr, tmp, len))
+		return;	/* not copied at the stop: nothing to keep */
+	psvc_runs_retain(&t->runs, addr, tmp, len);
 }
 
 uint64_t psvc_frozen_extent(struct psvc_target *t, uint64_t addr, uint64_t len)

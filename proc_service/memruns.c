@@ -360,15 +360,17 @@ static const struct psvc_xrun *retained_find(const struct psvc_runs *rs,
 	return NULL;
 }
 
-void psvc_frozen_retain(struct psvc_target *t, uint64_t addr, size_t len)
+bool psvc_runs_retained(const struct psvc_runs *rs, uint64_t addr, size_t len)
 {
-	struct psvc_runs *rs = &t->runs;
-	if (!len || len > RETAIN_MAX || addr + len < addr ||
-	    retained_find(rs, addr, len))
+	return !len || len > RETAIN_MAX || addr + len < addr ||
+	       retained_find(rs, addr, len);
+}
+
+void psvc_runs_retain(struct psvc_runs *rs, uint64_t addr, const void *tmp,
+		      size_t len)
+{
+	if (psvc_runs_retained(rs, addr, len))
 		return;
-	unsigned char tmp[RETAIN_MAX];
-	if (psvc_read_frozen(t, addr, tmp, len))
-		return;	/* not copied at the stop: nothing to keep */
 	if (!rs->nrblocks || rs->rblock_used + len > RBLOCK) {
 		if (array_grow(&rs->rblocks, &rs->rblocks_cap, rs->nrblocks + 1,
 			       sizeof *rs->rblocks, 8))

@@ -1,7 +1,7 @@
 /*
  * modules.c: the target's loaded modules.  The list comes from the dynamic
  * linker's r_debug/link_map chain (found through the executable's DT_DEBUG,
- * GLIBC-NOTES.md §3) and every entry is cross-checked against
+ * docs/GLIBC.md §3) and every entry is cross-checked against
  * /proc/PID/maps; modules only the maps know (the vDSO, a static
  * executable, everything when r_debug is unusable) are added from there.
  * Their ELF files are opened by modfiles.c, their symbols looked up by

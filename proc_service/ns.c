@@ -3,7 +3,7 @@
  *
  * libthread_db names threads by the TID of the target's own namespace
  * (ti_lid, and the lwpid_t of every ps_* callback); ptrace needs ours.
- * /proc/PID/task/TID/status "NSpid:" gives both (GLIBC-NOTES.md §3).  The
+ * /proc/PID/task/TID/status "NSpid:" gives both (docs/GLIBC.md §3).  The
  * map from one to the other is a hash (tasks.c), so that a container with
  * thousands of threads does not make every callback a scan.  Whether the
  * namespace is another one at all is decided once per capture, before

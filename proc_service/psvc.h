@@ -488,7 +488,7 @@ struct psvc_module *psvc_module_for_addr(struct psvc_target *t, uint64_t addr);
 /*
  * Look a symbol up by name in the order libthread_db needs (libc, then
  * ld.so, then the executable, then every other module: the object name it
- * passes is meaningless since glibc 2.34, GLIBC-NOTES.md §2).  Returns 0
+ * passes is meaningless since glibc 2.34, docs/GLIBC.md §2).  Returns 0
  * and the run-time address, or -ENOENT.
  */
 int psvc_lookup_symbol(struct psvc_target *t, const char *name,
@@ -560,7 +560,7 @@ enum psvc_eperm_cause psvc_eperm_decide(const struct psvc_eperm_facts *f);
 /*
  * Whether the target lives in another PID namespace than tinspect: its
  * TIDs as libthread_db knows them (ti_lid, the lwpid_t of every ps_*
- * callback) are then not the TIDs ptrace needs (GLIBC-NOTES.md §3).
+ * callback) are then not the TIDs ptrace needs (docs/GLIBC.md §3).
  */
 bool psvc_foreign_pidns(struct psvc_target *t);
 /* True only when the target is known to share our PID namespace (a TID

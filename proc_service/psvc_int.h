@@ -194,6 +194,12 @@ void psvc_cache_reserve(struct mem_cache *c, size_t nblocks);
 const unsigned char *psvc_runs_find(const struct psvc_target *t, uint64_t addr,
 				    uint64_t len);
 uint64_t psvc_runs_extent(const struct psvc_target *t, uint64_t addr, uint64_t len);
+/* Whether [addr, addr + len) needs no retaining: already kept, empty, or
+ * longer than a retained copy may be (memruns.c). */
+bool psvc_runs_retained(const struct psvc_runs *rs, uint64_t addr, size_t len);
+/* Keep the len bytes at tmp, read from addr, beyond the runs' release. */
+void psvc_runs_retain(struct psvc_runs *rs, uint64_t addr, const void *tmp,
+		      size_t len);
 void psvc_runs_reserve(struct psvc_target *t, size_t bytes);
 void psvc_runs_free(struct psvc_runs *rs);
 

@@ -1,5 +1,5 @@
 /*
- * shim.c: the proc_service callbacks libthread_db imports (GLIBC-NOTES.md
+ * shim.c: the proc_service callbacks libthread_db imports (docs/GLIBC.md
  * §1), each a few lines over the target-access layer.  tinspect is
  * read-only: every write and register-set callback refuses.  The lwpid_t
  * that libthread_db passes is a TID of the target's own PID namespace

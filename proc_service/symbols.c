@@ -2,7 +2,7 @@
  * symbols.c: looking names up in the target's modules and addresses up
  * in their symbol tables: the global symbols libthread_db asks for (in the
  * order it needs, whatever object name it passes: since glibc 2.34 it is
- * meaningless, GLIBC-NOTES.md §2), thread-local symbols (offsets in a
+ * meaningless, docs/GLIBC.md §2), thread-local symbols (offsets in a
  * module's TLS block, not addresses), and the symbol that covers an
  * address.  Also the layout source (layout.c) over the live target: its
  * symbols and its memory.

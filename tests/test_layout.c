@@ -289,7 +289,7 @@ static int check(struct image *im, uint32_t *sz, char *why, size_t whylen)
 {
 	struct tdb_check_io io = { src_of(im), ARCH_X86_64, count_pin, NULL };
 	npins = 0;
-	return tdb_check_layouts(&io, sz, why, whylen);
+	return dbs_tdb_check_layouts(&io, sz, why, whylen);
 }
 
 Test(layout, glibc_descriptors_pass)
@@ -369,7 +369,7 @@ Test(layout, key_layout)
 	struct psvc_layout_src s = src_of(&im);
 	struct key_layout L;
 	char why[256] = "";
-	cr_assert_eq(keys_layout_load(&s, 2368, &L, why, sizeof why), 0, "%s", why);
+	cr_assert_eq(dbs_keys_layout_load(&s, 2368, &L, why, sizeof why), 0, "%s", why);
 	cr_assert_eq(L.nkeys, 1024);
 	cr_assert_eq(L.ks_size, 16);
 	cr_assert_eq(L.ks_destr.offset, 8);
@@ -379,9 +379,9 @@ Test(layout, key_layout)
 	cr_assert_eq(L.specific.count, 32);
 	cr_assert_eq(L.specific.elem_size, 8);
 
-	cr_assert_eq(keys_layout_load(&s, 0, &L, why, sizeof why), -ENOENT,
+	cr_assert_eq(dbs_keys_layout_load(&s, 0, &L, why, sizeof why), -ENOENT,
 		     "struct pthread's size unknown");
-	cr_assert_eq(keys_layout_load(&s, 1300, &L, why, sizeof why), -ERANGE,
+	cr_assert_eq(dbs_keys_layout_load(&s, 1300, &L, why, sizeof why), -ERANGE,
 		     "specific[] past struct pthread");
 	cr_assert(strstr(why, "_thread_db_pthread_specific"), "%s", why);
 
@@ -406,7 +406,7 @@ Test(layout, key_layout)
 		glibc236(&im);
 		poke(&im, bad[i].name, bad[i].word, bad[i].v);
 		why[0] = '\0';
-		cr_assert_neq(keys_layout_load(&s, 2368, &L, why, sizeof why), 0,
+		cr_assert_neq(dbs_keys_layout_load(&s, 2368, &L, why, sizeof why), 0,
 			      "%s word %d = %#x passed", bad[i].name, bad[i].word,
 			      bad[i].v);
 		cr_assert(why[0], "no reason for %s", bad[i].name);

@@ -351,7 +351,7 @@ Test(locks, timed_waits_continue_in_restart_syscall)
 	json_decref(doc);
 	/* after that stop the kernel continues the timed wait in
 	 * restart_syscall, the futex arguments still in the registers
-	 * (GLIBC-NOTES.md §6) */
+	 * (docs/GLIBC.md §6) */
 	cr_assert(wait_not_stopped(fx.pid, 2000));
 	doc = run_json(NULL, NULL);
 	sc = json_object_get(thread_by_tid(doc, a), "syscall");

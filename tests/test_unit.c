@@ -944,26 +944,26 @@ Test(procfs, status_pid_beyond_any_pid)
  * of its own, and the strings after it do not run past it (ASan sees it). */
 Test(strpool, outsized_first_string)
 {
-	struct dbs_strpool *p = strpool_new();
+	struct dbs_strpool *p = dbs_strpool_new();
 	cr_assert(p);
 	static char big[20000];
 	memset(big, 'x', sizeof big - 1);
-	const char *b = strpool_intern(p, big);
+	const char *b = dbs_strpool_intern(p, big);
 	cr_assert(b && strlen(b) == sizeof big - 1);
 	char small[32];
 	const char *v[2000];
 	for (int i = 0; i < 2000; i++) {
 		snprintf(small, sizeof small, "s%d", i);
-		v[i] = strpool_intern(p, small);
+		v[i] = dbs_strpool_intern(p, small);
 		cr_assert(v[i]);
 	}
 	for (int i = 0; i < 2000; i++) {
 		snprintf(small, sizeof small, "s%d", i);
 		cr_assert_str_eq(v[i], small);
-		cr_assert_eq(strpool_intern(p, small), v[i], "not interned");
+		cr_assert_eq(dbs_strpool_intern(p, small), v[i], "not interned");
 	}
 	cr_assert_eq(strlen(b), sizeof big - 1);
-	strpool_unref(p);
+	dbs_strpool_unref(p);
 }
 
 /* ---- the files for other tools (issue 15) ------------------------------------ */

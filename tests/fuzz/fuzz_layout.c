@@ -115,7 +115,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					   pin, &im };
 		uint32_t sz = 0xdeadbeef;
 		npins = 0;
-		int r = tdb_check_layouts(&io, &sz, why, sizeof why);
+		int r = dbs_tdb_check_layouts(&io, &sz, why, sizeof why);
 		if (r != 0 && r != -EPROTO)
 			abort();
 		if (sz && (sz < 512 || sz > 65536))
@@ -125,7 +125,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		struct key_layout L;
 		why[0] = '\0';
-		r = keys_layout_load(&src, sz, &L, why, sizeof why);
+		r = dbs_keys_layout_load(&src, sz, &L, why, sizeof why);
 		if (r && !why[0])
 			abort();
 		if (r == 0) {
@@ -139,7 +139,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			check_field(&L.specific, sz);
 			if (L.specific.count * L.level2.count < L.nkeys)
 				abort();
-			/* what keys_gather does with a block and an entry */
+			/* what dbs_keys_gather does with a block and an entry */
 			unsigned char pair[256] = { 0 };
 			uint64_t v;
 			if (psvc_field_get(pair, L.kd_size, &L.kd_seq, 0, &v, 8) ||
