@@ -26,7 +26,14 @@ cleanup() {
 trap cleanup EXIT
 
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
-notok() { n=$((n + 1)); bad=$((bad + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do sed 's/^/# /' <<<"$l"; done; }
+# a "# TODO" test is a known gap (TAP): shown, not counted as a failure
+notok() {
+	n=$((n + 1))
+	[[ $1 == *"# TODO"* ]] || bad=$((bad + 1))
+	echo "not ok $n - $1"
+	shift
+	for l in "$@"; do sed 's/^/# /' <<<"$l"; done
+}
 skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
 check() {	# description, python expression over d (the document), json file
 	local what=$1 expr=$2 f=$3 msg
