@@ -274,14 +274,14 @@ with open(sys.argv[1]) as f:
             else:
                 bad += 1
             continue
-        for l in tap:
-            if l.startswith("not ok"):
-                bad += 1
-            else:
-                ok += 1
+        # TAP: "not ok ... # TODO" is a known gap the test shows, neither
+        # a pass nor a failure
+        failed = [l for l in tap if l.startswith("not ok") and
+                  not re.search(r"#\s*TODO\b", l, re.I)]
+        bad += len(failed)
+        ok += sum(1 for l in tap if l.startswith("ok"))
         # a crash after the last TAP line still fails the run
-        if t.get("result") not in ("OK", "EXPECTEDFAIL") and \
-           not any(l.startswith("not ok") for l in tap):
+        if t.get("result") not in ("OK", "EXPECTEDFAIL") and not failed:
             bad += 1
 print(ok, bad)
 EOF
