@@ -403,7 +403,7 @@ static int dispatch(struct psvc_core *c, const struct note *n, long *cur,
 				  " bytes: thread pointer unknown",
 				  (int)t->tid, n->size);
 		} else if (!t->have_tp) {
-			/* TPIDR_EL0 (GLIBC-NOTES.md §4); newer kernels add
+			/* TPIDR_EL0 (docs/GLIBC.md §4); newer kernels add
 			 * TPIDR2_EL0 after it */
 			t->tp = get64(n->desc);
 			t->have_tp = true;
