@@ -19,6 +19,10 @@
 #   --goal-ns "N..."   N at which the goals are judged (default "1000 10000")
 #   -a "ARGS"          extra target arguments (e.g. "--hb-last", "-m mixed")
 #   -t SEC             inspector timeout passed to measure.sh (default 300)
+#   --container ROOT   run the target inside the Debian root ROOT as a
+#                      container would (own mount namespace, chrooted; see
+#                      container-target.sh), built there with ROOT's compiler
+#                      against ROOT's glibc; e.g. -v 'tdb:--target-thread-db'
 #   -o DIR             parent of the raw data dir (default
 #                      ${TMPDIR:-/tmp}/tinspect-bench/runs); every run gets a
 #                      fresh DIR/YYYYmmdd-HHMMSS-PID with all.tsv, outputs, table.txt
@@ -39,9 +43,9 @@ die() { echo "$PROG: $*" >&2; exit 1; }
 warn() { echo "$PROG: warning: $*" >&2; }
 usage() {
 	if [[ ${1:-2} == 0 ]]; then
-		sed -n '5,33p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '5,37p' "$0" | sed 's/^# \{0,1\}//'
 	else
-		sed -n '5,33p' "$0" | sed 's/^# \{0,1\}//' >&2
+		sed -n '5,37p' "$0" | sed 's/^# \{0,1\}//' >&2
 	fi
 	exit "${1:-2}"
 }
@@ -58,6 +62,7 @@ GOAL_NS="1000 10000"
 TARGS=""
 TMO=300
 OUTBASE=""
+CONTAINER=""
 
 need_arg() { [[ $# -ge 2 ]] || { echo "$PROG: $1 needs an argument" >&2; usage 2; }; }
 while [[ $# -gt 0 ]]; do
@@ -74,6 +79,7 @@ while [[ $# -gt 0 ]]; do
 	--compare-ns) need_arg "$@"; COMPARE_NS=$2; shift ;;
 	--compare-r) need_arg "$@"; COMPARE_R=$2; shift ;;
 	--goal-ns) need_arg "$@"; GOAL_NS=$2; shift ;;
+	--container) need_arg "$@"; CONTAINER=$2; shift ;;
 	-h | --help) usage 0 ;;
 	*) echo "$PROG: unknown argument: $1" >&2; usage 2 ;;
 	esac
@@ -299,6 +305,16 @@ for p in target limit; do
 	mv -f "$BIN/$p.new" "$BIN/$p"
 done
 echo "built $BIN/target and $BIN/limit"
+if [[ -n $CONTAINER ]]; then
+	# the target as a container runs it: its root's glibc, its own compiler
+	[[ -x $CONTAINER/usr/bin/gcc ]] || die "$CONTAINER has no gcc (make it with tools/roots.sh)"
+	mkdir -p "$CONTAINER/tmp/bench" || die "cannot write $CONTAINER/tmp/bench"
+	cp "$SHARED_BENCH/target.c" "$CONTAINER/tmp/bench/target.c" &&
+		chroot "$CONTAINER" gcc -O2 -Wall -pthread -o /tmp/bench/target /tmp/bench/target.c ||
+		die "cannot build the target inside $CONTAINER"
+	echo "built $CONTAINER/tmp/bench/target with $CONTAINER's compiler" \
+		"($(chroot "$CONTAINER" ldd --version 2>&1 | head -n 1))"
+fi
 
 if [[ -n ${TINSPECT:-} ]]; then
 	[[ -x $TINSPECT ]] || die "TINSPECT=$TINSPECT is not executable"
@@ -331,6 +347,7 @@ stale=$(find "$REPO" \( -path "$REPO/build*" -o -path "$REPO/.git" \) -prune -o 
 		"built $(date -u -r "$TINSPECT" +%FT%TZ) sha256 $(sha256sum "$TINSPECT" | cut -c1-16)"
 	[[ -z $stale ]] || echo "warning: sources newer than the binary: $(echo "$stale" | tr '\n' ' ')"
 	echo "harness: $SHARED_BENCH"
+	[[ -z $CONTAINER ]] || echo "container: target inside $CONTAINER (container-target.sh)"
 	((RUN_GDB)) && echo "gdb: $(gdb --version | head -n 1)"
 	((RUN_EU)) && echo "eu-stack: $(eu-stack --version 2>&1 | head -n 1)"
 	echo "args: -n '$NS' -r $R --compare-ns '$COMPARE_NS' --compare-r $COMPARE_R -a '$TARGS' -t $TMO"
@@ -343,6 +360,9 @@ stale=$(find "$REPO" \( -path "$REPO/build*" -o -path "$REPO/.git" \) -prune -o 
 Q_TINSPECT=$(printf '%q' "$TINSPECT")
 Q_LIMIT=$(printf '%q' "$BIN/limit")
 export TARGET=$BIN/target
+if [[ -n $CONTAINER ]]; then
+	export TARGET=$HERE/container-target.sh CONTAINER_ROOT=$CONTAINER
+fi
 
 START=$EPOCHSECONDS
 START_FAIL=0

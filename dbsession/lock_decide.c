@@ -33,6 +33,12 @@ static const char NOTE_INTERNAL[] =
 static const char NOTE_PARK[] =
 	"parked by glibc in its PI mutex lock after the kernel refused the mutex "
 	"(EDEADLK or ESRCH): it will not get it; which mutex was not identified";
+static const char NOTE_PARK_UNPROVEN[] =
+	"a zero-valued wait on a word of its own stack, in code without "
+	"symbols: glibc parks a PI mutex waiter this way for ever after the "
+	"kernel refused the mutex (EDEADLK or ESRCH), but only libc's symbol "
+	"table can prove it (its debug file: libc6-dbg in the target's root, "
+	"or --debuginfod)";
 static const char NOTE_PI_FUTEX[] =
 	"a priority-inheritance futex: the kernel records the owner in the word";
 
@@ -217,6 +223,10 @@ static void decide(const struct dbs_lockctx *c, size_t ti,
 		v->frame = pname;
 		return;
 	}
+	/* the park's shape, in a frame without a name: said, not claimed */
+	bool maybe_park = !pname && dbs_wait_maybe_park(th, wt) &&
+			  dbs_park_frame_unnamed(c, ti, wt->uaddr) &&
+			  dbs_lock_read(c, wt->uaddr, &word, 4) && word == 0;
 	uint64_t cond, cmutex;
 	if (!dbs_wait_is_pi(wt->cmd) && (k.fk == FK_NONE || k.fk == FK_COND) &&
 	    dbs_condwait_object(c->in, dbs_thread_descriptor(c, th), wt->uaddr,
@@ -246,6 +256,8 @@ static void decide(const struct dbs_lockctx *c, size_t ti,
 		by_kernel_word(c, wt, &k, v);
 	else if (!by_symbol(c, &k, v))
 		by_words(&k, v);
+	if (maybe_park && v->kind == DBS_LOCK_FUTEX && !v->object && !v->note)
+		v->note = NOTE_PARK_UNPROVEN;
 }
 
 void dbs_decide_all(struct dbs_lockctx *c)

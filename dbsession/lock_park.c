@@ -25,33 +25,52 @@ static const char NOTE_PARK_FOUND[] =
 	"parked for ever by glibc after the kernel refused this PI mutex "
 	"(EDEADLK or ESRCH)";
 
-/*
- * The park, proven: the zero word lies in the stack frame of
- * __pthread_mutex_lock_full (or of the timed lock's
- * __pthread_mutex_clocklock_common, which parks until its timeout), the
- * only code that waits on a compound literal of its own frame.  The
- * frame's extent runs from its sp up to its caller's.  Those names need
- * libc's symbol table (libc6-dbg): without it the park is not claimed.
- */
-const char *dbs_park_frame(const struct dbs_lockctx *c, size_t ti, uint64_t addr)
+/* The frame (of the n loaded) whose extent holds addr: from its sp up to
+ * the next outer frame's; SIZE_MAX if none. */
+static size_t frame_holding(const struct dbs_lockctx *c, size_t n, uint64_t addr)
 {
-	size_t n = dbs_frames_load(c, ti);
 	for (size_t k = 0; k < n; k++) {
-		char norm[64];
-		if (!c->fnames[k] || !c->fsps[k])
-			continue;
-		dbs_frame_normalize(c->fnames[k], norm, sizeof norm);
-		if (strcmp(norm, "pthread_mutex_lock_full") &&
-		    strcmp(norm, "pthread_mutex_clocklock_common"))
-			continue;
 		uint64_t lo = c->fsps[k], hi = 0;
+		if (!lo)
+			continue;
 		for (size_t j = k + 1; j < n && !hi; j++)
 			if (c->fsps[j] > lo)
 				hi = c->fsps[j];
 		if (hi && addr >= lo && addr < hi)
-			return c->fnames[k];
+			return k;
 	}
-	return NULL;
+	return SIZE_MAX;
+}
+
+/*
+ * The park, proven: the zero word lies in the stack frame of
+ * __pthread_mutex_lock_full (or of the timed lock's
+ * __pthread_mutex_clocklock_common, which parks until its timeout), the
+ * only code that waits on a compound literal of its own frame.  Those
+ * names need libc's symbol table (libc6-dbg): without it the park is not
+ * claimed.
+ */
+const char *dbs_park_frame(const struct dbs_lockctx *c, size_t ti, uint64_t addr)
+{
+	size_t k = frame_holding(c, dbs_frames_load(c, ti), addr);
+	if (k == SIZE_MAX || !c->fnames[k])
+		return NULL;
+	char norm[64];
+	dbs_frame_normalize(c->fnames[k], norm, sizeof norm);
+	if (strcmp(norm, "pthread_mutex_lock_full") &&
+	    strcmp(norm, "pthread_mutex_clocklock_common"))
+		return NULL;
+	return c->fnames[k];
+}
+
+/* The same wait, but the frame that holds the word has no name: code
+ * without a symbol table, as libc is in most container images (Debian
+ * ships __pthread_mutex_lock_full's name only in libc6-dbg).  It may be
+ * the park; nothing proves it. */
+bool dbs_park_frame_unnamed(const struct dbs_lockctx *c, size_t ti, uint64_t addr)
+{
+	size_t k = frame_holding(c, dbs_frames_load(c, ti), addr);
+	return k != SIZE_MAX && !c->fnames[k];
 }
 
 /* General registers callee-saved by the ABI (x86_64 psABI: rbx rbp

@@ -198,6 +198,7 @@ int dbs_lockobj_tidy(struct dbs_lockctx *c);
 /* The park proven by the frames: the function whose stack frame holds
  * addr, or NULL. */
 const char *dbs_park_frame(const struct dbs_lockctx *c, size_t ti, uint64_t addr);
+bool dbs_park_frame_unnamed(const struct dbs_lockctx *c, size_t ti, uint64_t addr);
 /* Values that may point to the mutex a parked thread was acquiring: its
  * callee-saved registers, then the stack words just above sp (stack[]
  * read from sp, NULL if unreadable).  Returns how many (<= max). */

@@ -6,9 +6,12 @@
 #   tools/roots.sh SUITE...    e.g. bullseye bookworm trixie
 #
 # Each root is /var/cache/tinspect/roots/SUITE (TINSPECT_ROOTS overrides the
-# directory): debootstrap --variant=minbase plus gcc, g++ and libc6-dev, from
-# the Debian archive this machine's apt already uses (tools/setup.sh mirror:
-# no host is named in the repository).  A root is made in SUITE.new and
+# directory): debootstrap --variant=minbase plus gcc, g++, libc6-dev and
+# libc6-dbg (libc's symbol table: it names the frames of glibc's PI park,
+# and the containers suite also runs without it), from the Debian archive
+# this machine's apt already uses (tools/setup.sh mirror: no host is named
+# in the repository).  A root cached before libc6-dbg was asked for gets
+# it with the root's own apt.  A root is made in SUITE.new and
 # renamed when complete, so an interrupted run leaves nothing half-made;
 # debootstrap's log is SUITE.log beside it.  When a root cannot be made (no
 # debootstrap, no network, not root) it says why and goes on: the tests
@@ -18,9 +21,25 @@ set -uo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ROOTS=${TINSPECT_ROOTS:-/var/cache/tinspect/roots}
 
+# libc6-dbg into a root made without it, by the root's own apt
+add_dbg() {	# suite
+	local suite=$1 dir=$ROOTS/$1
+	[[ -d $dir/usr/lib/debug/.build-id ]] && return 0
+	echo "roots: adding libc6-dbg to $dir (once)" >&2
+	cp /etc/resolv.conf "$dir/etc/resolv.conf" 2>/dev/null
+	if ! chroot "$dir" sh -c 'apt-get update && apt-get install -y libc6-dbg' \
+		</dev/null >>"$ROOTS/$suite.log" 2>&1; then
+		echo "roots: cannot add libc6-dbg to $suite (see $ROOTS/$suite.log)" >&2
+		return 1
+	fi
+}
+
 make_root() {	# suite
 	local suite=$1 dir=$ROOTS/$1 mirror
-	[[ -x $dir/usr/bin/gcc ]] && return 0
+	if [[ -x $dir/usr/bin/gcc ]]; then
+		add_dbg "$suite"
+		return
+	fi
 	if [[ $(id -u) -ne 0 ]]; then
 		echo "roots: not root, cannot debootstrap $suite" >&2
 		return 1
@@ -36,7 +55,7 @@ make_root() {	# suite
 	mkdir -p "$ROOTS"
 	rm -rf "$dir.new"
 	echo "roots: debootstrap $suite from $mirror into $dir (once)" >&2
-	if ! debootstrap --variant=minbase --include=gcc,g++,libc6-dev \
+	if ! debootstrap --variant=minbase --include=gcc,g++,libc6-dev,libc6-dbg \
 		"$suite" "$dir.new" "$mirror" </dev/null >"$ROOTS/$suite.log" 2>&1; then
 		echo "roots: debootstrap $suite failed (see $ROOTS/$suite.log)" >&2
 		rm -rf "$dir.new"
