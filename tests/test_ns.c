@@ -329,7 +329,10 @@ Test(ns, shadowed_library_rejected_by_build_id)
 {
 	start_in_mount_ns();
 	char cmd[512];
-	snprintf(cmd, sizeof cmd, "/usr/bin/nsenter --target %d --mount -- "
+	/* --root: entering a mount namespace moves the caller to that
+	 * namespace's root, which is not the target's when the suite runs
+	 * chrooted (setns(2)); the target's root is where /mnt is */
+	snprintf(cmd, sizeof cmd, "/usr/bin/nsenter --target %d --mount --root -- "
 		 "/bin/mount --bind '%s' /mnt/libfx_tlslib.so", (int)inner,
 		 fixture_path("libfx_tlsplugin.so"));
 	cr_assert(system(cmd) == 0, "%s failed", cmd);
