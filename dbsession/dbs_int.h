@@ -131,6 +131,10 @@ struct dbs_session {
 	char *tid_off_why;		/* why it is unknown (NULL: known) */
 	/* waits.c: what each thread waited on at the last update */
 	struct dbs_waits *waits;
+	/* stacktop.c: bytes below a descriptor the next copies leave out
+	 * (its static TLS), 0: none; off once a cut proved too short */
+	uint64_t stacktop_cut;
+	bool stacktop_off;
 };
 
 /* What libthread_db said about one task during the stop, by task index;
@@ -349,5 +353,11 @@ int dbs_add_error(char ***errs, size_t *n, const char *fmt, ...)
 struct dbs_waits;
 void dbs_waits_track(struct dbs_session *s, struct dbs_snapshot *snap);
 void dbs_waits_free(struct dbs_waits *w);
+
+/* stacktop.c: where the copy of a stack whose descriptor pd lies above
+ * its sp ends (pd, or below pd's static TLS once learned); learn from a
+ * snapshot's unwound stacks */
+uint64_t dbs_stacktop_end(const struct dbs_session *s, uint64_t pd, uint64_t sp);
+void dbs_stacktop_learn(struct dbs_session *s, const struct dbs_snapshot *snap);
 
 #endif

@@ -437,8 +437,10 @@ static void prefetch_capture(struct dbs_session *s, struct tdb_result *cap)
 			 * born during the stop): one page, nothing assumed */
 			end = (sp | 4095) + 1;
 		}
+		/* its descriptor: read apart, in batches; and the static
+		 * TLS under it, once learned (stacktop.c) */
 		if (pd > sp && pd < end && !d)
-			end = pd;	/* its descriptor: read apart, in batches */
+			end = dbs_stacktop_end(s, pd, sp);
 		cap[i].stack_lo = sp;
 		cap[i].stack_hi = end;
 		r[nr++] = (struct psvc_range){ lo, end - lo };
@@ -469,8 +471,9 @@ static size_t expected_copy_bytes(struct dbs_session *s)
 		uint64_t len = m.end - ti->sc_sp;
 		if (len > s->opts.stack_bytes)
 			len = s->opts.stack_bytes;
-		else if (len > s->sizeof_pthread && !keep_descriptors(s))
-			len -= s->sizeof_pthread;	/* read apart */
+		else if (len > s->sizeof_pthread + s->stacktop_cut &&
+			 !keep_descriptors(s))
+			len -= s->sizeof_pthread + s->stacktop_cut;	/* not copied */
 		sum += (size_t)len + 128 + 16;
 	}
 	return sum;
@@ -882,6 +885,8 @@ static int update_body(struct dbs_session *s, bool nonblocking,
 	if (snap && dbs_locks_run(s, snap))
 		dbs_add_error(&snap->errors, &snap->nerrors,
 			       "lock analysis: out of memory");
+	if (snap)
+		dbs_stacktop_learn(s, snap);	/* for the next copies */
 	psvc_release_capture(t);	/* the copies are analysed: let go */
 	psvc_follow_service(t);
 	if (!snap)

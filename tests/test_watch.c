@@ -699,3 +699,80 @@ Test(watch, memory_stays_flat_over_1000_updates)
 	check_released(fx.pid);
 	validate_stream();
 }
+
+/* A thread's frames as one string ("sym|sym|..."), its stack's end. */
+static char *frames_key(json_t *th, const char **ret_end)
+{
+	json_t *st = json_object_get(th, "stack");
+	*ret_end = jstr(st, "end");
+	size_t cap = 1024, len = 0;
+	char *k = calloc(1, cap);
+	size_t i;
+	json_t *f;
+	json_array_foreach(json_object_get(st, "frames"), i, f) {
+		const char *s = jstr(f, "symbol");
+		len += (size_t)snprintf(k + len, cap - len, "%s|", s ? s : "?");
+		cr_assert(len < cap, "too many frames");
+	}
+	return k;
+}
+
+Test(watch, later_updates_leave_the_static_tls_out_of_stack_copies)
+{
+	/* the first update copies each stack up to its descriptor; later
+	 * ones stop below the static TLS block (stacktop.c): less copied,
+	 * the same complete stacks */
+	const char *fargs[] = { "--idle", "20", "alpha:61", "beta:62", NULL };
+	fx_start(&fx, "fx_threads", fargs, 30);
+	struct run r;
+	const char *args[] = { "--watch", "0.05", "--count", "3", "--json",
+			       pidstr(fx.pid), NULL };
+	run_tinspect(&r, args, 60);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	json_t *doc[3] = { NULL };
+	int n = 0;
+	for (char *l = strtok(r.out, "\n"); l; l = strtok(NULL, "\n")) {
+		keep_line(l);
+		json_t *d = json_loads(l, 0, NULL);
+		cr_assert(d, "not JSON: %.200s", l);
+		if (json_object_get(d, "threads") && n < 3)
+			doc[n++] = d;
+		else
+			json_decref(d);
+	}
+	cr_assert_eq(n, 3, "three snapshots");
+	long long copied[3];
+	for (int u = 0; u < 3; u++)
+		copied[u] = json_integer_value(json_object_get(
+			json_object_get(doc[u], "capture"), "stack_bytes_copied"));
+	cr_log_info("stack bytes copied: %lld, %lld, %lld", copied[0], copied[1],
+		    copied[2]);
+	cr_assert(copied[0] > 0 && copied[1] * 4 < copied[0] * 3 &&
+		  copied[2] == copied[1],
+		  "copied %lld, then %lld, %lld", copied[0], copied[1], copied[2]);
+	size_t i, j;
+	json_t *a, *b;
+	size_t compared = 0;
+	json_array_foreach(json_object_get(doc[0], "threads"), i, a) {
+		json_int_t tid = json_integer_value(json_object_get(a, "tid"));
+		json_array_foreach(json_object_get(doc[2], "threads"), j, b) {
+			if (json_integer_value(json_object_get(b, "tid")) != tid)
+				continue;
+			const char *e0, *e2;
+			char *k0 = frames_key(a, &e0), *k2 = frames_key(b, &e2);
+			cr_assert_str_eq(e0, "complete", "tid %lld", (long long)tid);
+			cr_assert_str_eq(e2, "complete", "tid %lld in update 3",
+					 (long long)tid);
+			cr_assert_str_eq(k2, k0, "tid %lld", (long long)tid);
+			free(k0);
+			free(k2);
+			compared++;
+		}
+	}
+	cr_assert_eq(compared, 23, "threads in both: %zu", compared);
+	for (int u = 0; u < 3; u++)
+		json_decref(doc[u]);
+	run_free(&r);
+	check_released(fx.pid);
+	validate_stream();
+}
