@@ -17,9 +17,8 @@
  * safe-path, it is loaded only when asked: with --target-thread-db
  * (opts.target_thread_db), or when the file is under a directory listed in
  * TINSPECT_THREAD_DB_SAFE_PATH (opts.thread_db_safe_path) as tinspect
- * itself reaches it by path (a file of another mount namespace that
- * tinspect cannot reach is under none).  Never with an explicit
- * --thread-db.  When nothing fits, the snapshot says so in a warning that
+ * itself reaches it, compared by inode (under_safe_path).  Never with an
+ * explicit --thread-db.  When nothing fits, the snapshot says so in a warning that
  * names the option, and threads are listed from /proc alone.
  */
 #include "dbs_int.h"
@@ -63,43 +62,93 @@ static bool same_as_loaded(struct dbs_session *s, const struct stat *st)
 	       mine.st_ino == st->st_ino;
 }
 
-/*
- * Is the open file fd under a directory of the safe path?  Its path is
- * the one the kernel gives for the descriptor (from our root), and only if
- * that path leads us to the very same file: a file of a mount namespace we
- * cannot reach reads as its path in that namespace, which may name another
- * file (or a trusted directory) here.
- */
-static bool under_safe_path(const struct dbs_session *s, int fd)
+/* Each directory of the safe path, as tinspect reaches it: f(dir's stat)
+ * until it says true. */
+static bool any_safe_dir(const char *list, bool (*f)(const struct stat *, void *),
+			 void *arg)
 {
-	const char *list = s->opts.thread_db_safe_path;
-	if (!list || !list[0])
-		return false;
-	char link[64], real[PATH_MAX];
-	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-	ssize_t n = readlink(link, real, sizeof real - 1);
-	if (n <= 0 || (size_t)n >= sizeof real - 1)
-		return false;
-	real[n] = '\0';
-	struct stat a, b;
-	if (real[0] != '/' || fstat(fd, &a) || stat(real, &b) ||
-	    a.st_dev != b.st_dev || a.st_ino != b.st_ino)
-		return false;
-	for (const char *p = list; *p;) {
+	for (const char *p = list; p && *p;) {
 		const char *end = strchr(p, ':');
 		size_t len = end ? (size_t)(end - p) : strlen(p);
-		while (len > 1 && p[len - 1] == '/')
-			len--;	/* "/opt/x/" is "/opt/x" */
-		if (len && p[0] == '/' && !strncmp(real, p, len) &&
-		    (real[len] == '/' || len == 1))
-			return true;
+		char dir[PATH_MAX];
+		struct stat ds;
+		if (len && len < sizeof dir && p[0] == '/') {
+			memcpy(dir, p, len);
+			dir[len] = '\0';
+			if (stat(dir, &ds) == 0 && S_ISDIR(ds.st_mode) && f(&ds, arg))
+				return true;
+		}
 		p += len;
-		while (*p && *p != ':')
-			p++;	/* the trailing slashes skipped above */
 		if (*p == ':')
 			p++;
 	}
 	return false;
+}
+
+/* Is the directory (device, inode) of *ds directory dfd or one above it?
+ * The walk goes up by "..", which never follows a symlink, to the root
+ * of dfd's mount namespace. */
+static bool holds_dir(const struct stat *ds, void *arg)
+{
+	int fd = openat(*(const int *)arg, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	bool found = false;
+	for (int depth = 0; fd >= 0 && depth < 256 && !found; depth++) {
+		struct stat cur, up;
+		int pfd = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (fstat(fd, &cur) != 0) {
+			if (pfd >= 0)
+				close(pfd);
+			break;
+		}
+		found = cur.st_dev == ds->st_dev && cur.st_ino == ds->st_ino;
+		bool top = pfd < 0 || fstat(pfd, &up) != 0 ||
+			   (up.st_dev == cur.st_dev && up.st_ino == cur.st_ino);
+		close(fd);
+		fd = top ? -1 : pfd;
+		if (top && pfd >= 0)
+			close(pfd);
+	}
+	if (fd >= 0)
+		close(fd);
+	return found;
+}
+
+/*
+ * Is the library, named "libthread_db.so.1" in the open directory dfd (a
+ * directory of the target's mount namespace, opened through
+ * /proc/PID/root), under a directory of the safe path?  Decided by
+ * device and inode, not by path: the kernel's path of a file of another
+ * mount namespace need not be a path of ours (tinspect chrooted, the
+ * target in a namespace of its own), and a path of ours that reads the
+ * same may be another file.  The name must be the file itself (not a
+ * symlink, which may lead out of the directory) and the file the one
+ * opened (st).
+ */
+static bool under_safe_path(const struct dbs_session *s, int dfd,
+			    const struct stat *st)
+{
+	const char *list = s->opts.thread_db_safe_path;
+	if (!list || !list[0])
+		return false;
+	/* the file itself, or a symlink to a name of the same directory
+	 * (glibc before 2.34 installs libthread_db.so.1 ->
+	 * libthread_db-1.0.so) */
+	char name[NAME_MAX + 1] = "libthread_db.so.1";
+	struct stat ls;
+	if (fstatat(dfd, name, &ls, AT_SYMLINK_NOFOLLOW) != 0)
+		return false;
+	if (S_ISLNK(ls.st_mode)) {
+		ssize_t n = readlinkat(dfd, "libthread_db.so.1", name, sizeof name - 1);
+		if (n <= 0 || (size_t)n >= sizeof name - 1)
+			return false;
+		name[n] = '\0';
+		if (strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, "..") ||
+		    fstatat(dfd, name, &ls, AT_SYMLINK_NOFOLLOW) != 0)
+			return false;
+	}
+	if (!S_ISREG(ls.st_mode) || ls.st_dev != st->st_dev || ls.st_ino != st->st_ino)
+		return false;
+	return any_safe_dir(list, holds_dir, &dfd);
 }
 
 /* Try the libthread_db.so.1 in directory dir (a path in the target's
@@ -136,6 +185,7 @@ static int try_dir(struct dbs_session *s, const char *dir, char *why,
 		close(dfd);
 		return -ENOENT;
 	}
+	bool safe = under_safe_path(s, dfd, &st);
 	close(dfd);
 	if (same_as_loaded(s, &st)) {
 		close(fd);
@@ -147,7 +197,7 @@ static int try_dir(struct dbs_session *s, const char *dir, char *why,
 		close(fd);
 		return -EPERM;
 	}
-	if (!s->opts.target_thread_db && !under_safe_path(s, fd)) {
+	if (!s->opts.target_thread_db && !safe) {
 		snprintf(why, whylen, "loading the target's own %.1024s%s (code from "
 			 "its file system) needs --target-thread-db, or its "
 			 "directory in TINSPECT_THREAD_DB_SAFE_PATH", dir,

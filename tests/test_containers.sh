@@ -13,6 +13,15 @@
 set -u
 top=${1:?usage: test_containers.sh SOURCE_ROOT}
 ROOTS=${TINSPECT_ROOTS:-/var/cache/tinspect/roots}
+# The whole script in a mount namespace of its own: what it mounts (each
+# root's scratch /tmp, a /proc) goes away with it, even if it is killed,
+# and the cached roots are never written (tools/chroot-test.sh lends them
+# read-only).  Without the right to, the check below skips.
+if [[ -z ${TINSPECT_CONTAINERS_NS:-} ]] && [[ $(id -u) -eq 0 ]] &&
+	unshare --mount --propagation private true 2>/dev/null; then
+	TINSPECT_CONTAINERS_NS=1 exec unshare --mount --propagation private \
+		bash "${BASH_SOURCE[0]}" "$@"
+fi
 tmp=$(mktemp -d)
 n=0 bad=0 pids=() mounts=()
 
@@ -62,6 +71,10 @@ if [[ $(id -u) -ne 0 ]] || ! unshare --mount --pid --fork true 2>/dev/null; then
 	echo "1..$n"
 	exit 0
 fi
+# scratch() ROOT: a fresh tmpfs over ROOT/tmp, for what the tests put there
+scratch() {
+	mount -t tmpfs tinspect-scratch "$1/tmp" && mounts+=("$1/tmp")
+}
 
 # start ROOT PROG...: the program in its own mount+PID namespace chrooted
 # at ROOT; its host PID in $target, ready when it printed "ready"
@@ -134,7 +147,7 @@ for suite in bullseye trixie; do
 		continue
 	fi
 	# built inside the root, against its glibc
-	rm -rf "$root/tmp/tinspect-fx"
+	scratch "$root" || { notok "$suite: a scratch /tmp in the root"; continue; }
 	mkdir -p "$root/tmp/tinspect-fx"
 	cp "$top"/tests/fixtures/fx_lock*.c "$top"/tests/fixtures/fx_lock*.cc \
 		"$top"/tests/fixtures/fx_lock.h "$root/tmp/tinspect-fx/"
@@ -191,6 +204,12 @@ for suite in bullseye trixie; do
 		TINSPECT_THREAD_DB_SAFE_PATH=/nonexistent:$root/usr/lib inspect "$tmp/d.json"
 		check "$suite: TINSPECT_THREAD_DB_SAFE_PATH admits the root's libthread_db" \
 			"tdb['status'] == 'ok' and tdb['library_origin'] == 'target'" "$tmp/d.json"
+		# the same path inside the container is not ours: our /usr/lib
+		# trusted says nothing of the container's (the directories are
+		# compared by inode, not by the path the kernel gives)
+		TINSPECT_THREAD_DB_SAFE_PATH=/usr/lib:/usr/lib/x86_64-linux-gnu inspect "$tmp/d.json"
+		check "$suite: TINSPECT_THREAD_DB_SAFE_PATH=/usr/lib (ours) does not admit the container's" \
+			"tdb['status'] == 'version_mismatch' and tdb['library_origin'] is None" "$tmp/d.json"
 	else
 		notok "$suite: safe path: fixture not ready"
 	fi
@@ -214,8 +233,8 @@ if [[ ! -x $root/usr/bin/gcc ]]; then
 else
 	# tinspect and its libraries as built here, in the chroot
 	inside=$root/tmp/tinspect-self
-	rm -rf "$inside"
-	mkdir -p "$inside" "$root/proc"
+	scratch "$root" || notok "tinspect in a chroot: a scratch /tmp in the root"
+	mkdir -p "$inside"
 	mkdir -p "$inside/lib"
 	cp "$TINSPECT" "$inside/tinspect"
 	# its libraries but the C library (the root's is the same 2.36)

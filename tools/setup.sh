@@ -46,8 +46,9 @@ PACKAGES=(
 	debootstrap libcap2-bin
 	# the install suite (tests/test_install.sh): embedders built with
 	# pkg-config, headers compiled as C++ (g++, above), man pages
-	# rendered
-	groff-base
+	# rendered; libdw's pkg-config --static names -lbz2 (and -llzma,
+	# -lz: above and below)
+	groff-base libbz2-dev
 	# --pprof (issue 15): profile.proto compiled by protoc-c, packed by
 	# libprotobuf-c, gzip'ed by zlib; and the consumers the formats suite
 	# reads the files with: node_exporter's textfile collector, Python's
