@@ -6,6 +6,11 @@
 #   tools/chroot-test.sh --quick   tools/setup.sh build, then meson test
 #                                  (no ASan, valgrind, fuzzers: minutes,
 #                                  not an hour)
+#   tools/chroot-test.sh --no-sys-admin [--quick]
+#                                  the same without CAP_SYS_ADMIN (dropped
+#                                  from the bounding set by capsh), as in a
+#                                  container that lacks it: what needs it
+#                                  must skip with a reason, not fail
 #
 # A copy of the cached Debian 12 root (tools/roots.sh bookworm) is made under
 # /var/tmp, this tree (its committed and uncommitted files, not build/) is
@@ -20,8 +25,14 @@ set -euo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ROOTS=${TINSPECT_ROOTS:-/var/cache/tinspect/roots}
-quick=0
-[[ ${1:-} == --quick ]] && quick=1
+quick=0 nosysadmin=0
+for a in "$@"; do
+	case $a in
+	--quick) quick=1 ;;
+	--no-sys-admin) nosysadmin=1 ;;
+	*) echo "usage: chroot-test.sh [--no-sys-admin] [--quick]" >&2; exit 2 ;;
+	esac
+done
 
 bash "$top/tools/roots.sh" bookworm || {
 	echo "chroot-test: no Debian 12 root; nothing run" >&2
@@ -85,7 +96,15 @@ else
 	cmd='tools/setup.sh test'
 fi
 set +e
-setsid chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
+wrap=()
+if ((nosysadmin)); then
+	# bash -c 'exec "$0" "$@"': capsh runs bash with what follows "--"
+	wrap=(capsh --drop=cap_sys_admin -- -c 'exec "$0" "$@"')
+	# CAP_SYS_ADMIN is bit 21 of the bounding set
+	cmd='b=$(awk "/^CapBnd:/ { print \$2 }" /proc/self/status);
+	     if (( (0x$b >> 21) & 1 )); then echo "chroot-test: CAP_SYS_ADMIN was not dropped" >&2; exit 1; fi; '"$cmd"
+fi
+setsid "${wrap[@]}" chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
 	TERM=dumb LANG=C.UTF-8 TINSPECT_NO_ROOTS=1 /bin/bash -c "cd /src && $cmd" </dev/null &
 child=$!
 wait "$child"
