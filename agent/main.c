@@ -155,6 +155,10 @@ static const char usage_text[] =
 "                       stopped capture, which is then the report; with\n"
 "                       =strict nothing is ever stopped and it is reported\n"
 "                       as unconfirmed, never as a deadlock\n"
+"  --update-priority idle|normal  the CPU priority of nonblocking updates:\n"
+"                       idle (SCHED_IDLE: a CPU only when nothing else\n"
+"                       wants it; the default with --watch) or normal\n"
+"                       (the default of a one-shot capture)\n"
 "  --thread-db PATH     libthread_db to load (default: the system's)\n"
 "  --target-thread-db   when the system's libthread_db does not fit the\n"
 "                       target's glibc (a container's), load the target's\n"
@@ -432,13 +436,15 @@ int main(int argc, char **argv)
 	       OPT_STACK_BYTES, OPT_DEBUGINFOD, OPT_TLS, OPT_ERRNO, OPT_KEYS,
 	       OPT_NO_TARGET_TDB, OPT_TARGET_TDB, OPT_CHECK, OPT_WATCH, OPT_COUNT, OPT_SUMMARY,
 	       OPT_FOLLOW, OPT_BRIEF, OPT_VERBOSE, OPT_HUNG_AFTER, OPT_MAX_DUTY,
-	       OPT_DIFF, OPT_PROMETHEUS, OPT_FOLDED, OPT_FOLDED_BY, OPT_PPROF, OPT_CORE, OPT_EXE, OPT_SYSROOT, OPT_NONBLOCKING };
+	       OPT_DIFF, OPT_PROMETHEUS, OPT_FOLDED, OPT_FOLDED_BY, OPT_PPROF, OPT_CORE, OPT_EXE, OPT_SYSROOT, OPT_NONBLOCKING,
+	       OPT_UPDATE_PRIORITY };
 	struct format_opts fo = { 0 };
 	const char *core = NULL, *exe = NULL, *sysroot = NULL;
 	/* options that make no sense for a core, refused with --core */
 	const char *live_only = NULL;
 	struct watch_opts wo = { 0 };
 	bool watch = false, diff = false, hung_after_set = false;
+	int idle_updates = -1;	/* --update-priority; -1: the default */
 	bool debuginfod = false;
 	enum { MAX_TLS = 64 };
 	static struct tinspect_tls_request tls[MAX_TLS];
@@ -460,6 +466,7 @@ int main(int argc, char **argv)
 		{ "max-duty", required_argument, NULL, OPT_MAX_DUTY },
 		{ "diff", no_argument, NULL, OPT_DIFF },
 		{ "nonblocking", optional_argument, NULL, OPT_NONBLOCKING },
+		{ "update-priority", required_argument, NULL, OPT_UPDATE_PRIORITY },
 		{ "max-freeze", required_argument, NULL, OPT_MAX_FREEZE },
 		{ "stop-timeout", required_argument, NULL, OPT_STOP_TIMEOUT },
 		{ "thread-db", required_argument, NULL, OPT_THREAD_DB },
@@ -614,6 +621,14 @@ int main(int argc, char **argv)
 			dopts.flags |= optarg ? TINSPECT_OPT_NONBLOCKING_STRICT
 					      : TINSPECT_OPT_NONBLOCKING;
 			break;
+		case OPT_UPDATE_PRIORITY:
+			if (strcmp(optarg, "idle") && strcmp(optarg, "normal")) {
+				fprintf(stderr, "tinspect: --update-priority is idle "
+					"or normal, not '%s'\n", optarg);
+				return EXIT_USAGE;
+			}
+			idle_updates = !strcmp(optarg, "idle");
+			break;
 		case OPT_NO_STACKS:
 			dopts.flags |= TINSPECT_OPT_NO_STACKS;
 			break;
@@ -728,6 +743,17 @@ int main(int argc, char **argv)
 	}
 	if (watch && !hung_after_set)
 		wo.hung_after_ns = 60 * UINT64_C(1000000000);
+	bool nonblocking = dopts.flags & (TINSPECT_OPT_NONBLOCKING |
+					  TINSPECT_OPT_NONBLOCKING_STRICT);
+	if (idle_updates >= 0 && !nonblocking) {
+		fprintf(stderr, "tinspect: --update-priority goes with --nonblocking "
+			"(an all-stop capture is a freeze: it runs at full speed)\n");
+		return EXIT_USAGE;
+	}
+	/* a nonblocking watch runs for weeks on busy machines: it yields the
+	 * CPU unless told otherwise; a one-shot capture does not wait */
+	if (idle_updates > 0 || (idle_updates < 0 && watch && nonblocking))
+		dopts.flags |= TINSPECT_OPT_IDLE_PRIORITY;
 	if (wo.follow && (dopts.flags & (TINSPECT_OPT_NONBLOCKING |
 					 TINSPECT_OPT_NONBLOCKING_STRICT))) {
 		fprintf(stderr, "tinspect: --follow-threads attaches to every "

@@ -106,6 +106,8 @@ struct dbs_options {
 		/* hold nothing, ever: candidates stay unconfirmed */
 		DBS_MODE_NONBLOCKING_STRICT,
 	} mode;
+	/* the nonblocking capture at SCHED_IDLE (nonblock.c) */
+	bool idle_priority;
 };
 
 /* Whose libthread_db served the snapshot. */

@@ -17,10 +17,23 @@
  * candidate, is the update (DBS_CAPTURE_CONFIRMATION).  With
  * DBS_MODE_NONBLOCKING_STRICT nothing is ever stopped: the snapshot stays
  * DBS_CAPTURE_NONBLOCKING, whose cycles the renderers call unconfirmed.
+ *
+ * A nonblocking capture freezes nothing, so it need not be quick: asked
+ * to (opts.idle_priority, a watch's choice), it runs in a thread of its
+ * own at SCHED_IDLE (and so do the /proc readers it
+ * starts), which gets a CPU only when nothing else wants it.  On a busy
+ * machine the target's threads always win: what watching costs it is
+ * then the memory traffic and the kernel's own locks, not CPU time (at
+ * 10 000 threads an update is about a second of CPU).  The price is
+ * paid by the update, which is late when no CPU is free; its duration
+ * says so.  The confirming all-stop capture keeps the caller's priority:
+ * there a slow capture is a long freeze.
  */
 #include "dbs_int.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,10 +47,45 @@ static size_t nstalls(const struct dbs_snapshot *snap)
 	return snap->locks ? snap->locks->nstalls : 0;
 }
 
+struct idle_job {
+	struct dbs_session *s;
+	struct dbs_snapshot *snap;
+	int err;
+};
+
+static void *idle_capture(void *arg)
+{
+	struct idle_job *j = arg;
+	/* this thread only (Linux: sched_setscheduler(0) is the caller's
+	 * thread; glibc's pthread attributes refuse SCHED_IDLE), inherited
+	 * by the threads it starts; if refused, at the caller's priority */
+	struct sched_param sp = { .sched_priority = 0 };
+	(void)sched_setscheduler(0, SCHED_IDLE, &sp);
+	j->err = dbs_capture_once(j->s, true, &j->snap);
+	return NULL;
+}
+
+/* The nonblocking capture at SCHED_IDLE when asked; at the caller's
+ * priority while following threads (the tracer must stay the caller's
+ * thread) or if no thread can be made. */
+static int capture_idle(struct dbs_session *s, struct dbs_snapshot **ret)
+{
+	struct idle_job j = { .s = s, .err = -ENOMEM };
+	pthread_t th;
+	if (!s->opts.idle_priority || psvc_followed(s->t) ||
+	    pthread_create(&th, NULL, idle_capture, &j) != 0)
+		return dbs_capture_once(s, true, ret);
+	pthread_join(th, NULL);
+	if (j.err)
+		return j.err;
+	*ret = j.snap;
+	return 0;
+}
+
 int dbs_nb_update(struct dbs_session *s, struct dbs_snapshot **ret)
 {
 	struct dbs_snapshot *snap;
-	int err = dbs_capture_once(s, true, &snap);
+	int err = capture_idle(s, &snap);
 	if (err)
 		return err;
 	size_t cycles = ncycles(snap), stalls = nstalls(snap);

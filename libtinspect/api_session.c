@@ -26,7 +26,8 @@ _Static_assert(TINSPECT_EPERM_NOT_DUMPABLE == (int)PSVC_EPERM_NOT_DUMPABLE &&
 #define KNOWN_FLAGS (TINSPECT_OPT_NO_STACKS | TINSPECT_OPT_ERRNO | TINSPECT_OPT_KEYS | \
 		     TINSPECT_OPT_NO_TARGET_THREAD_DB | TINSPECT_OPT_PROC_MEM | \
 		     TINSPECT_OPT_TARGET_THREAD_DB | \
-		     TINSPECT_OPT_NONBLOCKING | TINSPECT_OPT_NONBLOCKING_STRICT)
+		     TINSPECT_OPT_NONBLOCKING | TINSPECT_OPT_NONBLOCKING_STRICT | \
+		     TINSPECT_OPT_IDLE_PRIORITY)
 #define DEFAULT_STOP_TIMEOUT_NS 1000000000ull
 
 /*
@@ -76,6 +77,7 @@ static int options_to_dbs(tinspect_session *s, const struct tinspect_options *o,
 		.mode = (o->flags & TINSPECT_OPT_NONBLOCKING_STRICT) ? DBS_MODE_NONBLOCKING_STRICT :
 			(o->flags & TINSPECT_OPT_NONBLOCKING) ? DBS_MODE_NONBLOCKING :
 			DBS_MODE_STOP,
+		.idle_priority = o->flags & TINSPECT_OPT_IDLE_PRIORITY,
 	};
 	if (o->thread_db_path && !(s->thread_db_path = strdup(o->thread_db_path)))
 		return -ENOMEM;

@@ -177,6 +177,60 @@ Test(nonblocking, watch_3000_threads_never_stops_a_thread)
 	json_decref(doc);
 }
 
+/* The scheduling policy of task tid of process pid (field 41 of its
+ * stat), -1 if it is gone. */
+static int task_policy(pid_t pid, const char *tid)
+{
+	char path[320], buf[1024];
+	snprintf(path, sizeof path, "/proc/%d/task/%s/stat", (int)pid, tid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')');	/* past comm, which may hold spaces */
+	for (int field = 2; p && field < 41; field++)
+		p = strchr(p + 1, ' ');
+	return p ? atoi(p + 1) : -1;
+}
+
+Test(nonblocking, the_capture_yields_the_cpu_at_sched_idle)
+{
+	/* a nonblocking update freezes nothing: it runs at SCHED_IDLE (5),
+	 * seen from /proc while it works; the caller's thread does not */
+	const char *args[] = { "--idle", "3000", NULL };
+	fx_start(&fx, "fx_spin", args, 120);
+	const char *targs[] = { "--watch", "0.1", "--count", "20", "--summary",
+				"--json", "--nonblocking", pidstr(fx.pid), NULL };
+	struct run r;
+	run_start(&r, targs);
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/task", (int)r.pid);
+	bool idle_seen = false, main_idle = false;
+	for (int i = 0; i < 20000 && !idle_seen; i++) {
+		DIR *d = opendir(path);
+		if (!d)
+			break;	/* it ended */
+		struct dirent *e;
+		while ((e = readdir(d)))
+			if (e->d_name[0] != '.' && task_policy(r.pid, e->d_name) == 5) {
+				if (atoi(e->d_name) == r.pid)
+					main_idle = true;
+				else
+					idle_seen = true;
+			}
+		closedir(d);
+		usleep(500);
+	}
+	run_wait(&r, 120);
+	cr_assert(!r.timed_out && r.status == 0, "watch exit %d: %s", r.status,
+		  r.err ? r.err : "");
+	cr_assert(idle_seen, "no thread of tinspect was seen at SCHED_IDLE");
+	cr_assert(!main_idle, "tinspect's main thread ran at SCHED_IDLE");
+	run_free(&r);
+}
+
 /* ---- a candidate deadlock ----------------------------------------------------- */
 
 static bool cycle_has(json_t *cycle, pid_t a, pid_t b)

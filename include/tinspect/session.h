@@ -68,6 +68,16 @@ enum tinspect_option_flags {
 	 * confirm: the snapshot's cycles and stalls stay candidates
 	 * (TINSPECT_CAPTURE_NONBLOCKING).  Implies TINSPECT_OPT_NONBLOCKING. */
 	TINSPECT_OPT_NONBLOCKING_STRICT = 1u << 7,
+	/* With TINSPECT_OPT_NONBLOCKING: the nonblocking capture runs in a
+	 * thread of the library's own at SCHED_IDLE (so do the /proc
+	 * readers it starts), which gets a CPU only when nothing else wants
+	 * it: on a busy machine the target's threads always win, and the
+	 * update is late instead (its duration says so).  For a watch that
+	 * runs for weeks; a one-shot capture on a saturated machine would
+	 * wait long.  The confirming all-stop capture keeps the caller's
+	 * priority (a slow capture there is a long freeze).  Ignored while
+	 * following threads (the tracer must stay the caller's thread). */
+	TINSPECT_OPT_IDLE_PRIORITY = 1u << 8,
 };
 
 /*
