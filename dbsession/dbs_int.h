@@ -40,6 +40,10 @@ struct tdb_lib {
  * following) or nonblocking; no confirmation */
 int dbs_capture_once(struct dbs_session *s, bool nonblocking,
 		     struct dbs_snapshot **ret);
+/* The same in a thread of its own (at SCHED_IDLE if idle), joined before
+ * it returns: in the caller's thread if none can be made. */
+int dbs_capture_in_thread(struct dbs_session *s, bool nonblocking, bool idle,
+			  struct dbs_snapshot **ret);
 
 /* nonblock.c: updates that hold nothing (DBS_MODE_NONBLOCKING*) */
 int dbs_nb_update(struct dbs_session *s, struct dbs_snapshot **ret);

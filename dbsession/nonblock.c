@@ -32,8 +32,6 @@
 #include "dbs_int.h"
 
 #include <errno.h>
-#include <pthread.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,45 +45,20 @@ static size_t nstalls(const struct dbs_snapshot *snap)
 	return snap->locks ? snap->locks->nstalls : 0;
 }
 
-struct idle_job {
-	struct dbs_session *s;
-	struct dbs_snapshot *snap;
-	int err;
-};
-
-static void *idle_capture(void *arg)
-{
-	struct idle_job *j = arg;
-	/* this thread only (Linux: sched_setscheduler(0) is the caller's
-	 * thread; glibc's pthread attributes refuse SCHED_IDLE), inherited
-	 * by the threads it starts; if refused, at the caller's priority */
-	struct sched_param sp = { .sched_priority = 0 };
-	(void)sched_setscheduler(0, SCHED_IDLE, &sp);
-	j->err = dbs_capture_once(j->s, true, &j->snap);
-	return NULL;
-}
-
-/* The nonblocking capture at SCHED_IDLE when asked; at the caller's
+/* The nonblocking capture, at SCHED_IDLE when asked; at the caller's
  * priority while following threads (the tracer must stay the caller's
- * thread) or if no thread can be made. */
-static int capture_idle(struct dbs_session *s, struct dbs_snapshot **ret)
+ * thread). */
+static int capture_nb(struct dbs_session *s, struct dbs_snapshot **ret)
 {
-	struct idle_job j = { .s = s, .err = -ENOMEM };
-	pthread_t th;
-	if (!s->opts.idle_priority || psvc_followed(s->t) ||
-	    pthread_create(&th, NULL, idle_capture, &j) != 0)
+	if (!s->opts.idle_priority || psvc_followed(s->t))
 		return dbs_capture_once(s, true, ret);
-	pthread_join(th, NULL);
-	if (j.err)
-		return j.err;
-	*ret = j.snap;
-	return 0;
+	return dbs_capture_in_thread(s, true, true, ret);
 }
 
 int dbs_nb_update(struct dbs_session *s, struct dbs_snapshot **ret)
 {
 	struct dbs_snapshot *snap;
-	int err = capture_idle(s, &snap);
+	int err = capture_nb(s, &snap);
 	if (err)
 		return err;
 	size_t cycles = ncycles(snap), stalls = nstalls(snap);

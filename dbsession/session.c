@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -908,6 +909,7 @@ static int update_body(struct dbs_session *s, bool nonblocking,
 
 struct update_job {
 	struct dbs_session *s;
+	bool nonblocking, idle;
 	struct dbs_snapshot *snap;
 	int err;
 };
@@ -915,8 +917,31 @@ struct update_job {
 static void *update_thread(void *arg)
 {
 	struct update_job *j = arg;
-	j->err = update_body(j->s, false, &j->snap);
+	/* this thread only (Linux: sched_setscheduler(0) is the caller's
+	 * thread; glibc's pthread attributes refuse SCHED_IDLE), inherited
+	 * by the threads it starts; if refused, at the caller's priority */
+	struct sched_param sp = { .sched_priority = 0 };
+	if (j->idle)
+		(void)sched_setscheduler(0, SCHED_IDLE, &sp);
+	j->err = update_body(j->s, j->nonblocking, &j->snap);
 	return NULL;
+}
+
+/* One capture in a thread of its own, at SCHED_IDLE if idle; in the
+ * caller's thread if none can be made. */
+int dbs_capture_in_thread(struct dbs_session *s, bool nonblocking, bool idle,
+			  struct dbs_snapshot **ret)
+{
+	struct update_job j = { .s = s, .nonblocking = nonblocking, .idle = idle,
+				.err = -ENOMEM };
+	pthread_t th;
+	if (pthread_create(&th, NULL, update_thread, &j) != 0)
+		return update_body(s, nonblocking, ret);
+	pthread_join(th, NULL);
+	if (j.err)
+		return j.err;
+	*ret = j.snap;
+	return 0;
 }
 
 /*
@@ -937,15 +962,8 @@ int dbs_capture_once(struct dbs_session *s, bool nonblocking,
 		return update_body(s, true, ret);
 	if (psvc_followed(s->t))
 		return update_body(s, false, ret);
-	struct update_job j = { .s = s, .err = -ENOMEM };
-	pthread_t th;
-	if (pthread_create(&th, NULL, update_thread, &j) != 0)
-		return update_body(s, false, ret);	/* no thread: do it here */
-	pthread_join(th, NULL);
+	int err = dbs_capture_in_thread(s, false, false, ret);
 	/* whatever that thread still traced, the kernel has detached */
 	psvc_forget_stragglers(s->t);
-	if (j.err)
-		return j.err;
-	*ret = j.snap;
-	return 0;
+	return err;
 }

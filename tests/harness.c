@@ -71,6 +71,17 @@ static pid_t spawn_piped(const char *path, const char *const *args,
 	return pid;
 }
 
+long fx_read_small(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	size_t n = fread(buf, 1, len - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return (long)n;
+}
+
 char *fx_read_line(struct fixture *f, int timeout_s)
 {
 	uint64_t deadline = now_ms() + (uint64_t)timeout_s * 1000;

@@ -50,6 +50,9 @@ void fx_spawn_path(struct fixture *f, const char *path,
 void fx_spawn_tinspect(struct fixture *f, const char *const *args);
 /* Read one more line (without "\n"); NULL on EOF/timeout. Caller frees. */
 char *fx_read_line(struct fixture *f, int timeout_s);
+/* The first len - 1 bytes of a small file (a /proc file), NUL-terminated:
+ * their number, or -1 if it cannot be opened (the task is gone). */
+long fx_read_small(const char *path, char *buf, size_t len);
 /* Write a line to the fixture's stdin. */
 void fx_send(struct fixture *f, const char *line);
 /* SIGKILL by PID and reap.  Idempotent. */

@@ -183,12 +183,8 @@ static int task_policy(pid_t pid, const char *tid)
 {
 	char path[320], buf[1024];
 	snprintf(path, sizeof path, "/proc/%d/task/%s/stat", (int)pid, tid);
-	FILE *f = fopen(path, "r");
-	if (!f)
+	if (fx_read_small(path, buf, sizeof buf) < 0)
 		return -1;
-	size_t n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = '\0';
 	char *p = strrchr(buf, ')');	/* past comm, which may hold spaces */
 	for (int field = 2; p && field < 41; field++)
 		p = strchr(p + 1, ' ');

@@ -640,12 +640,8 @@ static long rss_kib(pid_t pid)
 {
 	char path[64], buf[4096];
 	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-	FILE *f = fopen(path, "r");
-	if (!f)
+	if (fx_read_small(path, buf, sizeof buf) < 0)
 		return -1;
-	size_t n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = '\0';
 	const char *p = strstr(buf, "VmRSS:");
 	return p ? atol(p + 6) : -1;
 }
