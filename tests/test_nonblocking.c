@@ -121,9 +121,12 @@ Test(nonblocking, watch_3000_threads_never_stops_a_thread)
 	pthread_t th;
 	cr_assert(pthread_create(&th, NULL, sampler_main, &s) == 0);
 
-	/* summary lines: small, so the stream never waits for the reader */
+	/* summary lines: small, so the stream never waits for the reader;
+	 * at normal priority (what is checked here is that nothing stops,
+	 * and idle updates crawl while the other suites run) */
 	const char *targs[] = { "--watch", "0.3", "--count", "4", "--summary",
-				"--json", "--nonblocking", pidstr(fx.pid), NULL };
+				"--json", "--nonblocking", "--update-priority",
+				"normal", pidstr(fx.pid), NULL };
 	struct run r;
 	run_tinspect(&r, targs, 300);
 	/* and one full document, every thread in it */
@@ -195,9 +198,9 @@ Test(nonblocking, the_capture_yields_the_cpu_at_sched_idle)
 {
 	/* a nonblocking update freezes nothing: it runs at SCHED_IDLE (5),
 	 * seen from /proc while it works; the caller's thread does not */
-	const char *args[] = { "--idle", "3000", NULL };
+	const char *args[] = { "--idle", "1000", NULL };
 	fx_start(&fx, "fx_spin", args, 120);
-	const char *targs[] = { "--watch", "0.1", "--count", "20", "--summary",
+	const char *targs[] = { "--watch", "0.1", "--count", "3", "--summary",
 				"--json", "--nonblocking", pidstr(fx.pid), NULL };
 	struct run r;
 	run_start(&r, targs);
@@ -219,7 +222,7 @@ Test(nonblocking, the_capture_yields_the_cpu_at_sched_idle)
 		closedir(d);
 		usleep(500);
 	}
-	run_wait(&r, 120);
+	run_wait(&r, 300);
 	cr_assert(!r.timed_out && r.status == 0, "watch exit %d: %s", r.status,
 		  r.err ? r.err : "");
 	cr_assert(idle_seen, "no thread of tinspect was seen at SCHED_IDLE");
