@@ -20,8 +20,8 @@
  *
  * A nonblocking capture freezes nothing, so it need not be quick: asked
  * to (opts.idle_priority, a watch's choice), it runs in a thread of its
- * own at SCHED_IDLE (and so do the /proc readers it
- * starts), which gets a CPU only when nothing else wants it.  On a busy
+ * own at SCHED_IDLE (and so do the /proc readers it starts), which gets a
+ * CPU only when nothing else wants it.  On a busy
  * machine the target's threads always win: what watching costs it is
  * then the memory traffic and the kernel's own locks, not CPU time (at
  * 10 000 threads an update is about a second of CPU).  The price is

@@ -18,8 +18,9 @@
  * (opts.target_thread_db), or when the file is under a directory listed in
  * TINSPECT_THREAD_DB_SAFE_PATH (opts.thread_db_safe_path) as tinspect
  * itself reaches it, compared by inode (under_safe_path).  Never with an
- * explicit --thread-db.  When nothing fits, the snapshot says so in a warning that
- * names the option, and threads are listed from /proc alone.
+ * explicit --thread-db.  When nothing fits, the snapshot says so in a
+ * warning that names the option, and threads are listed from /proc
+ * alone.
  */
 #include "dbs_int.h"
 
@@ -120,9 +121,9 @@ static bool holds_dir(const struct stat *ds, void *arg)
  * device and inode, not by path: the kernel's path of a file of another
  * mount namespace need not be a path of ours (tinspect chrooted, the
  * target in a namespace of its own), and a path of ours that reads the
- * same may be another file.  The name must be the file itself (not a
- * symlink, which may lead out of the directory) and the file the one
- * opened (st).
+ * same may be another file.  The name must be the file opened (st)
+ * itself, or a symlink to another name of the same directory: a symlink
+ * elsewhere may lead out of it.
  */
 static bool under_safe_path(const struct dbs_session *s, int dfd,
 			    const struct stat *st)

@@ -634,6 +634,11 @@ void dbs_unwinder_unwind(struct dbs_unwinder *u, struct dbs_thread *th,
 			nf++;
 		}
 	}
+	if (f && nf < total) {
+		/* the second pass stopped early: say so, not a shorter stack */
+		th->stack.end = DBS_STACK_ERROR;
+		th->stack.error = "symbolizing the frames ran out of memory";
+	}
 	th->stack.frames = f;
 	th->stack.nframes = f ? nf : 0;
 	free(w);
