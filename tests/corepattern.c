@@ -20,6 +20,9 @@ static int pattern_lock = -1, guard_pipe = -1;
 static pid_t guard_pid;
 static bool pattern_ours;
 static char saved_pattern[512];
+/* core_pattern_end() found the pattern restored, checked while it still
+ * held the lock: after it lets go, another suite may set its own */
+static bool restored_at_end = true;
 
 #define PATTERN_FILE "/proc/sys/kernel/core_pattern"
 
@@ -108,6 +111,9 @@ void core_pattern_end(void)
 	pattern_ours = false;
 	close(guard_pipe);
 	waitpid(guard_pid, NULL, 0);
+	char cur[512];
+	pattern_read(cur, sizeof cur);
+	restored_at_end = !strcmp(cur, saved_pattern);
 	close(pattern_lock);
 	pattern_lock = guard_pipe = -1;
 }
@@ -115,7 +121,5 @@ void core_pattern_end(void)
 
 bool core_pattern_restored(void)
 {
-	char cur[512];
-	pattern_read(cur, sizeof cur);
-	return !strcmp(cur, saved_pattern);
+	return restored_at_end;
 }

@@ -13,7 +13,9 @@
 void core_pattern_begin(const char *dir);
 /* Restore it now (nothing if core_pattern_begin() was not called). */
 void core_pattern_end(void);
-/* Whether core_pattern is what it was before core_pattern_begin(). */
+/* Whether core_pattern_end() found core_pattern back to what it was before
+ * core_pattern_begin(), read while it still held the lock (once it lets
+ * go, another suite's test may point it elsewhere). */
 bool core_pattern_restored(void);
 
 #endif
