@@ -202,9 +202,11 @@ static int read_notes(struct psvc_core *c, struct zstream *z,
 		base = c->image;
 		have = c->image_len > nlo ? c->image_len - nlo : 0;
 	} else {
-		/* notes after the memory: this pass keeps only them */
+		/* notes after the memory: this pass keeps only them (the
+		 * stream stands at image_len; a crafted core's notes may
+		 * also begin in the head already read: that part is copied) */
 		uint64_t pos = c->image_len;
-		int err = skip_to(z, &pos, nlo, scratch, zwhy, sizeof zwhy);
+		int err = nlo > pos ? skip_to(z, &pos, nlo, scratch, zwhy, sizeof zwhy) : 0;
 		if (err) {
 			psvc_core_say(why, whylen, "the notes at offset %" PRIu64 " "
 				 "cannot be reached: the %s stream %s at offset %"
@@ -218,6 +220,10 @@ static int read_notes(struct psvc_core *c, struct zstream *z,
 			return -ENOMEM;
 		c->notes_off = nlo;
 		have = 0;
+		if (nlo < c->image_len) {
+			have = min64(c->image_len, nhi) - nlo;
+			memcpy(c->notes_buf, c->image + nlo, (size_t)have);
+		}
 		while (have < nhi - nlo) {
 			ssize_t n = psvc_zstream_read(z, c->notes_buf + have,
 						 (size_t)(nhi - nlo - have), zwhy,
