@@ -331,6 +331,32 @@ bool schema_valid(const char *json_text, size_t len)
 	return st == 0;
 }
 
+void kept_add(struct kept_lines *k, const char *line)
+{
+	size_t n = strlen(line);
+	if (k->len + n + 2 > k->cap) {
+		k->cap = (k->len + n + 2) * 2;
+		k->buf = realloc(k->buf, k->cap);
+		cr_assert(k->buf);
+	}
+	memcpy(k->buf + k->len, line, n);
+	k->len += n;
+	k->buf[k->len++] = '\n';
+}
+
+void kept_validate(struct kept_lines *k)
+{
+	cr_assert(k->len > 0, "no lines");
+	cr_assert(schema_valid(k->buf, k->len), "the stream does not validate");
+	k->len = 0;
+}
+
+void kept_free(struct kept_lines *k)
+{
+	free(k->buf);
+	*k = (struct kept_lines){ 0 };
+}
+
 json_t *inspect_json(pid_t pid, const char *const *extra, int *ret_status)
 {
 	const char *args[32];
@@ -441,4 +467,94 @@ size_t unhex(const char *hex, char *out, size_t cap)
 	}
 	out[n] = '\0';
 	return n;
+}
+
+/* ---- questions to a JSON document ---- */
+
+const char *jstr(json_t *o, const char *k)
+{
+	return json_string_value(json_object_get(o, k));
+}
+
+uint64_t jhex(json_t *o, const char *k)
+{
+	const char *s = jstr(o, k);
+	cr_assert(s, "no hex %s", k);
+	return strtoull(s, NULL, 16);
+}
+
+json_t *lock_at(json_t *doc, uint64_t addr)
+{
+	size_t i;
+	json_t *l;
+	json_array_foreach(json_object_get(doc, "locks"), i, l)
+		if (jhex(l, "addr") == addr)
+			return l;
+	return NULL;
+}
+
+json_t *blocked_on(json_t *doc, pid_t tid)
+{
+	json_t *t = thread_by_tid(doc, tid);
+	cr_assert(t, "thread %d missing", (int)tid);
+	return json_object_get(t, "blocked_on");
+}
+
+bool has_evidence(json_t *b, const char *what)
+{
+	size_t i;
+	json_t *e;
+	json_array_foreach(json_object_get(b, "evidence"), i, e)
+		if (!strcmp(json_string_value(e), what))
+			return true;
+	return false;
+}
+
+/* ---- small helpers ---- */
+
+const char *pidstr(pid_t pid)
+{
+	static char b[4][16];
+	static int i;
+	i = (i + 1) % 4;
+	snprintf(b[i], sizeof b[i], "%d", (int)pid);
+	return b[i];
+}
+
+int run_quiet(const char *const *argv)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+	pid_t pid;
+	int e = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv,
+			     environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (e)
+		return -e;
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+bool have_program(const char *name)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "command -v %s", name);
+	const char *argv[] = { "sh", "-c", cmd, NULL };
+	return run_quiet(argv) == 0;
+}
+
+void fx_spawn_tinspect_on(struct fixture *f, const char *const *opts, pid_t pid)
+{
+	const char *args[24];
+	size_t n = 0;
+	for (; opts && *opts && n < 20; opts++)
+		args[n++] = *opts;
+	args[n++] = pidstr(pid);
+	args[n] = NULL;
+	fx_spawn_tinspect(f, args);
 }

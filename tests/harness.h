@@ -48,6 +48,16 @@ void fx_spawn_path(struct fixture *f, const char *path,
 		   const char *const *args);
 /* Start TINSPECT with args that way (under TINSPECT_WRAPPER if set). */
 void fx_spawn_tinspect(struct fixture *f, const char *const *args);
+/* The same with opts (at most 20) and then pid as the last argument. */
+void fx_spawn_tinspect_on(struct fixture *f, const char *const *opts, pid_t pid);
+/* pid as a decimal string, in one of 4 static buffers used in turn (four
+ * may be alive at once, as in one argument list). */
+const char *pidstr(pid_t pid);
+/* Run argv (PATH searched) with no input and its output discarded: its exit
+ * status, 128 + the signal that ended it, or -errno if it did not start. */
+int run_quiet(const char *const *argv);
+/* Whether the shell finds the program name. */
+bool have_program(const char *name);
 /* Read one more line (without "\n"); NULL on EOF/timeout. Caller frees. */
 char *fx_read_line(struct fixture *f, int timeout_s);
 /* The first len - 1 bytes of a small file (a /proc file), NUL-terminated:
@@ -90,6 +100,29 @@ json_t *inspect_json(pid_t pid, const char *const *extra, int *ret_status);
 /* Validate a document against the schema (1 = valid).  Prints the
  * validator's complaint to stderr on failure. */
 bool schema_valid(const char *json_text, size_t len);
+
+/* The lines of an NDJSON stream kept for one validator run at the end of
+ * a test (a run per line would cost more than the test). */
+struct kept_lines {
+	char *buf;
+	size_t len, cap;
+};
+void kept_add(struct kept_lines *k, const char *line);
+/* Fails the test unless lines were kept and all validate; then empty. */
+void kept_validate(struct kept_lines *k);
+void kept_free(struct kept_lines *k);
+
+/* ---- questions to a JSON document ---- */
+/* Member k of o as a string (NULL if absent or not a string). */
+const char *jstr(json_t *o, const char *k);
+/* Member k of o, a hex string ("0x..."), as a number; fails the test if absent. */
+uint64_t jhex(json_t *o, const char *k);
+/* The entry of the snapshot's locks[] at addr, NULL if none. */
+json_t *lock_at(json_t *doc, uint64_t addr);
+/* Thread tid's blocked_on (fails the test if the thread is missing). */
+json_t *blocked_on(json_t *doc, pid_t tid);
+/* Whether the blocked_on b lists `what` in its evidence. */
+bool has_evidence(json_t *b, const char *what);
 
 /* Kernel state letter of a task ('?' if gone). */
 char task_state(pid_t pid, pid_t tid);

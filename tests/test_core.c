@@ -64,33 +64,6 @@ TestSuite(core, .init = setup, .fini = teardown, .timeout = 900);
 
 /* ---- making cores ----------------------------------------------------------- */
 
-static int run_quiet(const char *const *argv)
-{
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-	pid_t pid;
-	int e = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv,
-			     environ);
-	posix_spawn_file_actions_destroy(&fa);
-	if (e)
-		return -e;
-	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-static bool have_program(const char *name)
-{
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "command -v %s", name);
-	const char *argv[] = { "sh", "-c", cmd, NULL };
-	return run_quiet(argv) == 0;
-}
-
 /* gcore of the running fixture into tmpdir/gcore.PID; the fixture runs on. */
 static const char *make_gcore(void)
 {

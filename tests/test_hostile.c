@@ -59,13 +59,6 @@ static void make_tmpdir(void)
 	cr_assert(mkdtemp(tmpdir), "mkdtemp: %s", strerror(errno));
 }
 
-static const char *pidstr(pid_t pid)
-{
-	static char b[16];
-	snprintf(b, sizeof b, "%d", (int)pid);
-	return b;
-}
-
 /* TracerPid of every task of pid is 0 (asynchronous after a detach:
  * waited for a moment). */
 static bool untraced(pid_t pid)
@@ -163,11 +156,6 @@ static bool any_has(json_t *arr, const char *const *needles)
 static json_t *warnings(json_t *doc)
 {
 	return json_object_get(json_object_get(doc, "capture"), "warnings");
-}
-
-static const char *jstr(json_t *o, const char *k)
-{
-	return json_string_value(json_object_get(o, k));
 }
 
 /* The TID of fx_hostile's first worker (the damaged one). */

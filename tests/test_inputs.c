@@ -31,15 +31,6 @@ static void teardown(void)
 
 TestSuite(inputs, .fini = teardown, .timeout = 300);
 
-static const char *pidstr(pid_t pid)
-{
-	static char b[4][16];
-	static int i;
-	i = (i + 1) % 4;
-	snprintf(b[i], sizeof b[i], "%d", (int)pid);
-	return b[i];
-}
-
 /* tinspect as user nobody, without any capability */
 static const char *const as_nobody[] = { "/usr/bin/setpriv", "--reuid=65534",
 	"--regid=65534", "--clear-groups", "--inh-caps=-all", NULL };

@@ -78,45 +78,6 @@ static struct planted_lock planted(const char *label)
 
 /* ---- what tinspect said ------------------------------------------------------ */
 
-static const char *jstr(json_t *o, const char *k)
-{
-	return json_string_value(json_object_get(o, k));
-}
-
-static uint64_t jhex(json_t *o, const char *k)
-{
-	const char *s = jstr(o, k);
-	cr_assert(s, "no hex %s", k);
-	return strtoull(s, NULL, 16);
-}
-
-static json_t *lock_at(json_t *doc, uint64_t addr)
-{
-	size_t i;
-	json_t *l;
-	json_array_foreach(json_object_get(doc, "locks"), i, l)
-		if (jhex(l, "addr") == addr)
-			return l;
-	return NULL;
-}
-
-static json_t *blocked_on(json_t *doc, pid_t tid)
-{
-	json_t *t = thread_by_tid(doc, tid);
-	cr_assert(t, "thread %d missing", (int)tid);
-	return json_object_get(t, "blocked_on");
-}
-
-static bool has_evidence(json_t *b, const char *what)
-{
-	size_t i;
-	json_t *e;
-	json_array_foreach(json_object_get(b, "evidence"), i, e)
-		if (!strcmp(json_string_value(e), what))
-			return true;
-	return false;
-}
-
 static json_t *run_json(const char *const *extra, int *status)
 {
 	json_t *doc = inspect_json(fx.pid, extra, status);

@@ -27,13 +27,6 @@ static void teardown(void)
 
 TestSuite(nonblocking, .fini = teardown, .timeout = 600);
 
-static const char *pidstr(pid_t pid)
-{
-	static char b[16];
-	snprintf(b, sizeof b, "%d", (int)pid);
-	return b;
-}
-
 static pid_t report_tid(const char *prefix)
 {
 	const char *l = fx_line(&fx, prefix);

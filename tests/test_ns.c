@@ -43,11 +43,6 @@ static void teardown(void)
 
 TestSuite(ns, .fini = teardown, .timeout = 300);
 
-static const char *jstr(json_t *o, const char *k)
-{
-	return json_string_value(json_object_get(o, k));
-}
-
 /* The host PID of unshare's forked child (the fixture). */
 static pid_t child_of(pid_t pid)
 {

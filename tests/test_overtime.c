@@ -19,37 +19,17 @@
 #include "harness.h"
 
 static struct fixture fx, tin;
-static char *stream;
-static size_t stream_len, stream_cap;
+static struct kept_lines stream;
 static char tmp_a[64], tmp_b[64];
 
-static void keep_line(const char *l)
-{
-	size_t n = strlen(l);
-	if (stream_len + n + 2 > stream_cap) {
-		stream_cap = (stream_len + n + 2) * 2;
-		stream = realloc(stream, stream_cap);
-		cr_assert(stream);
-	}
-	memcpy(stream + stream_len, l, n);
-	stream_len += n;
-	stream[stream_len++] = '\n';
-}
-
-static void validate_stream(void)
-{
-	cr_assert(stream_len > 0, "no lines");
-	cr_assert(schema_valid(stream, stream_len), "the stream does not validate");
-	stream_len = 0;
-}
+static void keep_line(const char *l) { kept_add(&stream, l); }
+static void validate_stream(void) { kept_validate(&stream); }
 
 static void teardown(void)
 {
 	fx_kill(&tin);
 	fx_kill(&fx);
-	free(stream);
-	stream = NULL;
-	stream_len = stream_cap = 0;
+	kept_free(&stream);
 	if (tmp_a[0])
 		unlink(tmp_a);
 	if (tmp_b[0])
@@ -58,11 +38,6 @@ static void teardown(void)
 }
 
 TestSuite(overtime, .fini = teardown, .timeout = 300);
-
-static const char *jstr(json_t *o, const char *k)
-{
-	return json_string_value(json_object_get(o, k));
-}
 
 static long long jint(json_t *o, const char *k)
 {
@@ -94,24 +69,6 @@ static json_t *next_line(int timeout_s)
 	cr_assert(d, "not JSON: %s: %.200s", je.text, l);
 	free(l);
 	return d;
-}
-
-static const char *pidstr(pid_t pid)
-{
-	static char b[16];
-	snprintf(b, sizeof b, "%d", (int)pid);
-	return b;
-}
-
-static void start_watch(const char *const *opts, pid_t target)
-{
-	const char *args[24];
-	size_t n = 0;
-	for (; opts && *opts && n < 20; opts++)
-		args[n++] = *opts;
-	args[n++] = pidstr(target);
-	args[n] = NULL;
-	fx_spawn_tinspect(&tin, args);
 }
 
 /* "tid ROLE TID" of the fixture's report (the first of that role). */
@@ -255,7 +212,7 @@ Test(overtime, hung_then_recovered_and_lock_held)
 	pid_t holder = fx_tid("holder"), victim = fx_tid("victim");
 	unsigned long held = fx_lock_addr("held_lock");
 	const char *opts[] = { "--watch", "0.5", "--hung-after", "2", "--json", NULL };
-	start_watch(opts, fx.pid);
+	fx_spawn_tinspect_on(&tin, opts, fx.pid);
 	struct watch_log w = { 0 };
 
 	/* quiet: idle pools, epoll, nanosleep, a contended lock in use, the
@@ -615,7 +572,7 @@ Test(overtime, max_duty_lengthens_the_interval)
 	fx_start(&fx, "fx_overtime", fargs, 60);
 	const char *opts[] = { "--watch", "0.05", "--max-duty", "1", "--summary", "--json",
 			       "--count", "6", NULL };
-	start_watch(opts, fx.pid);
+	fx_spawn_tinspect_on(&tin, opts, fx.pid);
 	json_t *sums[16];
 	size_t ns = 0, nchanged = 0;
 	json_t *d;

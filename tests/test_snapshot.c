@@ -31,15 +31,6 @@ static void teardown(void)
 
 TestSuite(snapshot, .fini = teardown, .timeout = 300);
 
-static const char *pidstr(pid_t pid)
-{
-	static char b[4][16];
-	static int i;
-	i = (i + 1) % 4;
-	snprintf(b[i], sizeof b[i], "%d", (int)pid);
-	return b[i];
-}
-
 static void hex_of(const char *s, char *out)
 {
 	for (; *s; s++, out += 2)
@@ -88,11 +79,6 @@ static void start_named(void)
 	snprintf(c, sizeof c, "gamma:%s", hc);
 	const char *args[] = { a, b, c, NULL };
 	fx_start(&fx, "fx_threads", args, 30);
-}
-
-static const char *jstr(json_t *o, const char *k)
-{
-	return json_string_value(json_object_get(o, k));
 }
 
 Test(snapshot, thread_count_and_names)

@@ -32,20 +32,6 @@ static void teardown(void)
 
 TestSuite(stacks, .fini = teardown, .timeout = 300);
 
-static const char *pidstr(pid_t pid)
-{
-	static char b[4][16];
-	static int i;
-	i = (i + 1) % 4;
-	snprintf(b[i], sizeof b[i], "%d", (int)pid);
-	return b[i];
-}
-
-static const char *jstr(json_t *o, const char *k)
-{
-	return json_string_value(json_object_get(o, k));
-}
-
 static int fx_int(const char *prefix, int field)
 {
 	const char *l = fx_line(&fx, prefix);

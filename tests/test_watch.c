@@ -21,57 +21,19 @@
 static struct fixture fx, tin;
 /* every line of the stream, validated at once at the end of the test (a
  * validator run per line would cost more than the test) */
-static char *stream;
-static size_t stream_len, stream_cap;
+static struct kept_lines stream;
 
-static void keep_line(const char *l)
-{
-	size_t n = strlen(l);
-	if (stream_len + n + 2 > stream_cap) {
-		stream_cap = (stream_len + n + 2) * 2;
-		stream = realloc(stream, stream_cap);
-		cr_assert(stream);
-	}
-	memcpy(stream + stream_len, l, n);
-	stream_len += n;
-	stream[stream_len++] = '\n';
-}
-
-static void validate_stream(void)
-{
-	cr_assert(stream_len > 0, "no lines");
-	cr_assert(schema_valid(stream, stream_len), "the stream does not validate");
-	stream_len = 0;
-}
+static void keep_line(const char *l) { kept_add(&stream, l); }
+static void validate_stream(void) { kept_validate(&stream); }
 
 static void teardown(void)
 {
 	fx_kill(&tin);
 	fx_kill(&fx);
-	free(stream);
-	stream = NULL;
-	stream_len = stream_cap = 0;
+	kept_free(&stream);
 }
 
 TestSuite(watch, .fini = teardown, .timeout = 300);
-
-static const char *pidstr(pid_t pid)
-{
-	static char b[16];
-	snprintf(b, sizeof b, "%d", (int)pid);
-	return b;
-}
-
-static void start_watch(const char *const *opts, pid_t target)
-{
-	const char *args[24];
-	size_t n = 0;
-	for (; opts && *opts && n < 20; opts++)
-		args[n++] = *opts;
-	args[n++] = pidstr(target);
-	args[n] = NULL;
-	fx_spawn_tinspect(&tin, args);
-}
 
 /* The next line of the stream, parsed (and kept for validate_stream()).
  * NULL at its end. */
@@ -88,11 +50,6 @@ static json_t *next_line(int timeout_s)
 	return d;
 }
 
-static const char *jstr(json_t *o, const char *k)
-{
-	return json_string_value(json_object_get(o, k));
-}
-
 static bool is_event(json_t *d, const char *what)
 {
 	const char *e = jstr(d, "event");
@@ -104,7 +61,7 @@ static bool is_event(json_t *d, const char *what)
 static void watch_lifecycle(const char *const *opts)
 {
 	fx_start(&fx, "fx_lifecycle", NULL, 30);
-	start_watch(opts, fx.pid);
+	fx_spawn_tinspect_on(&tin, opts, fx.pid);
 	json_t *d = next_line(30);
 	cr_assert(d && !strcmp(jstr(d, "kind"), "summary"), "no first summary");
 	json_decref(d);
@@ -245,7 +202,7 @@ Test(watch, ndjson_updates_follow_dlopen_and_dlclose)
 	int tid;
 	cr_assert(sscanf(fx_line(&fx, "loaded "), "loaded %lx %lx %d", &base, &fn, &tid) == 3);
 	const char *opts[] = { "--watch", "0.2", "--json", NULL };
-	start_watch(opts, fx.pid);
+	fx_spawn_tinspect_on(&tin, opts, fx.pid);
 
 	json_t *d = next_line(30);
 	cr_assert(d);
@@ -396,7 +353,7 @@ static void sigterm_during_update(bool follow)
 			      "--follow-threads", NULL };
 	int hits = 0;
 	for (int i = 0; i < 5; i++) {
-		start_watch(follow ? fol : plain, fx.pid);
+		fx_spawn_tinspect_on(&tin, follow ? fol : plain, fx.pid);
 		json_t *d = next_line(60);
 		cr_assert(d);
 		json_decref(d);
@@ -459,7 +416,7 @@ Test(watch, straggler_is_let_go_between_updates)
 	cr_assert(sscanf(fx_line(&fx, "ready"), "ready %d %d %d", &pid, &vtid, &child) == 3);
 	const char *opts[] = { "--watch", "30", "--json", "--summary",
 			       "--stop-timeout", "200", NULL };
-	start_watch(opts, fx.pid);
+	fx_spawn_tinspect_on(&tin, opts, fx.pid);
 	json_t *d = next_line(30);
 	cr_assert(d && !strcmp(jstr(d, "kind"), "summary"));
 	json_decref(d);
@@ -665,7 +622,7 @@ Test(watch, memory_stays_flat_over_1000_updates)
 	fx_start(&fx, "fx_threads", fargs, 30);
 	const char *opts[] = { "--watch", "0.001", "--count", "1100", "--json",
 			       "--summary", NULL };
-	start_watch(opts, fx.pid);
+	fx_spawn_tinspect_on(&tin, opts, fx.pid);
 	/* RSS moves by a megabyte or so from one sample to the next (a
 	 * tracer thread's stack, the output queue), so each figure is the
 	 * lowest of 50 samples: a leak raises the floor, a transient does
