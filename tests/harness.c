@@ -7,6 +7,7 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
+#include <ftw.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -355,6 +356,34 @@ void kept_free(struct kept_lines *k)
 {
 	free(k->buf);
 	*k = (struct kept_lines){ 0 };
+}
+
+json_t *kept_next_line(struct fixture *f, struct kept_lines *k, int timeout_s)
+{
+	char *l = fx_read_line(f, timeout_s);
+	if (!l)
+		return NULL;
+	kept_add(k, l);
+	json_error_t je;
+	json_t *d = json_loads(l, 0, &je);
+	cr_assert(d, "not JSON: %s: %.200s", je.text, l);
+	free(l);
+	return d;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag,
+		  struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+void remove_tree(const char *dir)
+{
+	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 json_t *inspect_json(pid_t pid, const char *const *extra, int *ret_status)

@@ -111,6 +111,11 @@ void kept_add(struct kept_lines *k, const char *line);
 /* Fails the test unless lines were kept and all validate; then empty. */
 void kept_validate(struct kept_lines *k);
 void kept_free(struct kept_lines *k);
+/* The next line of fixture f's output, kept in k and parsed (fails the
+ * test if it is not JSON); NULL at its end or on timeout. */
+json_t *kept_next_line(struct fixture *f, struct kept_lines *k, int timeout_s);
+/* Remove dir and everything under it (symlinks not followed). */
+void remove_tree(const char *dir);
 
 /* ---- questions to a JSON document ---- */
 /* Member k of o as a string (NULL if absent or not a string). */

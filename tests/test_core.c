@@ -12,7 +12,6 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <signal.h>
 #include <spawn.h>
@@ -32,16 +31,6 @@ extern char **environ;
 static struct fixture fx;
 static char tmpdir[256];
 
-static int rm_one(const char *path, const struct stat *st, int flag,
-		  struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	remove(path);
-	return 0;
-}
-
 static void setup(void)
 {
 	snprintf(tmpdir, sizeof tmpdir, "/tmp/tinspect-core.XXXXXX");
@@ -57,7 +46,7 @@ static void teardown(void)
 	core_pattern_end();
 	fx_kill(&fx);
 	if (tmpdir[0])
-		nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+		remove_tree(tmpdir);
 }
 
 TestSuite(core, .init = setup, .fini = teardown, .timeout = 900);

@@ -16,7 +16,6 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -64,16 +63,6 @@ static size_t nopened;
 
 /* ---- set up, tear down --------------------------------------------------------- */
 
-static int rm_one(const char *path, const struct stat *st, int flag,
-		  struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	remove(path);
-	return 0;
-}
-
 static void setup(void)
 {
 	snprintf(tmpdir, sizeof tmpdir, "/tmp/tinspect-core.XXXXXX");
@@ -88,7 +77,7 @@ static void teardown(void)
 	nopened = 0;
 	fx_kill(&fx);
 	if (tmpdir[0])
-		nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+		remove_tree(tmpdir);
 }
 
 TestSuite(corefile, .init = setup, .fini = teardown, .timeout = 600);

@@ -22,7 +22,6 @@ static struct fixture fx, tin;
 static struct kept_lines stream;
 static char tmp_a[64], tmp_b[64];
 
-static void keep_line(const char *l) { kept_add(&stream, l); }
 static void validate_stream(void) { kept_validate(&stream); }
 
 static void teardown(void)
@@ -60,15 +59,7 @@ static double jtime(json_t *o, const char *k)
 
 static json_t *next_line(int timeout_s)
 {
-	char *l = fx_read_line(&tin, timeout_s);
-	if (!l)
-		return NULL;
-	keep_line(l);
-	json_error_t je;
-	json_t *d = json_loads(l, 0, &je);
-	cr_assert(d, "not JSON: %s: %.200s", je.text, l);
-	free(l);
-	return d;
+	return kept_next_line(&tin, &stream, timeout_s);
 }
 
 /* "tid ROLE TID" of the fixture's report (the first of that role). */

@@ -39,15 +39,7 @@ TestSuite(watch, .fini = teardown, .timeout = 300);
  * NULL at its end. */
 static json_t *next_line(int timeout_s)
 {
-	char *l = fx_read_line(&tin, timeout_s);
-	if (!l)
-		return NULL;
-	keep_line(l);
-	json_error_t je;
-	json_t *d = json_loads(l, 0, &je);
-	cr_assert(d, "not JSON: %s: %.200s", je.text, l);
-	free(l);
-	return d;
+	return kept_next_line(&tin, &stream, timeout_s);
 }
 
 static bool is_event(json_t *d, const char *what)
