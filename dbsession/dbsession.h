@@ -303,7 +303,7 @@ struct dbs_thread {
 	/* nonblocking capture: blocked, pc/sp/syscall from /proc (the other
 	 * registers unknown: gregs holds 0 there), never stopped */
 	bool observed;
-	bool moved;		/* observed, but left that wait while its
+	bool moved;		/* observed, but it may have run while its
 				 * memory was copied: no stack, no wait */
 	bool straggler;		/* did not stop in time (D state) */
 	bool jobctl_stopped;	/* was in a job-control stop */

@@ -102,7 +102,7 @@ enum psvc_task_flags {
 					 * after the resume, unlike STOPPED) */
 	PSVC_TASK_OBSERVED = 1u << 8,	/* nonblocking capture: blocked, its
 					 * pc and sp from /proc, never held */
-	PSVC_TASK_MOVED = 1u << 9,	/* observed, but it left that wait
+	PSVC_TASK_MOVED = 1u << 9,	/* observed, but it may have run
 					 * while its memory was copied */
 };
 

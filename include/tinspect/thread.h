@@ -91,8 +91,10 @@ enum tinspect_observation {
 	TINSPECT_OBSERVED_BLOCKED,
 	/* on a CPU (or otherwise not blocked): no registers, no stack */
 	TINSPECT_OBSERVED_RUNNING,
-	/* blocked, but it left that wait while its memory was copied: what
-	 * was copied is not shown (no registers, no stack, no wait) */
+	/* blocked, but it ran while its memory was copied (its syscall line
+	 * or its context switches changed, even if it came back to the
+	 * same wait): what was copied is not shown (no registers, no
+	 * stack, no wait) */
 	TINSPECT_OBSERVED_MOVED,
 };
 enum tinspect_observation tinspect_thread_observation(const tinspect_thread *th);
