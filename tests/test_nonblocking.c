@@ -358,6 +358,22 @@ Test(nonblocking, running_threads_have_no_stack)
 	}
 	cr_assert(found, "no stack reached fx_idle_wait");
 	json_decref(doc);
+	/* the text does not guess where a thread without registers is */
+	const char *targs[] = { "--nonblocking", pidstr(fx.pid), NULL };
+	struct run r;
+	run_tinspect(&r, targs, 120);
+	cr_assert_eq(r.status, 0, "text exit %d: %s", r.status, r.err ? r.err : "");
+	for (size_t k = 0; k < 2; k++) {
+		char head[64];
+		snprintf(head, sizeof head, "\nThread %d ", (int)spin[k]);
+		const char *p = strstr(r.out, head);
+		cr_assert(p, "no details of spinner %d", (int)spin[k]);
+		const char *end = strstr(p + 1, "\n\n");
+		const char *sc = strstr(p, "syscall: unknown (running");
+		cr_assert(sc && (!end || sc < end), "spinner %d:\n%.300s", (int)spin[k], p);
+	}
+	cr_assert_null(strstr(r.out, "user space)"), "%s", r.out);
+	run_free(&r);
 }
 
 Test(nonblocking, follow_threads_is_refused)
