@@ -315,6 +315,11 @@ void dbs_runtimes_free(struct dbs_snapshot *snap);
  * oncycle: the thread is on a deadlock).  0 or -ENOMEM. */
 int dbs_stalls_find(struct dbs_snapshot *snap, const size_t *succ,
 		    const size_t *lockof, const bool *oncycle);
+/* progress.c: whether system call nr with args waits, with no timeout,
+ * for something from outside the process (a read on a pipe or socket,
+ * accept, poll without timeout, wait4, pause...). */
+bool dbs_syscall_waits_outside(const struct arch_desc *a, long nr,
+			       const uint64_t *args);
 
 /* condwait.c: the cond (and its mutex) a waiter asleep on futex sleeps on,
  * from the cleanup record in its struct pthread at pd; false if that
