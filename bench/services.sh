@@ -12,7 +12,8 @@
 #            Thread.print shows the Java-level deadlock tinspect points to;
 #   cpython  /usr/bin/python3 with threading.Lock waiters and a pthread
 #            mutex ABBA through ctypes (bench/services/pyservice.py): the
-#            ABBA found, the Lock waits reported as not provable.
+#            ABBA found, the Lock waits counted below the verdict as
+#            semaphore waits, with CPython's note.
 #
 #   bench/services.sh [mariadb] [jvm] [cpython]     (default: all three)
 #
