@@ -331,7 +331,7 @@ run_memcached() {
 		return
 	fi
 	# bounded in time; killed by its PID after the snapshots anyway
-	memcaslap -s "127.0.0.1:$port" -T 2 -c 32 -t 600s </dev/null >"$d/load.log" 2>&1 &
+	memcaslap -s "127.0.0.1:$port" -T 2 -c 32 -t 1800s </dev/null >"$d/load.log" 2>&1 &
 	local lpid=$!
 	PIDS+=("$lpid")
 	sleep 3
@@ -348,8 +348,9 @@ run_dbbench() {
 	fi
 	local d=$work/dbbench
 	mkdir -p "$d"
-	db_bench --benchmarks=readwhilewriting --threads=32 --num=100000 \
-		--duration=600 --db="$d/db" --disable_wal=1 \
+	# --num large: the readers end after num reads; --duration first
+	db_bench --benchmarks=readwhilewriting --threads=32 --num=1000000000 \
+		--duration=1800 --db="$d/db" --disable_wal=1 --progress_reports=false \
 		</dev/null >"$d/bench.log" 2>&1 &
 	local bpid=$!
 	PIDS+=("$bpid")
@@ -394,7 +395,7 @@ run_redis() {
 		stop_pid "$rpid"
 		return
 	fi
-	timeout 600 redis-benchmark -h 127.0.0.1 -p "$port" -c 50 -n 100000000 \
+	timeout 1800 redis-benchmark -h 127.0.0.1 -p "$port" -c 50 -n 100000000 \
 		-t set,get -P 4 -q </dev/null >"$d/load.log" 2>&1 &
 	local lpid=$!
 	PIDS+=("$lpid")
@@ -426,7 +427,7 @@ run_node_exporter() {
 	# scrapes, bounded in count and time, until the snapshots are done
 	"$PY" -c '
 import sys, time, urllib.request
-end = time.time() + 600
+end = time.time() + 1800
 for _ in range(100000):
     if time.time() > end:
         break

@@ -223,8 +223,13 @@ def healthy(service, schema, d, want_go):
     idle = {}
     go = None
     go_seen = 0
+    invalid = 0
     for p in snaps:
-        doc = load(schema, p)
+        try:
+            doc = load(schema, p)
+        except (ValueError, jsonschema.ValidationError):
+            invalid += 1	# its exit status says why
+            continue
         v = doc["verdict"]
         none_found += v["deadlock"] == "none_found"
         for k in v["undecided"]["by_kind"]:
@@ -239,17 +244,21 @@ def healthy(service, schema, d, want_go):
     agree = False
     nthreads = 0
     for a in ("around-1.json", "around-2.json"):
-        doc = load(schema, os.path.join(d, a))
+        try:
+            doc = load(schema, os.path.join(d, a))
+        except (ValueError, jsonschema.ValidationError):
+            continue
         tids = {t["tid"] for t in doc["threads"]}
         nthreads = len(tids)
         agree = agree or (tids == eu and len(eu) > 0)
-    ok = (n > 0 and clean == n == len(codes) and none_found == n and said == n and agree
-          and (not want_go or go_seen == n))
+    ok = (n > 0 and not invalid and clean == n == len(codes) and none_found == n and
+          said == n and agree and (not want_go or go_seen == n))
     idle_s = ", ".join("%d %s" % (c, k) for k, c in sorted(idle.items())) or "none"
-    line = ("RESULT %s: %d snapshots; exit 0 in %d/%d; \"No deadlock found\" in %d/%d "
+    line = ("RESULT %s: %d snapshots (%d not valid JSON); exit 0 in %d/%d; "
+            "\"No deadlock found\" in %d/%d "
             "(JSON none_found %d/%d); undecided waits at most: %s; threads agree with "
             "eu-stack: %s (%d threads, eu-stack %d)" %
-            (service, n, clean, len(codes), said, n, none_found, n, idle_s,
+            (service, n, invalid, clean, len(codes), said, n, none_found, n, idle_s,
              "yes" if agree else "NO", nthreads, len(eu)))
     if want_go:
         line += "; Go recognised%s in %d/%d" % (" (%s)" % go if go else "", go_seen, n)
