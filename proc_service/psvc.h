@@ -428,6 +428,20 @@ uint64_t psvc_frozen_extent(struct psvc_target *t, uint64_t addr, uint64_t len);
 /* Let the last stop's cache go before the next stop. */
 void psvc_release_capture(struct psvc_target *t);
 
+/*
+ * Why a read of [addr, addr + len) that failed could not be made: a static
+ * clause ("in memory registered with userfaultfd, ...") when the memory is
+ * of a kind tinspect refuses to wait on (a missing page that only a thread
+ * of the target, stopped, or another process might serve), NULL when it
+ * is simply unreadable or the backend cannot tell.  Uses the ranges of the
+ * last psvc_scan().
+ */
+const char *psvc_mem_hazard(struct psvc_target *t, uint64_t addr, uint64_t len);
+
+/* How many reads since the last psvc_scan() failed in memory
+ * psvc_mem_hazard() names, and the first such address. */
+uint64_t psvc_hazard_reads(const struct psvc_target *t, uint64_t *ret_first);
+
 /* Syscalls issued for memory reads so far, for the benchmark. */
 uint64_t psvc_read_syscalls(const struct psvc_target *t);
 

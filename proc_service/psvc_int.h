@@ -136,6 +136,9 @@ struct psvc_target {
 	bool cache_active;	/* reads go through the cache */
 	bool cache_bypass;	/* psvc_read() goes to the target meanwhile */
 	uint64_t read_syscalls;	/* counted by the backend */
+	/* reads the backend would not wait on (psvc_mem_hazard) that
+	 * failed since the last scan, and the first address */
+	uint64_t hazard_reads, hazard_first;
 
 	/* modules (modules.c) */
 	struct psvc_module *mods;
