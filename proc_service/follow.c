@@ -348,7 +348,7 @@ int psvc_live_follow_start(struct psvc_target *t)
 	if (t->stopped)
 		return -EBUSY;
 	t->follow = true;
-	hold_update(t, true);
+	hold_update(t, false);
 	/* threads created by a task not seized yet are found by the next
 	 * listing; those created by a seized one are attached by the kernel */
 	for (int pass = 0; pass < 1000; pass++) {

@@ -124,11 +124,12 @@ struct psvc_open_opts {
 	 * without CAP_SYS_ADMIN / CAP_CHECKPOINT_RESTORE gets); for tests of
 	 * the /proc/PID/root path. */
 	bool no_map_files;
-	/* May be NULL.  Raised (1) while tinspect holds any task of the
-	 * target: from the start of psvc_stop() to the end of psvc_resume(),
-	 * and while following.  Lowered (0) otherwise: then nothing is
-	 * stopped by tinspect, and a signal handler may end the program at
-	 * once (the kernel detaches whatever is still seized). */
+	/* May be NULL.  Raised while tinspect holds any task of the target:
+	 * 2 and up from the start of psvc_stop() to the end of psvc_resume()
+	 * (a value that changes at every stop), 1 while following between
+	 * captures.  Lowered (0) otherwise: then nothing is stopped by
+	 * tinspect, and a signal handler may end the program at once (the
+	 * kernel detaches whatever is still seized). */
 	volatile sig_atomic_t *holding;
 };
 

@@ -126,6 +126,7 @@ struct psvc_target {
 	uint64_t max_freeze_ns;
 	const volatile sig_atomic_t *cancel;
 	volatile sig_atomic_t *holding;	/* psvc_open_opts.holding */
+	unsigned hold_seq;		/* hold_update() */
 	/* asked for the start routine of a new thread (follow mode) */
 	psvc_start_fn resolver;
 	void *resolver_arg;
@@ -176,12 +177,17 @@ struct psvc_target {
 	uint64_t tdb_budget, tdb_reads;
 };
 
-/* Tell the caller's signal handler whether anything is held (stopped or
- * followed) right now. */
-static inline void hold_update(struct psvc_target *t, bool now)
+/* Tell the caller's signal handler whether anything is held right now:
+ * 0 nothing, 1 attached (followed) but running, 2 and up stopped (or being
+ * stopped: stopping), a value that changes at every stop so that a
+ * watchdog sampling it tells one freeze from the next. */
+static inline void hold_update(struct psvc_target *t, bool stopping)
 {
-	if (t->holding)
-		*t->holding = now || t->stopped || t->follow;
+	if (!t->holding)
+		return;
+	if (stopping)
+		t->hold_seq = (t->hold_seq + 1) & 7;
+	*t->holding = stopping || t->stopped ? 2 + t->hold_seq : t->follow ? 1 : 0;
 }
 
 /* mem.c: the per-stop cache of target memory */
