@@ -217,6 +217,10 @@ void psvc_modules_free(struct psvc_target *t);
 /* procfs.c: the text of /proc/PID/maps (NUL-terminated, split in place)
  * into mappings; lines it cannot read are skipped.  Pure. */
 int psvc_maps_parse(char *buf, struct psvc_mapping **ret, size_t *ret_n);
+/* A path as /proc/PID/maps prints it (and gdb copies it into a core's
+ * NT_FILE) back to the file's name, in place: the kernel writes a newline
+ * as "\012" (seq_file_path, show_map_vma). */
+void psvc_maps_unescape(char *path);
 void psvc_maps_free(struct psvc_mapping *m, size_t n);
 
 /* linkmap.c: the r_debug / link_map chain, through a read callback */
