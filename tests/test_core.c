@@ -441,6 +441,37 @@ Test(core, deleted_executable_with_and_without_exe)
 	json_decref(live);
 }
 
+/* A program whose path holds a newline and whose name ends in " (deleted)"
+ * without being deleted: gdb writes NT_FILE's paths as /proc/PID/maps
+ * shows them (the newline as \012), the kernel as they are, and either
+ * way " (deleted)" may be the name's own.  The executable must be found:
+ * its symbols name the lock. */
+Test(core, path_with_a_newline_ending_in_deleted)
+{
+	char exe[400];
+	snprintf(exe, sizeof exe, "%s/fx\nlock (deleted)", tmpdir);
+	copy_file(fixture_path("fx_lock_abba"), exe, 0755);
+	fx_start_path(&fx, exe, NULL, 60);
+	const char *lock = fx_line(&fx, "lock ledger_lock ");
+	cr_assert(lock);
+	char addr[32];
+	cr_assert(sscanf(lock, "lock ledger_lock %31s", addr) == 1);
+	const char *cores[2] = { make_gcore(), NULL };
+	char gcore[400];
+	snprintf(gcore, sizeof gcore, "%s", cores[0]);
+	cores[0] = gcore;
+	cores[1] = make_kernel_core();
+	for (int k = 0; k < 2 && cores[k]; k++) {
+		json_t *doc = core_ok(cores[k], NULL, NULL);
+		cr_assert(!has_warning(doc, "symbols are unknown", NULL),
+			  "%s: the executable was not found", k ? "kernel" : "gcore");
+		const char *sym = lock_symbol(doc, addr);
+		cr_assert(sym && !strcmp(sym, "ledger_lock"), "%s: lock symbol %s",
+			  k ? "kernel" : "gcore", sym ? sym : "(none)");
+		json_decref(doc);
+	}
+}
+
 /* --sysroot with another copy of a fixture's library: its build-id is not
  * the one in the core, so it is refused, with a warning, and no symbol of
  * it appears. */
