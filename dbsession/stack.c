@@ -11,6 +11,7 @@
 #include "dbs_int.h"
 
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -132,6 +133,15 @@ void dbs_stack_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 	}
 	st->avail = sp - st->limit;
 	uint64_t size = m.end - st->limit;
+	if (size > INT64_MAX) {
+		/* only a damaged core puts a stack's ends that far apart: its
+		 * sizes would not be numbers any more */
+		dbs_add_error(&th->errors, &th->nerrors, "stack bounds: %#" PRIx64
+			       "-%#" PRIx64 " spans more than an address space",
+			       st->limit, m.end);
+		memset(st, 0, sizeof *st);
+		return;
+	}
 	st->status = st->avail < DBS_BOUNDS_LOW_BYTES || st->avail < size / 8
 			     ? DBS_BOUNDS_LOW : DBS_BOUNDS_OK;
 }

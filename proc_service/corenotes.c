@@ -331,7 +331,8 @@ static int file_note(struct psvc_core *c, const struct note *n)
 			pos += strlen(path) + 1;
 		}
 		uint64_t off, last;
-		if (!path || start >= end || !psvc_mul_ok(pg, page, &off) ||
+		if (!path || start >= end || end - start > PSVC_CORE_MAX_MAPPING ||
+		    !psvc_mul_ok(pg, page, &off) ||
 		    !psvc_add_ok(off, end - start, &last)) {
 			nbad++;
 			continue;
