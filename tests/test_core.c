@@ -10,11 +10,13 @@
  * validated against the schema.
  */
 #include <criterion/criterion.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -573,6 +575,49 @@ Test(core, zstd_and_xz_cores)
 	same_analysis(live, x);
 	json_decref(x);
 	json_decref(live);
+}
+
+/* A program header whose segment claims more bytes than any address space
+ * has (here the main thread's stack, up to the last address): without a
+ * check its sizes pass 2^63 and stack_bounds.used_bytes came out negative,
+ * against the schema.  The segment is left out, with a warning. */
+Test(core, segment_larger_than_an_address_space)
+{
+	fx_start(&fx, "fx_lock_abba", NULL, 60);
+	json_t *live = inspect_json(fx.pid, NULL, NULL);
+	json_t *main_thread = thread_by_tid(live, fx.pid);
+	cr_assert(main_thread);
+	uint64_t sp = jhex(json_object_get(main_thread, "regs"), "sp");
+	json_decref(live);
+	cr_assert(wait_not_stopped(fx.pid, 2000));
+	const char *core = make_gcore();
+	int fd = open(core, O_RDWR);
+	cr_assert(fd >= 0);
+	Elf64_Ehdr eh;
+	cr_assert(pread(fd, &eh, sizeof eh, 0) == sizeof eh);
+	bool patched = false;
+	for (unsigned i = 0; i < eh.e_phnum && !patched; i++) {
+		Elf64_Phdr ph;
+		off_t at = (off_t)(eh.e_phoff + (uint64_t)i * eh.e_phentsize);
+		cr_assert(pread(fd, &ph, sizeof ph, at) == sizeof ph);
+		if (ph.p_type != PT_LOAD || sp < ph.p_vaddr || sp - ph.p_vaddr >= ph.p_memsz)
+			continue;
+		ph.p_memsz = UINT64_MAX - ph.p_vaddr;	/* to the last address */
+		cr_assert(pwrite(fd, &ph, sizeof ph, at) == sizeof ph);
+		patched = true;
+	}
+	close(fd);
+	cr_assert(patched, "no segment holds the main thread's sp %#llx",
+		  (unsigned long long)sp);
+	int status;
+	json_t *doc = core_json(core, NULL, &status, NULL);	/* validated */
+	cr_assert(doc, "no report");
+	cr_assert(has_warning(doc, "more than any address space", NULL),
+		  "the segment is not reported");
+	json_t *b = json_object_get(thread_by_tid(doc, fx.pid), "stack_bounds");
+	cr_assert(json_is_null(b) ||
+		  json_integer_value(json_object_get(b, "used_bytes")) >= 0);
+	json_decref(doc);
 }
 
 /* Random bytes over the ELF header, the program headers and the notes:
