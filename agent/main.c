@@ -725,9 +725,25 @@ int main(int argc, char **argv)
 				"together\n");
 			return EXIT_USAGE;
 		}
+		if (fo.prometheus) {
+			fprintf(stderr, "tinspect: --prometheus does not apply to a "
+				"core file: its gauges are a live process's state "
+				"for a textfile collector (--folded and --pprof "
+				"take a core's stacks)\n");
+			return EXIT_USAGE;
+		}
 		if (!debuginfod)
 			unsetenv("DEBUGINFOD_URLS");
 		raise_fd_limit();
+		if (formats_wanted(&fo)) {
+			const char *bad = NULL;
+			int e = formats_open(&fo, &ao.formats, &bad);
+			if (e) {
+				fprintf(stderr, "tinspect: cannot write %s: %s\n",
+					bad ? bad : "the output files", strerror(-e));
+				return e == -ENOMEM ? EXIT_INTERNAL : EXIT_USAGE;
+			}
+		}
 		return agent_core(core, exe, sysroot, &dopts, &ao);
 	}
 	pid_t pid;
