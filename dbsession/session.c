@@ -9,7 +9,6 @@
 #include "glibc_versions.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -391,14 +390,6 @@ static uint64_t descriptor_addr(const struct dbs_session *s,
 	return arch_thread_area(psvc_arch(s->t), k->tp, (int)s->sizeof_pthread);
 }
 
-const char *dbs_descriptor_hazard(struct dbs_session *s, const struct dbs_thread *th)
-{
-	if (!th->tp || !s->sizeof_pthread)
-		return NULL;
-	uint64_t pd = arch_thread_area(psvc_arch(s->t), th->tp, (int)s->sizeof_pthread);
-	return psvc_mem_hazard(s->t, pd, s->sizeof_pthread);
-}
-
 static bool have_descriptor(const struct dbs_session *s, const struct psvc_task *k)
 {
 	return s->ta && k->tp && s->sizeof_pthread &&
@@ -650,13 +641,7 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 	if (psvc_modmap_note(t))
 		dbs_add_error(&snap->warnings, &snap->nwarnings, "module map: %s",
 			       psvc_modmap_note(t));
-	uint64_t hz_first, nhz = psvc_hazard_reads(t, &hz_first);
-	if (nhz)
-		dbs_add_error(&snap->warnings, &snap->nwarnings,
-			       "memory: %" PRIu64 " read(s) stopped short, first at "
-			       "%#" PRIx64 ": %s", nhz, hz_first,
-			       psvc_mem_hazard(t, hz_first, 1) ? psvc_mem_hazard(t, hz_first, 1)
-			       : "not read");
+	dbs_hazards_warn(s, snap);	/* memory not waited for */
 	/* the backend's: files refused by build-id, damage in a core */
 	for (size_t i = 0; i < psvc_nwarnings(t); i++)
 		dbs_add_error(&snap->warnings, &snap->nwarnings, "%s",
