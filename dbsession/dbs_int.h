@@ -201,7 +201,17 @@ void dbs_keys_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 void dbs_keys_finish(struct dbs_session *s, struct dbs_snapshot *snap);
 void dbs_keys_free(struct dbs_session *s);
 
+/* hazards.c: why th's struct pthread could not be read, when it lies in
+ * memory tinspect does not wait on (psvc_mem_hazard); NULL otherwise. */
+const char *dbs_descriptor_hazard(struct dbs_session *s, const struct dbs_thread *th);
+/* The capture's warning when reads were refused there. */
+void dbs_hazards_warn(struct dbs_session *s, struct dbs_snapshot *snap);
+
 /* stack.c: after the resume, from the maps read before the stop */
+/* After unwinding: a stack that ran out of its copy [lo, hi) before hi
+ * ends in an error that says why, not "truncated". */
+void dbs_stack_explain_copy(struct dbs_session *s, struct dbs_thread *th,
+			    uint64_t lo, uint64_t hi);
 void dbs_stack_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 		struct dbs_thread *th);
 

@@ -125,6 +125,11 @@ struct psvc_backend {
 	 * run of whole 4 KiB blocks): each run's done says how many bytes
 	 * from its start were read. */
 	void (*read_runs)(struct psvc_target *t, struct psvc_run *runs, size_t n);
+	/* Optional.  After a read of [addr, addr + len) failed: why, if the
+	 * backend refused to wait there (memory registered with userfaultfd,
+	 * live_uffd.c); NULL otherwise. */
+	const char *(*mem_hazard)(struct psvc_target *t, uint64_t addr,
+				  uint64_t len);
 
 	/* ---- the address space and the files behind it ---- */
 

@@ -41,7 +41,9 @@
 #include "live.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <unistd.h>
 
 /* Blocked in the kernel with its pc and sp published. */
 static bool observable(const struct psvc_taskinfo *ti)
@@ -52,8 +54,34 @@ static bool observable(const struct psvc_taskinfo *ti)
 	       ti->sc_sp != 0 && ti->sc_pc != 0;
 }
 
+/*
+ * What a nonblocking capture reads - /proc/TID/syscall, the stacks, the
+ * lock words - needs the access ptrace would (PTRACE_MODE_ATTACH): the
+ * kernel answers another user's process with EACCES on each file and
+ * EPERM on each read, and the capture would show every thread "running"
+ * and no lock, a healthy process.  Opening /proc/PID/mem asks the same
+ * question once (and the descriptor serves the reads that need it).
+ */
+static int may_read(struct psvc_target *t)
+{
+	struct psvc_live *L = psvc_live(t);
+	if (L->mem_fd >= 0)
+		return 0;
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/mem", (int)L->mm_tid);
+	L->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (L->mem_fd >= 0)
+		return 0;
+	if (errno == EACCES || errno == EPERM)
+		return -EPERM;
+	return errno == ENOENT || errno == ESRCH ? -ESRCH : 0;
+}
+
 int psvc_live_observe(struct psvc_target *t)
 {
+	int err = may_read(t);
+	if (err)
+		return err;
 	int n = 0;
 	for (size_t i = 0; i < t->ntasks; i++) {
 		struct psvc_task *k = &t->tasks[i];

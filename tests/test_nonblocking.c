@@ -503,4 +503,39 @@ Test(nonblocking, a_stack_copy_the_thread_wrote_over_is_never_unwound)
 		     "unwound through fx_reenter_poll %u times of %u", steady_whole,
 		     (unsigned)(nsteady * UPDATES));
 	cr_assert(!any_task_stopped(fx.pid));
+/* ---- permission ---------------------------------------------------------------------- */
+
+/* A user who may not trace the target may not read it either: without
+ * ptrace's access every /proc/TID/syscall and every read of memory is
+ * refused, which used to make every thread look running and the process
+ * healthy ("No deadlock found", status 0).  Status 4 and the reason, as
+ * the modes that stop, in every nonblocking form. */
+Test(nonblocking, a_user_who_may_not_trace_gets_status_4)
+{
+	fx_start(&fx, "fx_lock_abba", NULL, 60);
+	const char *wrap[] = { "/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
+			       "--clear-groups", "--inh-caps=-all", NULL };
+	const char *const modes[][8] = {
+		{ "--check", "--nonblocking", NULL },
+		{ "--check", "--nonblocking=strict", NULL },
+		{ "--json", "--nonblocking", NULL },
+		{ "--json", "--nonblocking", "--watch", "0.2", "--count", "2", NULL },
+	};
+	for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
+		const char *args[12];
+		size_t n = 0;
+		for (const char *const *a = modes[m]; *a; a++)
+			args[n++] = *a;
+		args[n++] = pidstr(fx.pid);
+		args[n] = NULL;
+		struct run r;
+		run_start_as(&r, wrap, args);
+		run_wait(&r, 60);
+		cr_assert_eq(r.status, 4, "%s %s: exit %d: %s", modes[m][0], modes[m][1],
+			     r.status, r.err ? r.err : "");
+		cr_assert(r.err && strstr(r.err, "runs as uid 0") &&
+			  strstr(r.err, "CAP_SYS_PTRACE"), "%s", r.err ? r.err : "");
+		cr_assert(!r.out_len || !strstr(r.out, "No deadlock"), "%s", r.out);
+		run_free(&r);
+	}
 }

@@ -405,6 +405,58 @@ Test(watch, target_exiting_ends_the_stream)
 	}
 }
 
+/* A task of pid's that is in neither T/t state nor traced, within ms. */
+static bool released_within(pid_t pid, int ms)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	for (int waited = 0; waited <= ms; waited += 10) {
+		if (fx_read_small(path, buf, sizeof buf) < 0)
+			return false;
+		const char *st = strstr(buf, "State:"), *tp = strstr(buf, "TracerPid:");
+		if (st && tp && !strchr("Tt", st[7]) && atoi(tp + 10) == 0)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/* clone(2) without CLONE_THREAD makes a new process, even one that shares
+ * the address space with an exit signal of 0 (no SIGCHLD): the kernel
+ * attaches it to the follower like a thread (PTRACE_EVENT_CLONE), but it
+ * is no thread of the target, to be let go, not announced. */
+Test(watch, follow_threads_lets_a_clone_that_is_no_thread_go)
+{
+	const char *opts[] = { "--watch", "0.2", "--json", "--summary",
+			       "--follow-threads", NULL };
+	watch_lifecycle(opts);
+	fx_send(&fx, "clonevm");
+	char *l = fx_read_line(&fx, 30);
+	int child = 0;
+	cr_assert(l && sscanf(l, "proc %d", &child) == 1, "no clone");
+	free(l);
+	double cloned_at = now_real();
+	int summaries = 0;
+	while (summaries < 2) {
+		json_t *d = next_line(30);
+		cr_assert(d, "the stream ended");
+		if (!strcmp(jstr(d, "kind"), "summary")) {
+			summaries += line_time(d, "time") > cloned_at;
+		} else {
+			pid_t tid = (pid_t)json_integer_value(json_object_get(d, "tid"));
+			cr_assert_neq(tid, child, "process %d reported as a thread (%s)",
+				      child, jstr(d, "event"));
+		}
+		json_decref(d);
+	}
+	bool free_again = released_within(child, 2000);
+	kill(child, SIGKILL);
+	cr_assert(free_again, "process %d left traced or stopped", child);
+	fx_kill(&fx);
+	fx_kill(&tin);
+	validate_stream();
+}
+
 /* A thread that did not stop in time (D state) must not stop later when
  * it wakes, while tinspect waits for its next update. */
 Test(watch, straggler_is_let_go_between_updates)
