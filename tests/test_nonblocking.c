@@ -503,6 +503,8 @@ Test(nonblocking, a_stack_copy_the_thread_wrote_over_is_never_unwound)
 		     "unwound through fx_reenter_poll %u times of %u", steady_whole,
 		     (unsigned)(nsteady * UPDATES));
 	cr_assert(!any_task_stopped(fx.pid));
+}
+
 /* ---- permission ---------------------------------------------------------------------- */
 
 /* A user who may not trace the target may not read it either: without
