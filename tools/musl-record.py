@@ -56,6 +56,7 @@ CASES = {
     "abba-recursive": ("fx_musl_abba", ["--type", "recursive"]),
     "abba-normal": ("fx_musl_abba", ["--type", "normal"]),
     "abba-errorcheck-static": ("fx_musl_abba_static", ["--type", "errorcheck"]),
+    "pi": ("fx_musl_pi", []),
     "orphan": ("fx_musl_orphan", []),
     "cond": ("fx_musl_cond", []),
     "rwlock": ("fx_musl_rwlock", []),
@@ -75,6 +76,8 @@ WORDS = {
                         "recursive, held 2 deep by teller, auditor waits"),
     "mutex-normal": ("abba-normal", "ledger_lock",
                      "normal, held by teller (not recorded), auditor waits"),
+    "mutex-pi": ("pi", "pi_b", "priority inheritance, held by pi-second, "
+                 "pi-first waits in FUTEX_LOCK_PI"),
     "mutex-orphan-normal": ("orphan", "session_lock",
                             "normal, its owner leaver exited, waiter waits"),
     "mutex-orphan-errorcheck": ("orphan", "table_lock",
@@ -108,7 +111,7 @@ def root_build_script():
     cmds = ["set -e", "cd /mnt/src/musl"]
     for f in ["fx_musl_abba", "fx_musl_orphan", "fx_musl_cond", "fx_musl_rwlock",
               "fx_musl_sem", "fx_musl_barrier", "fx_musl_join", "fx_musl_stdio",
-              "fx_musl_layout"]:
+              "fx_musl_pi", "fx_musl_layout"]:
         cmds.append(f"musl-gcc {' '.join(CFLAGS)} {f}.c -o /mnt/out/{f}")
         cmds.append(f"musl-gcc {' '.join(CFLAGS)} -static {f}.c -o /mnt/out/{f}_static")
     cmds.append("musl-gcc -shared -fPIC -O1 -g -Wl,-soname,libfx_musl_tlslib.so "
@@ -318,6 +321,15 @@ def main():
         subprocess.run(in_root(a.root, tmp, ["sh", "-c", root_build_script()],
                                ro_src=True), check=True)
     try:
+        # the layout the recording relies on holds for this musl
+        for fx in ("fx_musl_layout", "fx_musl_layout_static"):
+            argv = (in_root(a.root, tmp, [f"/mnt/out/{fx}"]) if a.root
+                    else [os.path.join(a.fixtures, fx)])
+            r = subprocess.run(argv, capture_output=True, text=True)
+            if r.returncode:
+                sys.stderr.write(r.stdout)
+                raise SystemExit(f"musl-record: {fx} failed: docs/MUSL.md's "
+                                 f"layout does not hold for {where}")
         for case, (fx, args) in CASES.items():
             if a.root:
                 argv = in_root(a.root, tmp, [f"/mnt/out/{fx}"] + args)
