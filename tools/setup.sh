@@ -57,6 +57,8 @@ PACKAGES=(
 	# prometheus_client parser, go tool pprof
 	protobuf-c-compiler libprotobuf-c-dev zlib1g-dev
 	prometheus-node-exporter python3-prometheus-client golang-go
+	# musl targets: the fixtures built with musl-gcc (docs/MUSL.md)
+	musl-tools
 )
 
 # The real services bench/services.sh inspects (issue 9).  MariaDB and a
