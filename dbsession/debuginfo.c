@@ -28,6 +28,7 @@
 #include <dlfcn.h>
 #include <elfutils/libdwelf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <gelf.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -87,10 +88,17 @@ static void out_of_fds(struct dbg_files *f, int err, const char *path)
 /* Open a candidate; a refusal worth telling the user is noted. */
 static int open_file(struct dbg_files *f, const char *path)
 {
-	int fd = psvc_open_regular(path, NULL);
+	struct psvc_fileinfo fi;
+	int fd = psvc_openat_checked(AT_FDCWD, path, &fi);
 	if (fd == -ENXIO)
 		add_note(f, "%s is not a regular file (a FIFO, a device?): "
 			 "not read", path);
+	else if (fd == -EOPNOTSUPP)
+		add_note(f, "%s is a file of %s, a kernel pseudo file system "
+			 "(reading it may act): not read", path,
+			 psvc_pseudo_fs_name(fi.fs_magic));
+	else if (fd == -ENODATA)
+		add_note(f, "%s reports a size of 0: not read", path);
 	if (fd == -EMFILE || fd == -ENFILE)
 		out_of_fds(f, -fd, path);
 	return fd;

@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "arch.h"
@@ -635,17 +636,29 @@ int psvc_module_mem_build_id(struct psvc_target *t, struct psvc_module *m,
 
 /* ---- files named by untrusted input (regfile.c) ----------------------- */
 
-struct stat;
 /*
  * Open path for reading only if it is a regular file (a FIFO, a device, a
- * socket are refused without being opened: nothing blocks, nothing acts),
- * O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY.  Returns the descriptor
- * (and its stat in *ret_st, may be NULL), or a negative errno: -ENXIO for
- * "not a regular file", -EMFILE / -ENFILE when out of descriptors.
+ * socket are refused without being opened: nothing blocks, nothing acts)
+ * that is not on a kernel pseudo file system (procfs, sysfs, debugfs...:
+ * reading /proc/kmsg consumes the kernel's log) and does not report a
+ * size of 0, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY.  Returns the
+ * descriptor (and its stat in *ret_st, may be NULL), or a negative errno:
+ * -ENXIO for "not a regular file", -EOPNOTSUPP for a pseudo file system,
+ * -ENODATA for size 0, -EMFILE / -ENFILE when out of descriptors.
  */
 int psvc_open_regular(const char *path, struct stat *ret_st);
 /* The same, path relative to the directory dirfd (openat). */
 int psvc_openat_regular(int dirfd, const char *path, struct stat *ret_st);
+/* What psvc_openat_checked() learnt of the file: its stat, and the statfs
+ * magic of its file system (set also when it is refused for either). */
+struct psvc_fileinfo {
+	struct stat st;
+	unsigned long fs_magic;
+};
+int psvc_openat_checked(int dirfd, const char *path, struct psvc_fileinfo *ret);
+/* The name of a kernel pseudo file system by its statfs magic; NULL if the
+ * magic is not one. */
+const char *psvc_pseudo_fs_name(unsigned long magic);
 /* The message for an error of psvc_open_regular() (names EMFILE). */
 const char *psvc_open_strerror(int err);
 

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fanotify.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -474,6 +475,91 @@ Test(hostile, debuglink_fifo_beside_the_program)
 Test(hostile, debuglink_fifo_in_dot_debug)
 {
 	debuglink_fifo(".debug");
+}
+
+/* A copy of the stripped fx_dbglink_noid (no build-id: candidates are
+ * checked by the debuglink's CRC, so read whole) in a directory of its
+ * own; *exe its path. */
+static void noid_copy(char *exe, size_t len)
+{
+	make_tmpdir();
+	char cmd[512];
+	snprintf(exe, len, "%s/fx_dbglink_noid", tmpdir);
+	snprintf(cmd, sizeof cmd, "cp -- '%s' '%s'", fixture_path("fx_dbglink_noid"),
+		 exe);
+	cr_assert(system(cmd) == 0);
+}
+
+/* Watch path for opens and reads (fanotify: the event names the process). */
+static void fan_watch(int fan, const char *path)
+{
+	cr_assert(fanotify_mark(fan, FAN_MARK_ADD, FAN_OPEN | FAN_ACCESS, AT_FDCWD,
+				path) == 0, "fanotify_mark %s: %s", path, strerror(errno));
+}
+
+/* How many open or read events of process pid fan has queued. */
+static int fan_events_of(int fan, pid_t pid)
+{
+	int n = 0;
+	char buf[4096] __attribute__((aligned(8)));
+	ssize_t len;
+	while ((len = read(fan, buf, sizeof buf)) > 0) {
+		struct fanotify_event_metadata *m = (void *)buf;
+		for (; FAN_EVENT_OK(m, len); m = FAN_EVENT_NEXT(m, len)) {
+			if (m->fd >= 0)
+				close(m->fd);
+			if (m->pid == pid)
+				n++;
+		}
+	}
+	return n;
+}
+
+Test(hostile, debuglink_to_pseudo_files_is_never_read)
+{
+	/* The debuglink's name, beside the program, a symlink to a file of
+	 * /proc; in .debug/ there, to one of /sys; stat() says "regular"
+	 * of both.  Reading them is harmless here, but the same symlink to
+	 * /proc/kmsg would eat the kernel's log: tinspect must neither open
+	 * them for reading nor read them (fanotify names who does). */
+	char exe[256], link[300];
+	noid_copy(exe, sizeof exe);
+	snprintf(link, sizeof link, "%s/fx_dbglink_noid.debug", tmpdir);
+	cr_assert(symlink("/proc/version", link) == 0);
+	snprintf(link, sizeof link, "%s/.debug", tmpdir);
+	cr_assert(mkdir(link, 0755) == 0);
+	snprintf(link, sizeof link, "%s/.debug/fx_dbglink_noid.debug", tmpdir);
+	cr_assert(symlink("/sys/kernel/uevent_seqnum", link) == 0);
+	int fan = fanotify_init(FAN_CLASS_NOTIF | FAN_NONBLOCK | FAN_CLOEXEC, O_RDONLY);
+	if (fan < 0 && (errno == EPERM || errno == ENOSYS))
+		cr_skip("fanotify needs CAP_SYS_ADMIN");
+	cr_assert(fan >= 0, "fanotify_init: %s", strerror(errno));
+	fan_watch(fan, "/proc/version");
+	fan_watch(fan, "/sys/kernel/uevent_seqnum");
+	const char *args[] = { "--idle", "2", NULL };
+	fx_start_path(&fx, exe, args, 30);
+	const char *targs[] = { "--json", pidstr(fx.pid), NULL };
+	struct run r;
+	run_start(&r, targs);
+	run_wait(&r, 240);
+	cr_assert(!r.timed_out && (r.status == 0 || r.status == 1), "exit %d; %s",
+		  r.status, r.err ? r.err : "");
+	cr_assert(schema_valid(r.out, r.out_len));
+	int n = fan_events_of(fan, r.pid);
+	close(fan);
+	cr_assert_eq(n, 0, "tinspect opened or read /proc/version or "
+		     "/sys/kernel/uevent_seqnum %d times", n);
+	json_t *doc = json_loadb(r.out, r.out_len, 0, NULL);
+	cr_assert(doc);
+	const char *proc[] = { "stacks:", "/fx_dbglink_noid.debug", "procfs", "not read",
+			       NULL };
+	const char *sys[] = { "stacks:", "/.debug/fx_dbglink_noid.debug", "sysfs",
+			      "not read", NULL };
+	cr_assert(any_has(warnings(doc), proc), "the procfs file is not reported");
+	cr_assert(any_has(warnings(doc), sys), "the sysfs file is not reported");
+	json_decref(doc);
+	run_free(&r);
+	check_running(fx.pid);
 }
 
 Test(hostile, a_thousand_libraries_under_1024_descriptors)
