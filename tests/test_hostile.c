@@ -562,6 +562,84 @@ Test(hostile, debuglink_to_pseudo_files_is_never_read)
 	check_running(fx.pid);
 }
 
+/* Run tinspect with args, its output to files in tmpdir; its exit status
+ * (-1 if killed) and the bytes it read by read(2) and pread(2) (rchar of
+ * /proc/PID/io, read while it is a zombie, before it is reaped). */
+static int run_counting_reads(const char *const *args, uint64_t *ret_rchar)
+{
+	char out[128], err[128];
+	snprintf(out, sizeof out, "%s/tinspect.out", tmpdir);
+	snprintf(err, sizeof err, "%s/tinspect.err", tmpdir);
+	const char *argv[32] = { getenv("TINSPECT") };
+	size_t n = 1;
+	for (; *args && n < 31; args++)
+		argv[n++] = *args;
+	argv[n] = NULL;
+	pid_t pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
+			_exit(127);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	siginfo_t si;
+	cr_assert(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) == 0);
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%d/io", (int)pid);
+	long len = fx_read_small(path, buf, sizeof buf);
+	const char *r = len > 0 ? strstr(buf, "rchar:") : NULL;
+	*ret_rchar = r ? strtoull(r + 6, NULL, 10) : UINT64_MAX;
+	int st;
+	cr_assert(waitpid(pid, &st, 0) == pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(hostile, debuglink_crc_checks_stay_in_budget)
+{
+	/* Two candidates of the debuglink's name, beside the program and in
+	 * .debug/ there, sparse files just under what one module's search
+	 * may read (1 GiB): the first is read once (libdwfl asks twice for
+	 * the module: the answer is kept), the second not at all. */
+	if (getenv("TINSPECT_WRAPPER") && *getenv("TINSPECT_WRAPPER"))
+		cr_skip("the wrapper's own reads would be counted");
+	const uint64_t budget = 1ull << 30, size = budget - 4096;
+	char exe[256], cand[300];
+	noid_copy(exe, sizeof exe);
+	snprintf(cand, sizeof cand, "%s/fx_dbglink_noid.debug", tmpdir);
+	int fd = open(cand, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	cr_assert(fd >= 0 && ftruncate(fd, (off_t)size) == 0);
+	close(fd);
+	snprintf(cand, sizeof cand, "%s/.debug", tmpdir);
+	cr_assert(mkdir(cand, 0755) == 0);
+	snprintf(cand, sizeof cand, "%s/.debug/fx_dbglink_noid.debug", tmpdir);
+	fd = open(cand, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	cr_assert(fd >= 0 && ftruncate(fd, (off_t)size) == 0);
+	close(fd);
+	const char *args[] = { "--idle", "2", NULL };
+	fx_start_path(&fx, exe, args, 30);
+	const char *targs[] = { "--json", pidstr(fx.pid), NULL };
+	uint64_t rchar;
+	int status = run_counting_reads(targs, &rchar);
+	cr_assert(status == 0 || status == 1, "exit %d", status);
+	/* the rest tinspect reads (/proc, small files) is a few MB */
+	cr_assert(rchar < budget + (64u << 20), "tinspect read %llu bytes; the "
+		  "debuglink checks may read %llu", (unsigned long long)rchar,
+		  (unsigned long long)budget);
+	char out[128];
+	snprintf(out, sizeof out, "%s/tinspect.out", tmpdir);
+	json_error_t je;
+	json_t *doc = json_load_file(out, 0, &je);
+	cr_assert(doc, "no JSON: %s", je.text);
+	const char *need[] = { "stacks:", cand, "would exceed", NULL };
+	cr_assert(any_has(warnings(doc), need), "the candidate left unread is "
+		  "not reported");
+	json_decref(doc);
+	check_running(fx.pid);
+}
+
 Test(hostile, a_thousand_libraries_under_1024_descriptors)
 {
 	/* distinct files (distinct inodes), so distinct modules */
