@@ -28,7 +28,6 @@
 #include <dlfcn.h>
 #include <elfutils/libdwelf.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <gelf.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -97,7 +96,7 @@ static void out_of_fds(struct dbg_files *f, int err, const char *path)
 static int open_file(struct dbg_files *f, const char *path)
 {
 	struct psvc_fileinfo fi;
-	int fd = psvc_openat_checked(AT_FDCWD, path, &fi);
+	int fd = psvc_file_open(f->t, path, &fi);
 	if (fd == -ENXIO)
 		add_note(f, "%s is not a regular file (a FIFO, a device?): "
 			 "not read", path);
@@ -107,6 +106,8 @@ static int open_file(struct dbg_files *f, const char *path)
 			 psvc_pseudo_fs_name(fi.fs_magic));
 	else if (fd == -ENODATA)
 		add_note(f, "%s reports a size of 0: not read", path);
+	else if (fd == -ETIMEDOUT || fd == -EFBIG)
+		add_note(f, "%s: %s: not read", path, psvc_open_strerror(fd));
 	if (fd == -EMFILE || fd == -ENFILE)
 		out_of_fds(f, -fd, path);
 	return fd;

@@ -185,8 +185,9 @@ static int cfile_check(struct psvc_target *t, struct cfile *cf, bool is_exe)
 		}
 		name = full;
 	}
-	struct stat st;
-	int fd = psvc_open_regular(name, &st);
+	/* a path the core names: by a worker, within a bound */
+	struct psvc_fileinfo fi;
+	int fd = psvc_file_open(t, name, &fi);
 	if (fd < 0) {
 		cf->err = fd;
 		psvc_target_warn(t, "%s: %s: %s; its symbols are unknown", cf->path,
@@ -526,6 +527,7 @@ static void core_close(struct psvc_target *t)
 	struct corebk *B = cb(t);
 	if (!B)
 		return;
+	psvc_files_close(t);	/* the file helper ends with its socket */
 	for (size_t i = 0; i < B->nfiles; i++)
 		if (B->files[i].fd >= 0)
 			close(B->files[i].fd);
@@ -630,6 +632,7 @@ int psvc_open_core(const char *path, const struct psvc_core_open_opts *opts,
 		core_close(&(struct psvc_target){ .backend_data = B });
 		return -ENOMEM;
 	}
+	t->cancel = opts ? opts->cancel : NULL;
 	for (size_t i = psvc_core_nthreads(B->c); i-- > 0;) {
 		/* backwards: the first note of a TID is the one kept */
 		pid_t tid = psvc_core_thread_at(B->c, i)->tid;

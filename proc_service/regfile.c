@@ -164,6 +164,13 @@ const char *psvc_open_strerror(int err)
 	case -EOPNOTSUPP: return "a file of a kernel pseudo file system (procfs, "
 				 "sysfs, debugfs...), where reading may act";
 	case -ENODATA: return "it reports a size of 0 (a kernel pseudo file?)";
+	case -ETIMEDOUT: return "its file system did not answer in time (a FUSE "
+				"mount nobody serves, a network file system "
+				"gone?)";
+	case -EFBIG: return "over 256 MiB on a file system that is not a local "
+			    "one: not copied";
+	case -EAGAIN: return "not opened while the target is held";
+	case -EINTR: return "interrupted (a signal)";
 	case -EMFILE: return "out of file descriptors (EMFILE)";
 	case -ENFILE: return "out of file descriptors system-wide (ENFILE)";
 	default: return strerror(-err);
