@@ -36,7 +36,11 @@
  *    stall, not one per file;
  *  - files are never opened while a task of the target is held (stopped
  *    for a capture, or a new thread at its first stop while followed):
- *    the open is refused (-EAGAIN) and tried again later by the caller.
+ *    the open is refused (-EAGAIN) and tried again later by the caller;
+ *    and a task that stops after the resume (a straggler of the capture
+ *    leaving its uninterruptible sleep, where the interrupt left pending
+ *    stops it) is let go before a file is asked for and while it is
+ *    awaited, not when tinspect is done.
  * The helper ends when its socket does: at psvc_close(), or when
  * tinspect exits.
  */
@@ -400,6 +404,13 @@ static bool helper_asleep(const struct psvc_target *t)
 	return !p || p[1] != ' ' || p[2] != 'R';
 }
 
+/* Let go the tasks that stopped since the resume (psvc_int.h). */
+static void let_go(struct psvc_target *t)
+{
+	if (!t->stopped && t->files_release)
+		t->files_release(t);
+}
+
 /* Wait for the helper's answer, in slices. */
 static int wait_answer(struct psvc_target *t, struct psvc_fileinfo *ret)
 {
@@ -431,6 +442,7 @@ static int wait_answer(struct psvc_target *t, struct psvc_fileinfo *ret)
 				return -ETIMEDOUT;
 			last = now;	/* it runs, or waits for a CPU */
 		}
+		let_go(t);
 		if (t->files_wait_fn && !t->stopped && !t->files_servicing) {
 			/* a followed target's new threads must not wait
 			 * for a file system (psvc_files_on_wait) */
@@ -453,6 +465,7 @@ static int run_request(struct psvc_target *t, const char *path, bool dir,
 		return -ETIMEDOUT;
 	if (cancelled(t))
 		return -EINTR;
+	let_go(t);
 	struct file_req *r = calloc(1, sizeof *r);
 	if (!r)
 		return -ENOMEM;

@@ -181,6 +181,8 @@ int psvc_open(pid_t pid, const struct psvc_open_opts *opts,
 		return -ENOMEM;
 	}
 	t->cancel = opts ? opts->cancel : NULL;
+	/* a straggler that stops while a file is awaited is let go then */
+	t->files_release = psvc_release_stragglers;
 
 	struct psvc_taskinfo ti;
 	int err = psvc_taskinfo_read_at(L->task_dirfd, pid, &ti);

@@ -169,6 +169,9 @@ struct psvc_target {
 	bool files_servicing;	/* following's events served while waiting */
 	void (*files_wait_fn)(void *);	/* called while waiting */
 	void *files_wait_arg;
+	/* the backend's: let go the tasks that stopped since the resume
+	 * (live: stragglers leaving their uninterruptible sleep); NULL */
+	void (*files_release)(struct psvc_target *t);
 
 	struct ps_prochandle *ph;
 	/* shim.c: bytes libthread_db sees instead of target memory (the

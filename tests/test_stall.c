@@ -39,6 +39,7 @@
 
 static struct fixture fx;
 static long waiting = -1, baseline = -1;	/* FUSE requests waiting */
+static uint64_t waiting_ms;	/* since when (CLOCK_MONOTONIC) */
 static long spawned = -1;
 
 static void teardown(void)
@@ -72,8 +73,11 @@ static bool take_line(int timeout_s)
 	char *l = fx_read_line(&fx, timeout_s);
 	if (!l)
 		return false;
-	if (!strncmp(l, "fuse_waiting ", 13))
-		waiting = atol(l + 13);
+	if (!strncmp(l, "fuse_waiting ", 13)) {
+		char *end;
+		waiting = strtol(l + 13, &end, 10);
+		waiting_ms = strtoull(end, NULL, 10);
+	}
 	else if (!strncmp(l, "spawned ", 8))
 		spawned = atol(l + 8);
 	free(l);
@@ -87,7 +91,7 @@ static void start(const char *const *args)
 	fx_start(&fx, "fx_fuse_stall", args, 30);
 	const char *l = fx_line(&fx, "fuse_waiting ");
 	if (l)
-		waiting = atol(l + 13);
+		waiting = atol(l + 13);	/* the count only: a baseline */
 	while (waiting < 0)
 		cr_assert(take_line(30), "the fixture never counted FUSE requests");
 	baseline = waiting;
@@ -248,6 +252,60 @@ Test(stall, sigterm_ends_a_followed_watch_and_new_threads_run)
 	const char *extra[] = { "--json", "--summary", "--watch", "1",
 				"--follow-threads", NULL };
 	sigterm_while_stuck(extra, true);
+}
+
+/*
+ * A thread in a killable sleep (the parent side of a vfork) does not stop
+ * for the capture: it is a straggler, seized with an interrupt pending, and
+ * stops when it leaves that sleep.  If that happens while tinspect waits
+ * for a file, it must be let go then, not when tinspect is done: tinspect
+ * holds no thread of the target while it waits for a file system.  The
+ * fixture's FUSE counts say until when the lookup was stuck (tinspect gives
+ * up on it after its bound): the thread must run again before that.
+ */
+Test(stall, straggler_that_stops_while_a_file_is_awaited_is_let_go)
+{
+	const char *extra[] = { "--vfork", NULL };
+	start(extra);
+	const char *l = fx_line(&fx, "vforker ");
+	cr_assert(l, "no vforker");
+	pid_t vtid = atoi(l + 8);
+	const char *args[] = { "--json", "--stop-timeout", "200", pidstr(fx.pid), NULL };
+	struct run r;
+	run_start(&r, args);
+	wait_stuck();
+	/* captured and resumed: waiting for the mount now; the vforker is a
+	 * straggler (in D at the capture) */
+	cr_assert_eq(task_state(fx.pid, vtid), 'D');
+	fx_send(&fx, "release");
+	/* it leaves D, stops at the interrupt, and must be let go */
+	uint64_t until = now_ms() + 60000, free_ms = 0;
+	while (!free_ms && now_ms() < until) {
+		char st = task_state(fx.pid, vtid);
+		if (st != 'D' && st != 't' && st != 'T')
+			free_ms = now_ms();
+		else
+			usleep(2000);
+	}
+	cr_assert(free_ms, "the vforker never ran again");
+	/* when did the stuck lookup end (the count fell back)? */
+	while (waiting > baseline)
+		cr_assert(take_line(60), "the lookup never ended");
+	bool ended = ended_within(&r, 60);
+	run_wait(&r, 60);
+	cr_assert(ended && !r.timed_out, "tinspect waited on the mount for ever");
+	cr_assert(r.status == 0 || r.status == 1, "exit %d, signal %d; %s",
+		  r.status, r.sig, r.err ? r.err : "");
+	json_t *doc = json_loadb(r.out, r.out_len, 0, NULL);
+	cr_assert(doc, "no JSON");
+	cr_assert(json_is_true(json_object_get(thread_by_tid(doc, vtid), "straggler")),
+		  "the vforker was no straggler");
+	json_decref(doc);
+	cr_assert(free_ms < waiting_ms, "the straggler was held until the lookup "
+		  "was given up on (%llu ms after it)",
+		  (unsigned long long)(free_ms - waiting_ms));
+	run_free(&r);
+	check_free();
 }
 
 static void start_server(bool stop_at_read)
