@@ -27,9 +27,11 @@
  *    waiting for a CPU on a loaded machine, does not count); while it
  *    waits it keeps a followed target's new threads moving (the session
  *    hooks psvc_follow_service in: psvc_files_on_wait);
- *  - a helper given up on is killed (SIGKILL ends a wait for a request
- *    its server has not taken; one it has taken keeps the helper until
- *    the file system answers, but not tinspect), the next file gets a new
+ *  - a helper given up on is let go: its socket is closed, and its
+ *    watchdog thread ends it (exit_group() kills a wait for a request its
+ *    server has not taken; one it has taken keeps the helper until the
+ *    file system answers, but not tinspect); the same happens when
+ *    tinspect ends or dies in the middle of a wait; the next file gets a new
  *    helper, and the file tree the stuck one was in (the target's,
  *    through /proc/PID/..., or tinspect's own) is not read any more for
  *    the life of the target, with a warning: one stuck lookup costs one
@@ -42,7 +44,8 @@
  *    stops it) is let go before a file is asked for and while it is
  *    awaited, not when tinspect is done.
  * The helper ends when its socket does: at psvc_close(), or when
- * tinspect exits.
+ * tinspect exits or dies, at once, even in the middle of a wait on a file
+ * system (its watchdog thread ends the process).
  */
 #include "psvc_int.h"
 
@@ -50,7 +53,9 @@
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,6 +108,8 @@ struct file_msg {
 	uint32_t kind;
 	int32_t result;		/* MSG_DONE: a descriptor follows, or -errno */
 	int32_t pid;		/* MSG_HELLO: the helper's */
+	int32_t watchdog;	/* MSG_HELLO: its watchdog runs (it ends when
+				 * its socket does, whatever it waits for) */
 	struct psvc_fileinfo info;
 };
 
@@ -248,6 +255,26 @@ static void serve(int sock)
 	}
 }
 
+/*
+ * The helper's watchdog: when tinspect's end of the socket closes (it is
+ * done, or it died: SIGTERM, SIGKILL), the helper ends at once, also when
+ * its other thread is in the kernel waiting on a file system that does not
+ * answer: exit_group() kills that thread, and a wait for a request the
+ * server has not taken ends with it.  Without it, a tinspect ended by a
+ * signal left its helper waiting on the mount for as long as the mount
+ * lived.
+ */
+static void *watchdog(void *arg)
+{
+	int sock = (int)(intptr_t)arg;
+	for (;;) {
+		struct pollfd p = { sock, POLLRDHUP, 0 };
+		if (poll(&p, 1, -1) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+			_exit(0);
+	}
+	return NULL;
+}
+
 /* The helper's life: nobody's signals, none of tinspect's descriptors
  * (a pipe it kept open would keep tinspect's reader waiting). */
 static void helper_main(int sock)
@@ -283,7 +310,12 @@ static void helper_main(int sock)
 		for (int i = 4; i < 65536; i++)
 			close(i);
 	prctl(PR_SET_NAME, "tinspect-files", 0, 0, 0);
-	struct file_msg hello = { .kind = MSG_HELLO, .pid = (int32_t)getpid() };
+	/* without it (out of threads) the helper still serves; it is then
+	 * killed when tinspect gives up on it, but not if tinspect dies */
+	pthread_t th;
+	bool dog = pthread_create(&th, NULL, watchdog, (void *)(intptr_t)keep) == 0;
+	struct file_msg hello = { .kind = MSG_HELLO, .pid = (int32_t)getpid(),
+				  .watchdog = dog };
 	if (send_msg(keep, &hello, -1) == 0)
 		serve(keep);
 	_exit(0);
@@ -295,8 +327,10 @@ static void helper_stop(struct psvc_target *t, bool kill_it)
 {
 	if (!t->files_up)
 		return;
-	if (kill_it && t->files_pid > 0)
-		kill(t->files_pid, SIGKILL);	/* ours, by its PID */
+	/* closing the socket ends a helper with a watchdog; one without
+	 * is killed, by its PID (it is alive: it was just seen asleep) */
+	if (kill_it && !t->files_watchdog && t->files_pid > 0)
+		kill(t->files_pid, SIGKILL);
 	close(t->files_sock);
 	t->files_up = false;
 	t->files_pid = 0;
@@ -336,6 +370,7 @@ static int helper_start(struct psvc_target *t)
 	t->files_sock = sv[0];
 	t->files_up = true;
 	t->files_pid = 0;	/* until its hello */
+	t->files_watchdog = false;
 	return 0;
 }
 
@@ -420,8 +455,10 @@ static int wait_answer(struct psvc_target *t, struct psvc_fileinfo *ret)
 		int fd, r = recv_msg(t->files_sock, &m, &fd);
 		if (r == -EPIPE)
 			return -EIO;	/* the helper died */
-		if (r == 0 && m.kind == MSG_HELLO)
+		if (r == 0 && m.kind == MSG_HELLO) {
 			t->files_pid = m.pid;
+			t->files_watchdog = m.watchdog;
+		}
 		if (r == 0 && m.kind == MSG_DONE) {
 			*ret = m.info;
 			if (m.result < 0 && fd >= 0)
@@ -483,12 +520,14 @@ static int run_request(struct psvc_target *t, const char *path, bool dir,
 		;
 	free(r);
 	if (!err && n != (ssize_t)sizeof(*r)) {
-		helper_stop(t, true);	/* dead: a new one next time */
+		helper_stop(t, false);	/* dead: a new one next time */
 		err = -EIO;
 	}
 	int fd = err ? err : wait_answer(t, ret);
-	if (fd == -EIO || fd == -EINTR || fd == -ETIMEDOUT)
+	if (fd == -EINTR || fd == -ETIMEDOUT)
 		helper_stop(t, true);	/* it may be stuck: a new one next */
+	else if (fd == -EIO)
+		helper_stop(t, false);	/* gone (or confused): a new one next */
 	if (fd == -ETIMEDOUT)
 		gave_up(t, path);
 	return fd;

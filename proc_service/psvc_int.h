@@ -164,6 +164,7 @@ struct psvc_target {
 	bool files_up;		/* the helper runs: files_sock, files_pid */
 	int files_sock;
 	pid_t files_pid;	/* 0 until it has said hello */
+	bool files_watchdog;	/* it ends with its socket, even when stuck */
 	unsigned files_paused;	/* psvc_files_pause() depth */
 	bool files_stuck[2];	/* a lookup in that tree was given up on */
 	bool files_servicing;	/* following's events served while waiting */

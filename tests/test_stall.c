@@ -31,7 +31,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -203,8 +205,52 @@ Test(stall, one_shot_gives_up_on_the_lookup_and_says_so)
 	check_free();
 }
 
+/* The processes named tinspect-files whose parent is this process (a
+ * child subreaper: tinspect's file helper, forked twice, comes to it);
+ * at most max of them into out. */
+static size_t adopted_helpers(pid_t *out, size_t max)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	size_t n = 0;
+	while (d && (e = readdir(d)) && n < max) {
+		char path[300], buf[512];
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+		if (fx_read_small(path, buf, sizeof buf) <= 0)
+			continue;
+		const char *p = strrchr(buf, ')');
+		int ppid = 0;
+		if (!strstr(buf, "(tinspect-files)") || !p ||
+		    sscanf(p + 2, "%*c %d", &ppid) != 1 || ppid != getpid())
+			continue;
+		out[n++] = atoi(e->d_name);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* tinspect is gone: the file helper it left waiting on the mount must
+ * end too (within 5 s), not wait there for as long as the mount lives. */
+static void check_helpers_end(void)
+{
+	pid_t h[16];
+	size_t n = adopted_helpers(h, 16);
+	cr_assert(n > 0, "no file helper of tinspect's was ever adopted");
+	uint64_t until = now_ms() + 5000;
+	for (size_t i = 0; i < n; i++) {
+		pid_t w;
+		while ((w = waitpid(h[i], NULL, WNOHANG)) == 0 && now_ms() < until)
+			usleep(10000);
+		cr_assert_eq(w, h[i], "tinspect's file helper %d outlived it, waiting "
+			     "on the mount", (int)h[i]);
+	}
+}
+
 /* tinspect in mode (extra options): stuck on the mount, SIGTERM ends it
- * at once, and the target is left free. */
+ * at once, and the target is left free; its file helper goes too. */
 static void sigterm_while_stuck(const char *const *extra, bool follow)
 {
 	const char *spawn[] = { "--spawn", NULL };
@@ -220,6 +266,7 @@ static void sigterm_while_stuck(const char *const *extra, bool follow)
 	 * goes to /dev/null, lest a full pipe hold it up */
 	const char *quiet[] = { "/bin/sh", "-c", "exec \"$0\" \"$@\" >/dev/null",
 				NULL };
+	cr_assert(prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);
 	run_start_as(&r, follow ? quiet : NULL, args);
 	wait_stuck();
 	if (follow)
@@ -233,6 +280,8 @@ static void sigterm_while_stuck(const char *const *extra, bool follow)
 		     r.err ? r.err : "");
 	run_free(&r);
 	check_free();
+	check_helpers_end();
+	prctl(PR_SET_CHILD_SUBREAPER, 0);
 }
 
 Test(stall, sigterm_ends_a_one_shot_capture)
