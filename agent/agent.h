@@ -84,8 +84,25 @@ int agent_watch(tinspect_session **sp, pid_t pid, const struct tinspect_options 
 /* diff.c: tinspect --diff OLD NEW: what stayed the same between two
  * snapshot documents (text, or JSON with json).  Returns the exit
  * status: EXIT_SNAPSHOT_OK, or EXIT_USAGE when a document cannot be read
- * or is of another major format version (said on stderr). */
+ * (not a regular file, not JSON), is of another major format version or
+ * fails the snapshot schema's constraints on a member the comparison
+ * reads (said on stderr, with the member's path). */
 int agent_diff(const char *old_path, const char *new_path, bool json);
+/* The same on two parsed documents (the fuzzer's way in), named by the
+ * names given, written to out; refusals to err (NULL: not said). */
+struct json_t;	/* jansson's */
+int agent_diff_docs(struct json_t *old_root, const char *old_name,
+		    struct json_t *new_root, const char *new_name, bool json,
+		    FILE *out, FILE *err);
+/* diffcheck.c: whether root holds to the snapshot schema on every member
+ * the diff reads; if not, the failing member's path ("threads[3].tid")
+ * and what is wrong with it. */
+bool diff_check_doc(struct json_t *root, char *path, size_t pathlen, char *why,
+		    size_t whylen);
+/* The schema's hex64, captured_at and 2.x format_version patterns. */
+bool diff_is_hex64(const char *s);
+bool diff_is_time(const char *s);
+bool diff_is_version(const char *s);
 /* main.c: render one snapshot (text or JSON), free it, and return the
  * exit status it makes (EXIT_SNAPSHOT_OK, EXIT_PARTIAL, EXIT_DEADLOCK). */
 int agent_report(tinspect_snapshot *snap, const struct agent_opts *ao);

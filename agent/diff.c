@@ -7,11 +7,14 @@
  * present in both.
  *
  * It reads documents, not processes: the two may come from another
- * machine.  They are read with jansson (as the tests read them) and only
- * documents of this program's major format version are compared:
- * another major may mean something else by the same member, and a guess
- * there would be a wrong answer.  Every member read is checked for its
- * type; a document that lacks one is refused with the member's name.
+ * machine, or from someone else.  A document is a regular file, opened
+ * without blocking (a FIFO given for one made --diff wait for ever), read
+ * with jansson (as the tests read them), and only documents of this
+ * program's major format version are compared: another major may mean
+ * something else by the same member, and a guess there would be a wrong
+ * answer.  Every member the comparison reads is checked against the
+ * snapshot schema's constraints first (diffcheck.c); a document that
+ * fails is refused with the member's path.
  *
  * "The same wait" is the rule of the library's waiting_since (waits.c):
  * the same thread (tid, and pthread_t where both say), the same object
@@ -27,10 +30,14 @@
 #include "overtime.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 /* CPU time that still counts as "none": one clock tick and a half (see
  * waits.c: every capture costs the thread a few microseconds). */
@@ -41,6 +48,7 @@
 
 struct doc {
 	const char *path;
+	FILE *err;		/* where refusals are said; NULL: nowhere */
 	json_t *root;
 	json_t *threads, *locks, *deadlocks;
 	const char *version, *captured_at, *exe;
@@ -71,22 +79,16 @@ static bool parse_time(const char *s, double *ret)
 
 static bool doc_fail(const struct doc *d, const char *why, const char *what)
 {
-	fprintf(stderr, "tinspect: --diff: %s: %s%s%s\n", d->path, why,
-		what ? ": " : "", what ? what : "");
+	if (d->err)
+		fprintf(d->err, "tinspect: --diff: %s: %s%s%s\n", d->path, why,
+			what ? ": " : "", what ? what : "");
 	return false;
 }
 
-static bool doc_load(struct doc *d, const char *path)
+/* The document root (taken) checked, and what the comparison reads of it. */
+static bool doc_take(struct doc *d, json_t *root)
 {
-	memset(d, 0, sizeof *d);
-	d->path = path;
-	json_error_t je;
-	d->root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-	if (!d->root) {
-		char where[320];
-		snprintf(where, sizeof where, "%s (line %d)", je.text, je.line);
-		return doc_fail(d, "not one JSON document", where);
-	}
+	d->root = root;
 	if (!json_is_object(d->root))
 		return doc_fail(d, "not a JSON object", NULL);
 	d->version = jstr(d->root, "format_version");
@@ -96,14 +98,21 @@ static bool doc_load(struct doc *d, const char *path)
 	const char *ours = TINSPECT_FORMAT_VERSION;
 	size_t major_len = strcspn(ours, ".");
 	if (strncmp(d->version, ours, major_len + 1)) {
-		fprintf(stderr, "tinspect: --diff: %s: format version %.32s; this "
-			"tinspect compares documents of format %.*s.x only (it writes "
-			"%s)\n", path, d->version, (int)major_len, ours, ours);
+		if (d->err)
+			fprintf(d->err, "tinspect: --diff: %s: format version %.32s; "
+				"this tinspect compares documents of format %.*s.x "
+				"only (it writes %s)\n", d->path, d->version,
+				(int)major_len, ours, ours);
 		return false;
 	}
 	if (json_object_get(d->root, "kind"))
 		return doc_fail(d, "a --summary or event line of a watch stream, "
 				"not a snapshot", jstr(d->root, "kind"));
+	char path[200], why[200], what[420];
+	if (!diff_check_doc(d->root, path, sizeof path, why, sizeof why)) {
+		snprintf(what, sizeof what, "%s: %s", path, why);
+		return doc_fail(d, "does not hold to the snapshot schema", what);
+	}
 	json_t *proc = json_object_get(d->root, "process");
 	d->threads = json_object_get(d->root, "threads");
 	d->locks = json_object_get(d->root, "locks");
@@ -120,6 +129,33 @@ static bool doc_load(struct doc *d, const char *path)
 	if (!parse_time(d->captured_at, &d->t))
 		return doc_fail(d, "captured_at is not a time", d->captured_at);
 	return true;
+}
+
+/* A regular file, opened without blocking (a FIFO would wait for a
+ * writer for ever), parsed and taken. */
+static bool doc_load(struct doc *d, const char *path, FILE *err)
+{
+	memset(d, 0, sizeof *d);
+	d->path = path;
+	d->err = err;
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0)
+		return doc_fail(d, "cannot open it", strerror(errno));
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return doc_fail(d, "not a regular file (a FIFO, a device?): "
+				"documents are read from files", NULL);
+	}
+	json_error_t je;
+	json_t *root = json_loadfd(fd, JSON_REJECT_DUPLICATES, &je);
+	close(fd);
+	if (!root) {
+		char where[320];
+		snprintf(where, sizeof where, "%s (line %d)", je.text, je.line);
+		return doc_fail(d, "not one JSON document", where);
+	}
+	return doc_take(d, root);
 }
 
 static json_t *thread_of(const struct doc *d, json_int_t tid)
@@ -198,16 +234,18 @@ static bool thread_cpu(json_t *t, double *ret)
 static bool did_not_run(json_t *nt, json_t *ot, double *ret_cpu)
 {
 	double cn, co;
-	if (!thread_cpu(nt, &cn) || !thread_cpu(ot, &co) || cn < co ||
-	    cn - co > SAME_WAIT_CPU_S)
+	/* numbers >= 0 (diffcheck.c), but their sum may overflow to inf */
+	if (!thread_cpu(nt, &cn) || !thread_cpu(ot, &co) || !isfinite(cn) ||
+	    !isfinite(co) || cn < co || cn - co > SAME_WAIT_CPU_S)
 		return false;
 	*ret_cpu = cn - co;
 	json_t *sn = json_object_get(json_object_get(nt, "cpu"), "context_switches");
 	json_t *so = json_object_get(json_object_get(ot, "cpu"), "context_switches");
 	if (!json_is_integer(sn) || !json_is_integer(so))
 		return true;
-	json_int_t d = json_integer_value(sn) - json_integer_value(so);
-	return d >= 0 && d <= SAME_WAIT_SWITCHES;
+	/* both >= 0 (diffcheck.c): compared before subtracting all the same */
+	json_int_t a = json_integer_value(sn), b = json_integer_value(so);
+	return a >= b && a - b <= SAME_WAIT_SWITCHES;
 }
 
 /* The same thread: the same tid, and the same pthread_t if both know it
@@ -537,51 +575,70 @@ static void doc_ref_json(struct jw *w, const char *key, const struct doc *d)
 	jw_obj_end(w);
 }
 
-int agent_diff(const char *old_path, const char *new_path, bool json)
+/* The comparison of two documents taken, written to out. */
+static int compare(const struct doc *od, const struct doc *nd, bool json, FILE *out)
 {
-	struct doc od, nd;
-	bool ok = doc_load(&od, old_path);
-	ok = doc_load(&nd, new_path) && ok;
-	if (!ok) {
-		json_decref(od.root);
-		json_decref(nd.root);
-		return EXIT_USAGE;
-	}
-	bool same_process = od.pid == nd.pid && same_str(od.exe, nd.exe);
-	struct out o = { .json = json, .f = stdout };
+	bool same_process = od->pid == nd->pid && same_str(od->exe, nd->exe);
+	struct out o = { .json = json, .f = out };
 	if (json) {
-		jw_init(&o.w, stdout, false);
+		jw_init(&o.w, out, false);
 		jw_obj(&o.w);
 		jw_kstr(&o.w, "format_version", TINSPECT_FORMAT_VERSION);
 		jw_kstr(&o.w, "kind", "diff");
-		doc_ref_json(&o.w, "old", &od);
-		doc_ref_json(&o.w, "new", &nd);
+		doc_ref_json(&o.w, "old", od);
+		doc_ref_json(&o.w, "new", nd);
 		jw_key(&o.w, "seconds_between");
-		jw_real(&o.w, nd.t - od.t);
+		jw_real(&o.w, nd->t - od->t);
 		jw_kbool(&o.w, "same_process", same_process);
 	} else {
-		printf("tinspect diff: %s (pid %lld, %s) -> %s (pid %lld, %s): "
-		       "%.3f s between the captures\n", old_path, (long long)od.pid,
-		       od.captured_at, new_path, (long long)nd.pid, nd.captured_at,
-		       nd.t - od.t);
+		fprintf(out, "tinspect diff: %s (pid %lld, %s) -> %s (pid %lld, %s): "
+			"%.3f s between the captures\n", od->path, (long long)od->pid,
+			od->captured_at, nd->path, (long long)nd->pid, nd->captured_at,
+			nd->t - od->t);
 		if (!same_process)
-			puts("note: not the same process (pid or executable differ): "
-			     "threads are compared by tid all the same");
-		if (nd.t < od.t)
-			puts("note: NEW was captured before OLD");
+			fputs("note: not the same process (pid or executable differ): "
+			      "threads are compared by tid all the same\n", out);
+		if (nd->t < od->t)
+			fputs("note: NEW was captured before OLD\n", out);
 	}
-	threads_only_in(&o, &nd, &od, "threads_appeared", "threads that appeared");
-	threads_only_in(&o, &od, &nd, "threads_gone", "threads that went away");
-	same_waits(&o, &od, &nd);
-	same_locks(&o, &od, &nd);
-	same_deadlocks(&o, &od, &nd);
+	threads_only_in(&o, nd, od, "threads_appeared", "threads that appeared");
+	threads_only_in(&o, od, nd, "threads_gone", "threads that went away");
+	same_waits(&o, od, nd);
+	same_locks(&o, od, nd);
+	same_deadlocks(&o, od, nd);
 	int r = 0;
 	if (json) {
 		jw_obj_end(&o.w);
 		r = jw_finish(&o.w);
 	}
+	return r;
+}
+
+int agent_diff_docs(json_t *old_root, const char *old_name, json_t *new_root,
+		    const char *new_name, bool json, FILE *out, FILE *err)
+{
+	struct doc od = { .path = old_name, .err = err };
+	struct doc nd = { .path = new_name, .err = err };
+	bool ok = doc_take(&od, json_incref(old_root));
+	ok = doc_take(&nd, json_incref(new_root)) && ok;
+	int r = ok ? compare(&od, &nd, json, out) : 0;
 	json_decref(od.root);
 	json_decref(nd.root);
+	if (!ok)
+		return EXIT_USAGE;
+	return r ? EXIT_INTERNAL : EXIT_SNAPSHOT_OK;
+}
+
+int agent_diff(const char *old_path, const char *new_path, bool json)
+{
+	struct doc od, nd;
+	bool ok = doc_load(&od, old_path, stderr);
+	ok = doc_load(&nd, new_path, stderr) && ok;
+	int r = ok ? compare(&od, &nd, json, stdout) : 0;
+	json_decref(od.root);
+	json_decref(nd.root);
+	if (!ok)
+		return EXIT_USAGE;
 	if (fflush(stdout) || r) {
 		fprintf(stderr, "tinspect: cannot write the diff: %s\n", strerror(errno));
 		return EXIT_INTERNAL;

@@ -81,6 +81,24 @@ void dbs_dbg_files_take_notes(struct dbg_files *f, char ***ret, size_t *ret_n);
 /* EMFILE or ENFILE if a file could not be opened for lack of descriptors
  * (*ret_what names it), else 0. */
 int dbs_dbg_files_fd_errno(const struct dbg_files *f, const char **ret_what);
+/* The bytes read so far to check debuglink CRCs. */
+uint64_t dbs_dbg_files_crc_bytes(const struct dbg_files *f);
+
+/* debugcrc.c: debuglink CRCs within budgets, each file's computed once.
+ * A debug file is a few hundred MB at most; candidates are whatever the
+ * target's user put under the debuglink's name. */
+#define DBS_CRC_MODULE_BUDGET (1ull << 30)	/* bytes per module search */
+#define DBS_CRC_RUN_BUDGET (2ull << 30)		/* bytes per session */
+struct dbs_crc;
+struct dbs_crc *dbs_crc_new(void);
+void dbs_crc_free(struct dbs_crc *c);
+/* The CRC of the regular file fd: 0 and *ret (from the memo if this
+ * device, inode, size and mtime were seen), -EFBIG if reading it would
+ * exceed *module_left or what is left of the session's budget (nothing
+ * is read then), another negative errno if it cannot be read.  What is
+ * read is taken from *module_left. */
+int dbs_crc_file(struct dbs_crc *c, int fd, uint64_t *module_left, uint32_t *ret);
+uint64_t dbs_crc_bytes_read(const struct dbs_crc *c);
 
 /* unwind.c: libdwfl over the frozen capture */
 struct dbs_unwinder;

@@ -47,6 +47,13 @@ struct dbg_files {
 	size_t nnotes;
 	int fd_errno;		/* EMFILE / ENFILE met, 0 if not */
 	char fd_what[256];	/* what could not be opened then */
+	/* CRC budgets and the CRCs computed (debugcrc.c) */
+	struct dbs_crc *crc;
+	/* searches that found nothing, as "modname\ndebuglink\ncrc": libdwfl
+	 * asks once for the symbol table and once for the DWARF */
+	char **failed;
+	size_t nfailed;
+	unsigned transient;	/* failures that may not last (EMFILE) met */
 	/* debuginfod, loaded on first use when DEBUGINFOD_URLS is set */
 	void *dfd_lib;
 	void *dfd_client;
@@ -79,6 +86,7 @@ static void add_note(struct dbg_files *f, const char *fmt, ...)
 static void out_of_fds(struct dbg_files *f, int err, const char *path)
 {
 	f->fd_errno = err;
+	f->transient++;
 	snprintf(f->fd_what, sizeof f->fd_what, "%s", path);
 	add_note(f, "out of file descriptors (%s) opening %s",
 		 err == EMFILE ? "EMFILE" : "ENFILE", path);
@@ -87,10 +95,19 @@ static void out_of_fds(struct dbg_files *f, int err, const char *path)
 /* Open a candidate; a refusal worth telling the user is noted. */
 static int open_file(struct dbg_files *f, const char *path)
 {
-	int fd = psvc_open_regular(path, NULL);
+	struct psvc_fileinfo fi;
+	int fd = psvc_file_open(f->t, path, &fi);
 	if (fd == -ENXIO)
 		add_note(f, "%s is not a regular file (a FIFO, a device?): "
 			 "not read", path);
+	else if (fd == -EOPNOTSUPP)
+		add_note(f, "%s is a file of %s, a kernel pseudo file system "
+			 "(reading it may act): not read", path,
+			 psvc_pseudo_fs_name(fi.fs_magic));
+	else if (fd == -ENODATA)
+		add_note(f, "%s reports a size of 0: not read", path);
+	else if (fd == -ETIMEDOUT || fd == -EFBIG)
+		add_note(f, "%s: %s: not read", path, psvc_open_strerror(fd));
 	if (fd == -EMFILE || fd == -ENFILE)
 		out_of_fds(f, -fd, path);
 	return fd;
@@ -103,6 +120,11 @@ struct dbg_files *dbs_dbg_files_new(struct psvc_target *t)
 		return NULL;
 	f->t = t;
 	f->other_mntns = psvc_foreign_mntns(t);	/* unknown: look in both */
+	f->crc = dbs_crc_new();
+	if (!f->crc) {
+		free(f);
+		return NULL;
+	}
 	return f;
 }
 
@@ -118,7 +140,43 @@ void dbs_dbg_files_free(struct dbg_files *f)
 	}
 	if (f->dfd_lib)
 		dlclose(f->dfd_lib);
+	for (size_t i = 0; i < f->nfailed; i++)
+		free(f->failed[i]);
+	free(f->failed);
+	dbs_crc_free(f->crc);
 	free(f);
+}
+
+uint64_t dbs_dbg_files_crc_bytes(const struct dbg_files *f)
+{
+	return dbs_crc_bytes_read(f->crc);
+}
+
+/* The key of one module's search; NULL if out of memory (then searched). */
+static char *search_key(const char *modname, const char *debuglink, GElf_Word crc)
+{
+	return dbs_format("%s\n%s\n%08x", modname, debuglink ? debuglink : "",
+			  (unsigned)crc);
+}
+
+static bool searched_before(const struct dbg_files *f, const char *key)
+{
+	for (size_t i = 0; key && i < f->nfailed; i++)
+		if (!strcmp(f->failed[i], key))
+			return true;
+	return false;
+}
+
+/* Remember a search that found nothing (key is taken). */
+static void search_failed(struct dbg_files *f, char *key)
+{
+	char **v = key ? realloc(f->failed, (f->nfailed + 1) * sizeof *v) : NULL;
+	if (!v) {
+		free(key);
+		return;
+	}
+	f->failed = v;
+	f->failed[f->nfailed++] = key;
 }
 
 void dbs_dbg_files_take_notes(struct dbg_files *f, char ***ret, size_t *ret_n)
@@ -184,64 +242,35 @@ int dbs_dbg_find_elf(Dwfl_Module *mod, void **userdata, const char *modname,
 
 /* ---- separate debug files --------------------------------------------------------- */
 
-/* The CRC-32 a .gnu_debuglink records (the zlib/ISO 3309 polynomial). */
-static bool file_crc32(int fd, uint32_t *ret)
-{
-	static uint32_t table[256];
-	if (!table[1])
-		for (uint32_t i = 0; i < 256; i++) {
-			uint32_t c = i;
-			for (int k = 0; k < 8; k++)
-				c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
-			table[i] = c;
-		}
-	unsigned char buf[65536];
-	uint32_t crc = 0xffffffffu;
-	off_t off = 0;
-	for (;;) {
-		ssize_t n = pread(fd, buf, sizeof buf, off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return false;
-		if (n == 0)
-			break;
-		for (ssize_t i = 0; i < n; i++)
-			crc = table[(crc ^ buf[i]) & 0xff] ^ (crc >> 8);
-		off += n;
-	}
-	*ret = crc ^ 0xffffffffu;
-	return true;
-}
-
 /* What a candidate must be: a file with this build-id, or (none known)
- * one whose CRC is crc. */
+ * one whose CRC is crc; module_left: the bytes this module's search may
+ * still read for CRCs (debugcrc.c). */
 struct want {
 	const unsigned char *id;
 	size_t idlen;
 	bool use_crc;
 	uint32_t crc;
+	uint64_t *module_left;
 };
-
-/* A debug file is a few hundred MB at most; a CRC over a sparse file of
- * a terabyte planted under the debuglink's name would never end. */
-#define MAX_CRC_BYTES (2ull << 30)
 
 static bool id_matches(struct dbg_files *f, int fd, const char *path,
 		       const struct want *w)
 {
 	if (!w->idlen) {
 		uint32_t crc;
-		struct stat st;
-		if (!w->use_crc || fstat(fd, &st) != 0)
+		if (!w->use_crc || !f->crc)
 			return false;
-		if ((uint64_t)st.st_size > MAX_CRC_BYTES) {
-			add_note(f, "%s: %lld bytes is too big to check against "
-				 "the debuglink's CRC: not read", path,
-				 (long long)st.st_size);
-			return false;
+		int err = dbs_crc_file(f->crc, fd, w->module_left, &crc);
+		if (err == -EFBIG) {
+			struct stat st;
+			add_note(f, "%s: %lld bytes would exceed what is read to "
+				 "check debuglink CRCs (%llu MiB per module, %llu "
+				 "MiB in all): not read", path,
+				 fstat(fd, &st) == 0 ? (long long)st.st_size : -1LL,
+				 (unsigned long long)(DBS_CRC_MODULE_BUDGET >> 20),
+				 (unsigned long long)(DBS_CRC_RUN_BUDGET >> 20));
 		}
-		return file_crc32(fd, &crc) && crc == w->crc;
+		return err == 0 && crc == w->crc;
 	}
 	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	const void *id;
@@ -383,6 +412,15 @@ int dbs_dbg_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modnam
 		errno = ENOENT;
 		return -1;
 	}
+	/* once per module: libdwfl asks again (for the symbol table, then
+	 * the DWARF) after a search that found nothing */
+	char *key = search_key(modname, debuglink, crc);
+	if (searched_before(f, key)) {
+		free(key);
+		errno = 0;
+		return -1;
+	}
+	unsigned transient = f->transient;
 	const char *mainfile = NULL, *debugfile = NULL;
 	dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, &mainfile, &debugfile);
 
@@ -413,8 +451,10 @@ int dbs_dbg_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modnam
 		   debuglink && !strcmp(altname, debuglink);
 	int fd = -1;
 	char dir[PATH_MAX], path[PATH_MAX];
+	/* what this search may read for CRCs (debugcrc.c) */
+	uint64_t module_left = DBS_CRC_MODULE_BUDGET;
 	if (alt) {
-		struct want w = { altid, altidlen, false, 0 };
+		struct want w = { altid, altidlen, false, 0, &module_left };
 		fd = try_build_id(f, &w, ret_name);
 		if (fd < 0 && altname[0] == '/')
 			fd = try_path(f, altname, &w, ret_name);
@@ -429,7 +469,7 @@ int dbs_dbg_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modnam
 		GElf_Addr vaddr;
 		int idlen = dwfl_module_build_id(mod, &id, &vaddr);
 		struct want w = { id, idlen > 0 ? (size_t)idlen : 0, debuglink != NULL,
-				  crc };
+				  crc, &module_left };
 		fd = try_build_id(f, &w, ret_name);
 		/* a debuglink is a file name, not a path to wander along */
 		if (fd < 0 && debuglink && *debuglink && !strchr(debuglink, '/')) {
@@ -447,7 +487,13 @@ int dbs_dbg_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modnam
 	}
 	if (own)
 		elf_end(from);
-	if (fd < 0)
-		errno = 0;	/* nothing found is not an error to libdwfl */
-	return fd;
+	if (fd >= 0 || f->transient != transient) {
+		free(key);	/* found, or worth another search later */
+		if (fd >= 0)
+			return fd;
+	} else {
+		search_failed(f, key);
+	}
+	errno = 0;	/* nothing found is not an error to libdwfl */
+	return -1;
 }

@@ -224,7 +224,8 @@ static int search(Dwarf *dw, const char *name, struct dwarf_tls *ret)
 
 /* The separate debug file of a build-id, if its build-id matches: in
  * tinspect's file system, then in the target's (root). */
-static int open_debug_file(const char *root, const char *build_id)
+static int open_debug_file(struct psvc_target *t, const char *root,
+			   const char *build_id)
 {
 	size_t n = strlen(build_id);
 	if (n < 4)
@@ -239,8 +240,10 @@ static int open_debug_file(const char *root, const char *build_id)
 				  "%s/usr/lib/debug/.build-id/%.2s/%s.debug",
 				  root, build_id, build_id + 2) >= (int)sizeof path)
 			continue;
-		/* a regular file, or nothing: never a FIFO to block on */
-		int fd = psvc_open_regular(path, NULL);
+		/* a regular file, or nothing: never a FIFO to block on, nor a
+		 * file system that does not answer (fileworker.c) */
+		struct psvc_fileinfo fi;
+		int fd = psvc_file_open(t, path, &fi);
 		if (fd < 0)
 			continue;
 		bool ok = false;
@@ -281,7 +284,7 @@ int dbs_dwarf_find_tls(struct psvc_target *t, struct psvc_module *m,
 	char root[PATH_MAX];
 	if (psvc_root_dir(t, root, sizeof root))
 		root[0] = '\0';
-	fd = open_debug_file(root, m->build_id);
+	fd = open_debug_file(t, root, m->build_id);
 	if (fd < 0)
 		return err;
 	dw = dwarf_begin(fd, DWARF_C_READ);

@@ -188,7 +188,8 @@ int dbs_session_init(pid_t pid, const struct dbs_options *opts,
 	if (!s)
 		return -ENOMEM;
 	struct psvc_open_opts oo = { .force_proc_mem = s->opts.force_proc_mem,
-				     .holding = s->opts.holding };
+				     .holding = s->opts.holding,
+				     .cancel = s->opts.cancel };
 	int err = psvc_open(pid, &oo, &s->t);
 	if (err) {
 		free(s);
@@ -205,7 +206,8 @@ int dbs_session_init_core(const char *core, const char *exe,
 	if (!s)
 		return -ENOMEM;
 	struct psvc_core_open_opts co = { .sysroot = sysroot, .exe = exe,
-					  .holding = s->opts.holding };
+					  .holding = s->opts.holding,
+					  .cancel = s->opts.cancel };
 	int err = psvc_open_core(core, &co, &s->t, why, whylen);
 	if (err) {
 		free(s);
@@ -287,10 +289,13 @@ static uint64_t new_thread_start(void *arg, pid_t tid, uint64_t tp)
 	td_thrhandle_t th;
 	td_thrinfo_t ti;
 	psvc_tdb_budget(s->t, 2 * TDB_READ_BUDGET);
-	if (s->lib.td_ta_map_lwp2thr(s->ta, tid, &th) != TD_OK ||
-	    s->lib.td_thr_get_info(&th, &ti) != TD_OK || ti.ti_lid != tid)
-		return 0;
-	return (uint64_t)(uintptr_t)ti.ti_startfunc;
+	/* the thread is held: no file may be opened meanwhile (a file
+	 * system that does not answer would hold it for as long) */
+	psvc_files_pause(s->t, true);
+	bool ok = s->lib.td_ta_map_lwp2thr(s->ta, tid, &th) == TD_OK &&
+		  s->lib.td_thr_get_info(&th, &ti) == TD_OK && ti.ti_lid == tid;
+	psvc_files_pause(s->t, false);
+	return ok ? (uint64_t)(uintptr_t)ti.ti_startfunc : 0;
 }
 
 void dbs_session_unfollow(struct dbs_session *s)
@@ -303,11 +308,18 @@ void dbs_session_service(struct dbs_session *s)
 	psvc_follow_service(s->t);
 }
 
+/* While a file is waited for: new threads of a followed target go on. */
+static void service_while_waiting(void *t)
+{
+	psvc_follow_service(t);
+}
+
 int dbs_session_follow(struct dbs_session *s)
 {
 	if (s->opts.mode != DBS_MODE_STOP)
 		return -EINVAL;	/* following attaches: nonblocking must not */
 	psvc_follow_set_resolver(s->t, new_thread_start, s);
+	psvc_files_on_wait(s->t, service_while_waiting, s->t);
 	return psvc_follow_start(s->t);
 }
 
@@ -642,10 +654,6 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 		dbs_add_error(&snap->warnings, &snap->nwarnings, "module map: %s",
 			       psvc_modmap_note(t));
 	dbs_hazards_warn(s, snap);	/* memory not waited for */
-	/* the backend's: files refused by build-id, damage in a core */
-	for (size_t i = 0; i < psvc_nwarnings(t); i++)
-		dbs_add_error(&snap->warnings, &snap->nwarnings, "%s",
-			       psvc_warning_at(t, i));
 	snap->from_core = !strcmp(psvc_backend_name(t), "core");
 	snap->have_signal = psvc_signal_info(t, &snap->signal) == 0;
 
@@ -778,6 +786,11 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 		if ((i & 63) == 63)
 			psvc_follow_service(t);
 	}
+	/* the backend's: files refused by build-id, damage in a core, a
+	 * file system that did not answer (also while unwinding: last) */
+	for (size_t i = 0; i < psvc_nwarnings(t); i++)
+		dbs_add_error(&snap->warnings, &snap->nwarnings, "%s",
+			       psvc_warning_at(t, i));
 	if (s->unwinder) {
 		/* debug files refused (not regular files), descriptors
 		 * lacking: said once per capture */

@@ -167,25 +167,35 @@ static int try_dir(struct dbs_session *s, const char *dir, char *why,
 	 * from the very descriptor checked: the target's user may own the
 	 * path, and must not be able to swap the file between the check and
 	 * the load (it would run as root in tinspect). */
-	int dfd = open(dpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* Both opened by a worker, within a bound (fileworker.c): the
+	 * target's root can put a mount that never answers there.  The file
+	 * is a regular one, opened without blocking: it can put a FIFO there
+	 * too, and a check of its owner must not hang (regfile.c). */
+	struct psvc_fileinfo di, fi;
+	char fpath[PATH_MAX + 32];
+	int dfd = psvc_dir_open(s->t, dpath, &di);
 	if (dfd < 0)
 		return -ENOENT;
-	/* a regular file, opened without blocking: the target's root can put
-	 * a FIFO there, and a check of its owner must not hang (regfile.c) */
-	struct stat st, dst;
-	int fd = psvc_openat_regular(dfd, "libthread_db.so.1", &st);
-	if (fd == -ENXIO) {
-		close(dfd);
-		snprintf(why, whylen, "%.1024s%s is not a regular file; not loaded", dir,
-			 "/libthread_db.so.1");
-		return -EPERM;
-	}
-	if (fd < 0 || fstat(dfd, &dst) != 0) {
+	snprintf(fpath, sizeof fpath, "%s/libthread_db.so.1", dpath);
+	int fd = psvc_file_open(s->t, fpath, &fi);
+	struct stat st = fi.st;
+	if (fd == -ENXIO || (fd >= 0 && (!psvc_fs_local(di.fs_magic) ||
+					 !psvc_fs_local(fi.fs_magic)))) {
 		if (fd >= 0)
 			close(fd);
 		close(dfd);
+		snprintf(why, whylen, "%.1024s%s is %s; not loaded", dir,
+			 "/libthread_db.so.1", fd == -ENXIO ? "not a regular file" :
+			 "on a file system that is not a local one (its checks "
+			 "could block)");
+		return -EPERM;
+	}
+	if (fd < 0) {
+		close(dfd);
 		return -ENOENT;
 	}
+	/* the directory's checks below read it in place: a local file
+	 * system, as checked */
 	bool safe = under_safe_path(s, dfd, &st);
 	close(dfd);
 	if (same_as_loaded(s, &st)) {
@@ -208,7 +218,6 @@ static int try_dir(struct dbs_session *s, const char *dir, char *why,
 	}
 	char fdpath[64];
 	snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fd);
-	(void)dst;
 	struct tdb_lib lib;
 	char *detail = NULL;
 	int lerr = dbs_tdb_load(fdpath, &lib, &detail);

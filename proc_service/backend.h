@@ -50,9 +50,10 @@ struct psvc_run {
 struct psvc_backend {
 	const char *name;	/* "live", "core": for messages */
 
-	/* Free the backend's state.  Called exactly once, by psvc_close(),
-	 * after resume (when a stop succeeded) and before the target's own
-	 * state is freed; also for a target whose open failed half way. */
+	/* Free the backend's state, and let the file helper go
+	 * (psvc_files_close).  Called exactly once, by psvc_close(), after
+	 * resume (when a stop succeeded) and before the target's own state
+	 * is freed; also for a target whose open failed half way. */
 	void (*close)(struct psvc_target *t);
 
 	/* ---- the tasks ---- */

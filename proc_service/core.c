@@ -488,6 +488,11 @@ uint64_t psvc_core_kept_bytes(const struct psvc_core *c)
 	return c->kept_bytes;
 }
 
+uint64_t psvc_core_unzipped_bytes(const struct psvc_core *c)
+{
+	return c->unzipped;
+}
+
 size_t psvc_core_nwarnings(const struct psvc_core *c)
 {
 	return c->nwarnings;

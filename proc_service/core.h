@@ -153,6 +153,10 @@ uint64_t psvc_core_expected_size(const struct psvc_core *c);
 /* Bytes of memory a compressed core holds in memory (kept, non-zero
  * blocks); 0 for a plain core. */
 uint64_t psvc_core_kept_bytes(const struct psvc_core *c);
+/* Bytes a compressed core was decompressed to, over its passes (at most
+ * what its headers describe, twice when its notes lie at its end); 0 for
+ * a plain core. */
+uint64_t psvc_core_unzipped_bytes(const struct psvc_core *c);
 
 /* Damage that made some datum unknown, in the order it was met. */
 size_t psvc_core_nwarnings(const struct psvc_core *c);

@@ -187,14 +187,15 @@ static int cfile_check(struct psvc_target *t, struct cfile *cf, bool is_exe)
 		}
 		name = full;
 	}
-	struct stat st;
-	int fd = psvc_open_regular(name, &st);
+	/* a path the core names: by a worker, within a bound */
+	struct psvc_fileinfo fi;
+	int fd = psvc_file_open(t, name, &fi);
 	if (fd == -ENOENT && cf->deleted && name == full &&
 	    strlen(full) + sizeof " (deleted)" <= sizeof full) {
 		/* " (deleted)" may end the file's own name, not be the
 		 * kernel's mark of an unlinked file: the build-id decides */
 		strcat(full, " (deleted)");
-		fd = psvc_open_regular(full, &st);
+		fd = psvc_file_open(t, full, &fi);
 		if (fd < 0) {
 			full[strlen(full) - (sizeof " (deleted)" - 1)] = '\0';
 			fd = -ENOENT;
@@ -539,6 +540,7 @@ static void core_close(struct psvc_target *t)
 	struct corebk *B = cb(t);
 	if (!B)
 		return;
+	psvc_files_close(t);	/* the file helper ends with its socket */
 	for (size_t i = 0; i < B->nfiles; i++)
 		if (B->files[i].fd >= 0)
 			close(B->files[i].fd);
@@ -643,6 +645,7 @@ int psvc_open_core(const char *path, const struct psvc_core_open_opts *opts,
 		core_close(&(struct psvc_target){ .backend_data = B });
 		return -ENOMEM;
 	}
+	t->cancel = opts ? opts->cancel : NULL;
 	for (size_t i = psvc_core_nthreads(B->c); i-- > 0;) {
 		/* backwards: the first note of a TID is the one kept */
 		pid_t tid = psvc_core_thread_at(B->c, i)->tid;

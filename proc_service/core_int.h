@@ -102,6 +102,9 @@ struct psvc_core {
 	uint64_t budget_used;	/* planned bytes of the budgeted class */
 	bool stream_broken;	/* the stream ended in an error */
 	uint64_t stream_end;	/* bytes it gave before its end / error */
+	bool stream_stopped;	/* left at the last byte kept, before its end:
+				 * what follows was never decompressed */
+	uint64_t unzipped;	/* bytes decompressed in all the passes */
 	char stream_why[160];
 };
 
@@ -156,6 +159,8 @@ ssize_t psvc_zstream_read(struct zstream *z, void *buf, size_t cap, char *why,
 		     size_t whylen);
 /* Back to the start of the file, for a second pass. */
 int psvc_zstream_rewind(struct zstream *z);
+/* The bytes it has given in all, across rewinds. */
+uint64_t psvc_zstream_total(const struct zstream *z);
 void psvc_zstream_close(struct zstream *z);
 
 /* corekeep.c: the streaming pass of a compressed core */

@@ -539,12 +539,23 @@ static int feed(struct psvc_core *c, const size_t *order, size_t *cursor,
 	return 0;
 }
 
+/*
+ * The one pass that keeps memory: decompressed only as far as the last
+ * byte kept.  What lies past it is never read (a 1 MB core followed by
+ * 50 GiB of zeros in concatenated frames took 100 s to "read"), so the
+ * work is bounded by what the headers describe, not by the stream.
+ */
 static int stream_pass(struct psvc_core *c, struct zstream *z,
 		       const size_t *order, bool from_head, unsigned char *buf)
 {
 	size_t cursor = 0;
-	uint64_t pos = 0;
+	uint64_t pos = 0, need = 0;
 	int err;
+	for (size_t i = 0; i < c->nkeeps; i++) {
+		const struct core_keep *k = &c->keeps[i];
+		if (k->lo < k->hi && k->file_lo + (k->hi - k->lo) > need)
+			need = k->file_lo + (k->hi - k->lo);
+	}
 	if (from_head) {
 		/* the head read so far is the stream's first bytes */
 		if ((err = feed(c, order, &cursor, 0, c->image,
@@ -553,8 +564,13 @@ static int stream_pass(struct psvc_core *c, struct zstream *z,
 		pos = c->image_len;
 	}
 	for (;;) {
-		ssize_t n = psvc_zstream_read(z, buf, OUT_CHUNK, c->stream_why,
-					 sizeof c->stream_why);
+		if (pos >= need) {
+			c->stream_stopped = true;
+			break;
+		}
+		ssize_t n = psvc_zstream_read(z, buf, (size_t)min64(OUT_CHUNK,
+								   need - pos),
+					 c->stream_why, sizeof c->stream_why);
 		if (n < 0) {
 			c->stream_broken = true;
 			break;
@@ -597,20 +613,23 @@ int psvc_core_zip_load(struct psvc_core *c, char *why, size_t whylen)
 		goto out;
 	if ((err = stream_pass(c, z, order, !two_pass, buf)))
 		goto out;
-	c->file_size = c->stream_end;
+	/* left before its end: the rest is taken to be as the headers say
+	 * (nothing of it is kept, so nothing of it is read) */
+	uint64_t end = c->stream_stopped && c->expected_size > c->stream_end
+			       ? c->expected_size : c->stream_end;
+	c->file_size = end;
 	if (c->stream_broken)
 		psvc_core_warn(c, "the %s stream breaks at uncompressed offset %"
 			  PRIu64 ": %s", psvc_core_zip_name(c->zip),
 			  c->stream_end, c->stream_why);
-	else if (c->stream_end < c->expected_size)
+	else if (end < c->expected_size)
 		psvc_core_warn(c, "the core is truncated: its %s stream ends at %"
 			  PRIu64 " bytes, its headers say %" PRIu64,
 			  psvc_core_zip_name(c->zip), c->stream_end,
 			  c->expected_size);
 	for (size_t i = 0; i < c->nsegs; i++) {
 		struct core_seg *s = &c->segs[i];
-		s->avail = s->offset >= c->stream_end ? 0 :
-			   min64(s->filesz, c->stream_end - s->offset);
+		s->avail = s->offset >= end ? 0 : min64(s->filesz, end - s->offset);
 	}
 	err = psvc_core_build_maps(c);
 out:
@@ -620,6 +639,8 @@ out:
 	free(order);
 	free(notes);
 	free(buf);
+	if (z)
+		c->unzipped = psvc_zstream_total(z);
 	psvc_zstream_close(z);
 	return err;
 }

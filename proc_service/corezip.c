@@ -33,6 +33,7 @@ struct zstream {
 	bool in_eof;
 	bool done;		/* the end of the last frame was met at EOF */
 	bool mid_frame;		/* the decoder holds a frame not finished */
+	uint64_t total;		/* bytes given, across rewinds */
 	ZSTD_DStream *zd;
 	lzma_stream xz;
 	bool xz_init;
@@ -139,6 +140,11 @@ int psvc_zstream_rewind(struct zstream *z)
 	return decoders_init(z);
 }
 
+uint64_t psvc_zstream_total(const struct zstream *z)
+{
+	return z->total;
+}
+
 /* More compressed input when what there is has been used. */
 static int fill(struct zstream *z)
 {
@@ -236,5 +242,6 @@ ssize_t psvc_zstream_read(struct zstream *z, void *buf, size_t cap, char *why,
 			return -EINVAL;
 		}
 	}
+	z->total += got;
 	return (ssize_t)got;
 }

@@ -356,6 +356,12 @@ bool psvc_elfsym_has_symtab(const struct psvc_elf *e)
 	return e && e->has_symtab;
 }
 
+void psvc_elfsym_set_file_id(struct psvc_elf *e, dev_t dev, ino_t ino)
+{
+	e->dev = dev;
+	e->ino = ino;
+}
+
 void psvc_elfsym_file_id(const struct psvc_elf *e, dev_t *ret_dev, ino_t *ret_ino)
 {
 	*ret_dev = e ? e->dev : 0;

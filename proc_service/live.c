@@ -121,6 +121,7 @@ static void live_close(struct psvc_target *t)
 	if (!L)
 		return;
 	psvc_follow_end(t);
+	psvc_files_close(t);	/* the file helper ends with its socket */
 	psvc_release_stragglers(t);
 	psvc_wake_timer_delete(t);
 	free(L->stragglers);
@@ -184,6 +185,9 @@ int psvc_open(pid_t pid, const struct psvc_open_opts *opts,
 		free(L);
 		return -ENOMEM;
 	}
+	t->cancel = opts ? opts->cancel : NULL;
+	/* a straggler that stops while a file is awaited is let go then */
+	t->files_release = psvc_release_stragglers;
 
 	struct psvc_taskinfo ti;
 	int err = psvc_taskinfo_read_at(L->task_dirfd, pid, &ti);

@@ -295,25 +295,32 @@ int psvc_live_open_mapped(struct psvc_target *t, const struct psvc_module *m,
 {
 	const struct psvc_live *L = psvc_live(t);
 	char path[4200];
+	struct psvc_fileinfo fi;
 	*ret_by_path = false;
 	int fd = -EACCES;
+	/* the target's files: by a worker, within a bound (fileworker.c),
+	 * and only regular files, opened without blocking (regfile.c) */
 	if (!L->no_map_files) {
 		snprintf(path, sizeof path, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
 			 (int)L->mm_tid, m->map_start, m->map_end);
-		fd = psvc_open_regular(path, ret_st);
-		if (fd >= 0 || fd == -EMFILE || fd == -ENFILE)
+		fd = psvc_file_open(t, path, &fi);
+		if (fd >= 0)
+			*ret_st = fi.st;
+		if (fd >= 0 || fd == -EMFILE || fd == -ENFILE || fd == -EAGAIN ||
+		    fd == -EINTR || fd == -ETIMEDOUT)
 			return fd;
 	}
 	if (!m->path || (m->flags & PSVC_MOD_DELETED))
 		return fd;
-	/* a path the target's user may own: only a regular file, opened
-	 * without blocking (regfile.c) */
+	/* a path the target's user may own */
 	if (snprintf(path, sizeof path, "/proc/%d/root%s", (int)L->mm_tid,
 		     m->path) >= (int)sizeof path)
 		return -ENAMETOOLONG;
-	fd = psvc_open_regular(path, ret_st);
-	if (fd >= 0)
+	fd = psvc_file_open(t, path, &fi);
+	if (fd >= 0) {
+		*ret_st = fi.st;
 		*ret_by_path = true;
+	}
 	return fd;
 }
 

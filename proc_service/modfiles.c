@@ -142,6 +142,10 @@ int psvc_module_load_elf(struct psvc_target *t, struct psvc_module *m)
 		err = fd;
 		if (fd >= 0)
 			m->elf = psvc_elfsym_open_fd(fd, &err);
+		/* the file's own identity, also when fd was a copy in
+		 * memory of a file that cannot be mapped safely */
+		if (m->elf && fd >= 0)
+			psvc_elfsym_set_file_id(m->elf, st.st_dev, st.st_ino);
 		if (m->elf && check_id && !path_is_mapped_file(t, m, m->elf)) {
 			/* replaced on disk, or another file at that path in
 			 * that namespace: its symbols would be wrong */
@@ -151,9 +155,10 @@ int psvc_module_load_elf(struct psvc_target *t, struct psvc_module *m)
 		}
 	}
 	if (!m->elf) {
-		/* out of descriptors is not a property of the file: the
-		 * next attempt may work */
-		if (err != -EMFILE && err != -ENFILE)
+		/* out of descriptors, a task held, a signal: not a
+		 * property of the file; the next attempt may work */
+		if (err != -EMFILE && err != -ENFILE && err != -EAGAIN &&
+		    err != -EINTR)
 			m->elf_errno = -err;
 		return err;
 	}

@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "arch.h"
@@ -131,6 +132,9 @@ struct psvc_open_opts {
 	 * tinspect, and a signal handler may end the program at once (the
 	 * kernel detaches whatever is still seized). */
 	volatile sig_atomic_t *holding;
+	/* May be NULL.  Raised by the caller's signal handler: waits for
+	 * files (psvc_file_open) give up, as captures do (psvc_stop_opts). */
+	const volatile sig_atomic_t *cancel;
 };
 
 /*
@@ -152,6 +156,8 @@ struct psvc_core_open_opts {
 	const char *exe;
 	/* As psvc_open_opts.holding (a core is never held: stays 0). */
 	volatile sig_atomic_t *holding;
+	/* As psvc_open_opts.cancel. */
+	const volatile sig_atomic_t *cancel;
 };
 
 /*
@@ -650,19 +656,72 @@ int psvc_module_mem_build_id(struct psvc_target *t, struct psvc_module *m,
 
 /* ---- files named by untrusted input (regfile.c) ----------------------- */
 
-struct stat;
 /*
  * Open path for reading only if it is a regular file (a FIFO, a device, a
- * socket are refused without being opened: nothing blocks, nothing acts),
- * O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY.  Returns the descriptor
- * (and its stat in *ret_st, may be NULL), or a negative errno: -ENXIO for
- * "not a regular file", -EMFILE / -ENFILE when out of descriptors.
+ * socket are refused without being opened: nothing blocks, nothing acts)
+ * that is not on a kernel pseudo file system (procfs, sysfs, debugfs...:
+ * reading /proc/kmsg consumes the kernel's log) and does not report a
+ * size of 0, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY.  Returns the
+ * descriptor (and its stat in *ret_st, may be NULL), or a negative errno:
+ * -ENXIO for "not a regular file", -EOPNOTSUPP for a pseudo file system,
+ * -ENODATA for size 0, -EMFILE / -ENFILE when out of descriptors.
  */
 int psvc_open_regular(const char *path, struct stat *ret_st);
 /* The same, path relative to the directory dirfd (openat). */
 int psvc_openat_regular(int dirfd, const char *path, struct stat *ret_st);
-/* The message for an error of psvc_open_regular() (names EMFILE). */
+/* What psvc_openat_checked() learnt of the file: its stat, and the statfs
+ * magic of its file system (set also when it is refused for either). */
+struct psvc_fileinfo {
+	struct stat st;
+	unsigned long fs_magic;
+};
+int psvc_openat_checked(int dirfd, const char *path, struct psvc_fileinfo *ret);
+/* The name of a kernel pseudo file system by its statfs magic; NULL if the
+ * magic is not one. */
+const char *psvc_pseudo_fs_name(unsigned long magic);
+/* The message for an error of psvc_open_regular() or psvc_file_open()
+ * (names EMFILE). */
 const char *psvc_open_strerror(int err);
+
+/* ---- files opened by a worker, within a bound (fileworker.c) --------- */
+
+/* How long opening (or copying) a file may go without progress. */
+#define PSVC_FILE_STALL_NS 2000000000ull
+/* The trees a file may be in: tinspect's own, or the target's (a path
+ * under /proc/PID/: its root, its map_files). */
+enum { PSVC_TREE_OURS, PSVC_TREE_TARGET };
+/*
+ * psvc_openat_checked(AT_FDCWD, path) in a helper process, waited for
+ * within a bound: the file system of a target's file may never answer (a
+ * FUSE mount nobody serves).  The descriptor is the file itself on a
+ * local file system, else a copy of it in memory (reading or even closing
+ * a FUSE or NFS file could block as well); ret->st is the file's own.
+ * Besides psvc_openat_checked()'s errors: -EAGAIN while a task of t is
+ * held (nothing is opened then; try after the resume), -EINTR when t's
+ * cancel flag is raised, -ETIMEDOUT when the helper made no progress for
+ * PSVC_FILE_STALL_NS (then that file's tree is not read any more: a
+ * warning of t says so), -EFBIG for a file to copy over 256 MiB, -EIO if
+ * the helper died.
+ */
+int psvc_file_open(struct psvc_target *t, const char *path,
+		   struct psvc_fileinfo *ret);
+/* The same for a directory (O_RDONLY | O_DIRECTORY): its descriptor. */
+int psvc_dir_open(struct psvc_target *t, const char *path,
+		  struct psvc_fileinfo *ret);
+/* Whether files of the file system of that statfs magic are mapped
+ * where they are: a local one, whose reads the block layer bounds (not
+ * FUSE, NFS, CIFS, 9p, ...). */
+bool psvc_fs_local(unsigned long magic);
+/* Whether a task of t is held now (no file is opened then). */
+bool psvc_files_held(const struct psvc_target *t);
+/* Hold off file opens while the caller holds a task (nested). */
+void psvc_files_pause(struct psvc_target *t, bool pause);
+/* Let the helper go (the backends' close does). */
+void psvc_files_close(struct psvc_target *t);
+/* fn(arg) is called every few milliseconds while a file is waited for
+ * outside a capture (following: psvc_follow_service, so that new threads
+ * are not held meanwhile); NULL: nothing. */
+void psvc_files_on_wait(struct psvc_target *t, void (*fn)(void *), void *arg);
 
 /* ---- layouts the target describes (layout.c) ------------------------- */
 

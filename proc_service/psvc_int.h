@@ -164,6 +164,20 @@ struct psvc_target {
 	/* namespaces (ns.c) */
 	int foreign_pidns;	/* -1 unknown, 0 same as ours, 1 other */
 
+	/* fileworker.c: files are opened by a helper process, within a bound */
+	bool files_up;		/* the helper runs: files_sock, files_pid */
+	int files_sock;
+	pid_t files_pid;	/* 0 until it has said hello */
+	bool files_watchdog;	/* it ends with its socket, even when stuck */
+	unsigned files_paused;	/* psvc_files_pause() depth */
+	bool files_stuck[2];	/* a lookup in that tree was given up on */
+	bool files_servicing;	/* following's events served while waiting */
+	void (*files_wait_fn)(void *);	/* called while waiting */
+	void *files_wait_arg;
+	/* the backend's: let go the tasks that stopped since the resume
+	 * (live: stragglers leaving their uninterruptible sleep); NULL */
+	void (*files_release)(struct psvc_target *t);
+
 	struct ps_prochandle *ph;
 	/* shim.c: bytes libthread_db sees instead of target memory (the
 	 * descriptors tinspect checked), and its read budget */
@@ -267,6 +281,8 @@ void psvc_elfsym_load_span(const struct psvc_elf *e, uint64_t *ret_lo,
 /* The file the tables were read from (0/0 for an image in memory): no
  * descriptor is kept, libelf has the file mapped. */
 void psvc_elfsym_file_id(const struct psvc_elf *e, dev_t *ret_dev, ino_t *ret_ino);
+/* The file it stands for, when it was read from a copy of it. */
+void psvc_elfsym_set_file_id(struct psvc_elf *e, dev_t dev, ino_t ino);
 
 /* memelf.c: the ELF image mapped at base, from target memory */
 #define PSVC_MEM_MAX_PHDRS 256

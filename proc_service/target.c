@@ -195,7 +195,8 @@ int psvc_stop(struct psvc_target *t, const struct psvc_stop_opts *opts)
 	if (t->stopped)
 		return -EBUSY;
 	t->max_freeze_ns = opts ? opts->max_freeze_ns : 0;
-	t->cancel = opts ? opts->cancel : NULL;
+	if (opts && opts->cancel)
+		t->cancel = opts->cancel;
 	if (t->cancel && *t->cancel)
 		return -EINTR;	/* asked to stop before anything was held */
 	t->last_nonblocking = opts && opts->nonblocking;

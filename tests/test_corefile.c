@@ -660,6 +660,80 @@ Test(corefile, truncated_zstd_core_keeps_what_came_before)
 	cr_assert(broken > 0, "nothing lies after the break");
 }
 
+/* The bytes this thread has read by read(2) and pread(2) so far. */
+static uint64_t thread_rchar(void)
+{
+	char buf[1024];
+	long n = fx_read_small("/proc/thread-self/io", buf, sizeof buf);
+	const char *r = n > 0 ? strstr(buf, "rchar:") : NULL;
+	cr_assert(r, "no /proc/thread-self/io");
+	return strtoull(r + 6, NULL, 10);
+}
+
+/*
+ * A compressed core with a bomb behind it: `gib` GiB of zeros, compressed
+ * by cmd once and appended gib times (concatenated frames or streams are
+ * one stream to the tools, and were to tinspect).  Nothing after the last
+ * byte kept may be decompressed, and the compressed file is read no
+ * further than the core's own part and one input chunk (1 MiB) of
+ * look-ahead: the work is bounded by what the headers describe, whatever
+ * follows.
+ */
+static void bomb_behind(const char *tool, const char *cmd, unsigned gib)
+{
+	start_fixture();
+	const char *plain = make_kernel_core(F.th[2].tid, SIGABRT);
+	struct psvc_core *p = open_core(plain, NULL);
+	const char *zp = compress(plain, tool);
+	struct stat st;
+	cr_assert_eq(stat(zp, &st), 0);
+	uint64_t core_bytes = (uint64_t)st.st_size;
+	char sh[1200];
+	snprintf(sh, sizeof sh, "head -c 1073741824 /dev/zero | %s > '%s/tail' && "
+		 "for i in $(seq %u); do cat '%s/tail' >> '%s' || exit 1; done && "
+		 "rm -f '%s/tail'", cmd, tmpdir, gib, tmpdir, zp, tmpdir);
+	const char *argv[] = { "sh", "-c", sh, NULL };
+	cr_assert_eq(run_quiet(argv), 0, "the bomb was not made");
+	cr_assert_eq(stat(zp, &st), 0);
+	uint64_t tail_bytes = (uint64_t)st.st_size - core_bytes;
+	cr_assert(tail_bytes > (1u << 20), "a tail of %llu bytes proves nothing",
+		  (unsigned long long)tail_bytes);
+
+	uint64_t r0 = thread_rchar();
+	struct psvc_core *z = open_core(zp, NULL);
+	uint64_t rd = thread_rchar() - r0;
+	cr_assert(psvc_core_unzipped_bytes(z) <= psvc_core_expected_size(z),
+		  "%s: %llu bytes decompressed; the headers describe %llu", tool,
+		  (unsigned long long)psvc_core_unzipped_bytes(z),
+		  (unsigned long long)psvc_core_expected_size(z));
+	cr_assert(rd <= core_bytes + (1u << 20), "%s: %llu compressed bytes read; "
+		  "the core is %llu, its tail %llu", tool, (unsigned long long)rd,
+		  (unsigned long long)core_bytes, (unsigned long long)tail_bytes);
+	/* and it reads as the plain one, without a word of truncation */
+	check_core(z, true);
+	same_as_plain(p, z);
+	cr_assert_eq(psvc_core_file_size(z), psvc_core_expected_size(z));
+	for (size_t i = 0; i < psvc_core_nwarnings(z); i++)
+		cr_assert(!strstr(psvc_core_warning_at(z, i), "truncated"),
+			  "%s", psvc_core_warning_at(z, i));
+	close_core(z);
+}
+
+Test(corefile, zstd_core_with_50_gib_of_zeros_behind_it)
+{
+	bomb_behind("zstd", "zstd -q -c", 50);
+}
+
+Test(corefile, xz_core_with_16_gib_of_zeros_behind_it)
+{
+	bomb_behind("xz", "xz -0 -T1 -c", 16);
+}
+
+Test(corefile, lz4_core_with_a_gib_of_zeros_behind_it)
+{
+	bomb_behind("lz4", "lz4 -q -c", 1);
+}
+
 /* ---- corrupt cores -------------------------------------------------------------- */
 
 /* Everything a backend would ask of a core, on whatever it gave. */

@@ -23,6 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fanotify.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -496,6 +498,200 @@ Test(hostile, debuglink_fifo_beside_the_program)
 Test(hostile, debuglink_fifo_in_dot_debug)
 {
 	debuglink_fifo(".debug");
+}
+
+/* A copy of the stripped fx_dbglink_noid (no build-id: candidates are
+ * checked by the debuglink's CRC, so read whole) in a directory of its
+ * own; *exe its path. */
+static void noid_copy(char *exe, size_t len)
+{
+	make_tmpdir();
+	char cmd[512];
+	snprintf(exe, len, "%s/fx_dbglink_noid", tmpdir);
+	snprintf(cmd, sizeof cmd, "cp -- '%s' '%s'", fixture_path("fx_dbglink_noid"),
+		 exe);
+	cr_assert(system(cmd) == 0);
+}
+
+/* Watch path for opens and reads (fanotify: the event names the process). */
+static void fan_watch(int fan, const char *path)
+{
+	cr_assert(fanotify_mark(fan, FAN_MARK_ADD, FAN_OPEN | FAN_ACCESS, AT_FDCWD,
+				path) == 0, "fanotify_mark %s: %s", path, strerror(errno));
+}
+
+/* Whether pid is a child of this process (alive or a zombie). */
+static bool our_child(pid_t pid)
+{
+	siginfo_t si = { 0 };
+	return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0;
+}
+
+/*
+ * How many open or read events fan has queued of process pid or of the
+ * processes it left behind: tinspect opens the target's files through a
+ * helper it forks twice (fileworker.c), which the caller, a child
+ * subreaper, has inherited; those are reaped here.  Events of any other
+ * process of the machine do not count.
+ */
+static int fan_events_of(int fan, pid_t pid)
+{
+	int n = 0;
+	pid_t helpers[16];
+	size_t nhelpers = 0;
+	char buf[4096] __attribute__((aligned(8)));
+	ssize_t len;
+	while ((len = read(fan, buf, sizeof buf)) > 0) {
+		struct fanotify_event_metadata *m = (void *)buf;
+		for (; FAN_EVENT_OK(m, len); m = FAN_EVENT_NEXT(m, len)) {
+			if (m->fd >= 0)
+				close(m->fd);
+			if (m->pid == pid) {
+				n++;
+				continue;
+			}
+			if (m->pid == getpid() || m->pid == fx.pid || !our_child(m->pid))
+				continue;
+			n++;
+			bool known = false;
+			for (size_t i = 0; i < nhelpers; i++)
+				known |= helpers[i] == m->pid;
+			if (!known && nhelpers < 16)
+				helpers[nhelpers++] = m->pid;
+		}
+	}
+	/* the helper ends with tinspect's socket: it is not long in going */
+	for (size_t i = 0; i < nhelpers; i++)
+		waitpid(helpers[i], NULL, 0);
+	return n;
+}
+
+Test(hostile, debuglink_to_pseudo_files_is_never_read)
+{
+	/* The debuglink's name, beside the program, a symlink to a file of
+	 * /proc; in .debug/ there, to one of /sys; stat() says "regular"
+	 * of both.  Reading them is harmless here, but the same symlink to
+	 * /proc/kmsg would eat the kernel's log: tinspect must neither open
+	 * them for reading nor read them (fanotify names who does). */
+	char exe[256], link[300];
+	noid_copy(exe, sizeof exe);
+	snprintf(link, sizeof link, "%s/fx_dbglink_noid.debug", tmpdir);
+	cr_assert(symlink("/proc/version", link) == 0);
+	snprintf(link, sizeof link, "%s/.debug", tmpdir);
+	cr_assert(mkdir(link, 0755) == 0);
+	snprintf(link, sizeof link, "%s/.debug/fx_dbglink_noid.debug", tmpdir);
+	cr_assert(symlink("/sys/kernel/uevent_seqnum", link) == 0);
+	int fan = fanotify_init(FAN_CLASS_NOTIF | FAN_NONBLOCK | FAN_CLOEXEC, O_RDONLY);
+	if (fan < 0 && (errno == EPERM || errno == ENOSYS))
+		cr_skip("fanotify needs CAP_SYS_ADMIN");
+	cr_assert(fan >= 0, "fanotify_init: %s", strerror(errno));
+	fan_watch(fan, "/proc/version");
+	fan_watch(fan, "/sys/kernel/uevent_seqnum");
+	const char *args[] = { "--idle", "2", NULL };
+	fx_start_path(&fx, exe, args, 30);
+	const char *targs[] = { "--json", pidstr(fx.pid), NULL };
+	/* tinspect's file helper, orphaned at its start, becomes ours */
+	cr_assert(prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);
+	struct run r;
+	run_start(&r, targs);
+	run_wait(&r, 240);
+	cr_assert(!r.timed_out && (r.status == 0 || r.status == 1), "exit %d; %s",
+		  r.status, r.err ? r.err : "");
+	cr_assert(schema_valid(r.out, r.out_len));
+	int n = fan_events_of(fan, r.pid);
+	close(fan);
+	prctl(PR_SET_CHILD_SUBREAPER, 0);
+	cr_assert_eq(n, 0, "tinspect opened or read /proc/version or "
+		     "/sys/kernel/uevent_seqnum %d times", n);
+	json_t *doc = json_loadb(r.out, r.out_len, 0, NULL);
+	cr_assert(doc);
+	const char *proc[] = { "stacks:", "/fx_dbglink_noid.debug", "procfs", "not read",
+			       NULL };
+	const char *sys[] = { "stacks:", "/.debug/fx_dbglink_noid.debug", "sysfs",
+			      "not read", NULL };
+	cr_assert(any_has(warnings(doc), proc), "the procfs file is not reported");
+	cr_assert(any_has(warnings(doc), sys), "the sysfs file is not reported");
+	json_decref(doc);
+	run_free(&r);
+	check_running(fx.pid);
+}
+
+/* Run tinspect with args, its output to files in tmpdir; its exit status
+ * (-1 if killed) and the bytes it read by read(2) and pread(2) (rchar of
+ * /proc/PID/io, read while it is a zombie, before it is reaped). */
+static int run_counting_reads(const char *const *args, uint64_t *ret_rchar)
+{
+	char out[128], err[128];
+	snprintf(out, sizeof out, "%s/tinspect.out", tmpdir);
+	snprintf(err, sizeof err, "%s/tinspect.err", tmpdir);
+	const char *argv[32] = { getenv("TINSPECT") };
+	size_t n = 1;
+	for (; *args && n < 31; args++)
+		argv[n++] = *args;
+	argv[n] = NULL;
+	pid_t pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
+			_exit(127);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	siginfo_t si;
+	cr_assert(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) == 0);
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%d/io", (int)pid);
+	long len = fx_read_small(path, buf, sizeof buf);
+	const char *r = len > 0 ? strstr(buf, "rchar:") : NULL;
+	*ret_rchar = r ? strtoull(r + 6, NULL, 10) : UINT64_MAX;
+	int st;
+	cr_assert(waitpid(pid, &st, 0) == pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(hostile, debuglink_crc_checks_stay_in_budget)
+{
+	/* Two candidates of the debuglink's name, beside the program and in
+	 * .debug/ there, sparse files just under what one module's search
+	 * may read (1 GiB): the first is read once (libdwfl asks twice for
+	 * the module: the answer is kept), the second not at all. */
+	if (getenv("TINSPECT_WRAPPER") && *getenv("TINSPECT_WRAPPER"))
+		cr_skip("the wrapper's own reads would be counted");
+	const uint64_t budget = 1ull << 30, size = budget - 4096;
+	char exe[256], cand[300];
+	noid_copy(exe, sizeof exe);
+	snprintf(cand, sizeof cand, "%s/fx_dbglink_noid.debug", tmpdir);
+	int fd = open(cand, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	cr_assert(fd >= 0 && ftruncate(fd, (off_t)size) == 0);
+	close(fd);
+	snprintf(cand, sizeof cand, "%s/.debug", tmpdir);
+	cr_assert(mkdir(cand, 0755) == 0);
+	snprintf(cand, sizeof cand, "%s/.debug/fx_dbglink_noid.debug", tmpdir);
+	fd = open(cand, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	cr_assert(fd >= 0 && ftruncate(fd, (off_t)size) == 0);
+	close(fd);
+	const char *args[] = { "--idle", "2", NULL };
+	fx_start_path(&fx, exe, args, 30);
+	const char *targs[] = { "--json", pidstr(fx.pid), NULL };
+	uint64_t rchar;
+	int status = run_counting_reads(targs, &rchar);
+	cr_assert(status == 0 || status == 1, "exit %d", status);
+	/* the rest tinspect reads (/proc, small files) is a few MB */
+	cr_assert(rchar < budget + (64u << 20), "tinspect read %llu bytes; the "
+		  "debuglink checks may read %llu", (unsigned long long)rchar,
+		  (unsigned long long)budget);
+	char out[128];
+	snprintf(out, sizeof out, "%s/tinspect.out", tmpdir);
+	json_error_t je;
+	json_t *doc = json_load_file(out, 0, &je);
+	cr_assert(doc, "no JSON: %s", je.text);
+	const char *need[] = { "stacks:", cand, "would exceed", NULL };
+	cr_assert(any_has(warnings(doc), need), "the candidate left unread is "
+		  "not reported");
+	json_decref(doc);
+	check_running(fx.pid);
 }
 
 Test(hostile, a_thousand_libraries_under_1024_descriptors)

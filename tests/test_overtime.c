@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -552,6 +553,108 @@ Test(overtime, diff_refuses_other_documents)
 	cr_assert_eq(status, 2);
 	cr_assert(strstr(err, "not one JSON document"), "%s", err);
 	free(err);
+}
+
+/* One member of a snapshot changed: the JSON path of the member's parent
+ * (NULL-terminated keys, "#N" for an array index), its key, the value. */
+struct mutation {
+	const char *where[6];
+	const char *key;
+	json_t *(*value)(void);
+	const char *path;	/* what the refusal must name */
+};
+
+static json_t *zero(void) { return json_integer(0); }
+static json_t *int64_min(void) { return json_integer(INT64_MIN); }
+static json_t *minus_one(void) { return json_integer(-1); }
+static json_t *empty_array(void) { return json_array(); }
+static json_t *bad_time(void) { return json_string("2024-1-01T00:00:00.000000Z"); }
+static json_t *bad_version(void) { return json_string("2.x"); }
+static json_t *bad_hex(void) { return json_string("0xG"); }
+static json_t *bad_kind(void) { return json_string("spinlock"); }
+static json_t *negative_cpu(void) { return json_real(-1.5); }
+
+static const struct mutation mutations[] = {
+	{ { "threads", "#1", NULL }, "tid", zero, "threads[1].tid" },
+	{ { "threads", "#0", NULL }, "tid", int64_min, "threads[0].tid" },
+	{ { "threads", "#0", "cpu", NULL }, "context_switches", int64_min,
+	  "threads[0].cpu.context_switches" },
+	{ { "threads", "#2", "cpu", NULL }, "user_s", negative_cpu, "threads[2].cpu.user_s" },
+	{ { NULL }, "captured_at", bad_time, "captured_at" },
+	{ { NULL }, "format_version", bad_version, "format_version" },
+	{ { "process", NULL }, "pid", minus_one, "process.pid" },
+	{ { "locks", "#0", NULL }, "owner", zero, "locks[0].owner" },
+	{ { "locks", "#0", "waiters", "#0", NULL }, "tid", int64_min,
+	  "locks[0].waiters[0].tid" },
+	{ { "deadlocks", "#0", NULL }, "threads", empty_array, "deadlocks[0].threads" },
+	{ { "threads", "#1", "stack", "frames", "#0", NULL }, "pc", bad_hex,
+	  "threads[1].stack.frames[0].pc" },
+	{ { "threads", "#1", "blocked_on", NULL }, "kind", bad_kind,
+	  "threads[1].blocked_on.kind" },
+};
+
+/* The mutation applied to a copy of doc. */
+static json_t *mutated(json_t *doc, const struct mutation *m)
+{
+	json_t *copy = json_deep_copy(doc), *o = copy;
+	for (size_t i = 0; m->where[i]; i++)
+		o = m->where[i][0] == '#' ? json_array_get(o, (size_t)atoi(m->where[i] + 1))
+					  : json_object_get(o, m->where[i]);
+	cr_assert(json_is_object(o), "the snapshot has no %s", m->path);
+	json_object_set_new(o, m->key, m->value());
+	return copy;
+}
+
+/* A document is input from someone else: a member that fails the
+ * snapshot schema is refused with its path (a tid of 0 or -2^63 went
+ * through to threads_appeared; a context-switch count of -2^63 made a
+ * signed overflow). */
+Test(overtime, diff_refuses_members_out_of_the_schema)
+{
+	fx_start(&fx, "fx_lock_abba", NULL, 60);
+	snapshot_to(fx.pid, tmp_b);
+	json_error_t je;
+	json_t *doc = json_load_file(tmp_b, 0, &je);
+	cr_assert(doc, "%s", je.text);
+	strcpy(tmp_a, "/tmp/tinspect-ot-XXXXXX");
+	int fd = mkstemp(tmp_a);
+	cr_assert(fd >= 0);
+	close(fd);
+	for (size_t i = 0; i < sizeof mutations / sizeof *mutations; i++) {
+		json_t *m = mutated(doc, &mutations[i]);
+		cr_assert_eq(json_dump_file(m, tmp_a, 0), 0);
+		json_decref(m);
+		int status;
+		char *err;
+		json_t *d = run_diff(true, &status, &err);
+		cr_assert_eq(status, 2, "%s: exit %d (%s)", mutations[i].path, status, err);
+		cr_assert(strstr(err, mutations[i].path), "%s: %s", mutations[i].path, err);
+		json_decref(d);
+		free(err);
+	}
+	json_decref(doc);
+}
+
+/* A FIFO given for a document: refused at once, not waited on. */
+Test(overtime, diff_of_a_fifo_does_not_block)
+{
+	fx_start(&fx, "fx_lock_abba", NULL, 60);
+	snapshot_to(fx.pid, tmp_b);
+	strcpy(tmp_a, "/tmp/tinspect-ot-XXXXXX");
+	cr_assert(mkdtemp(tmp_a));
+	char fifo[96];
+	snprintf(fifo, sizeof fifo, "%s/fifo", tmp_a);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	const char *args[] = { "--diff", fifo, tmp_b, NULL };
+	struct run r;
+	run_tinspect(&r, args, 30);
+	unlink(fifo);
+	rmdir(tmp_a);
+	tmp_a[0] = '\0';
+	cr_assert(!r.timed_out, "--diff waited on the FIFO");
+	cr_assert_eq(r.status, 2);
+	cr_assert(r.err && strstr(r.err, "not a regular file"), "%s", r.err);
+	run_free(&r);
 }
 
 /* --max-duty 1 with a 50 ms interval on 300 more threads: every interval
