@@ -427,6 +427,7 @@ static void process_extras_json(struct jw *w, const tinspect_snapshot *snap)
 		jw_obj(w);
 		jw_kstr(w, "name", tinspect_runtime_name(rt));
 		jw_kstr(w, "module", tinspect_runtime_module(rt));
+		jw_kstr(w, "version", tinspect_runtime_version(rt));
 		jw_kstr(w, "note", tinspect_runtime_note(rt));
 		jw_obj_end(w);
 	}

@@ -348,6 +348,8 @@ struct dbs_thread {
 struct dbs_runtime {
 	const char *name;	/* "jvm", "cpython", "go" */
 	char *module;		/* the module that shows it, or NULL */
+	char *version;		/* its version ("go1.19.8"), NULL if not
+				 * known */
 	char *note;		/* what stays invisible, and what to run */
 };
 
