@@ -178,6 +178,16 @@ void agent_put_stack(FILE *out, const tinspect_thread *th, bool in_group)
 		      "information and no frame pointer chain lead to its caller)\n",
 		      out);
 		break;
+	case TINSPECT_STACK_SWITCH: {
+		size_t n = tinspect_thread_nframes(th);
+		const char *last = n ? tinspect_frame_symbol(tinspect_thread_frame(th, n - 1))
+				     : NULL;
+		fputs("  (unwinding stopped at ", out);
+		agent_put_escaped(out, last ? last : "a Go runtime function");
+		fputs(", which switches stacks: its callers are on another stack "
+		      "(a goroutine's or the thread's g0))\n", out);
+		break;
+	}
 	case TINSPECT_STACK_BAD_SP:
 	case TINSPECT_STACK_ERROR: {
 		const char *error = tinspect_thread_stack_error(th);

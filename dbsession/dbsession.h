@@ -169,6 +169,10 @@ enum dbs_stack_end {
 				 * any module, JIT or generated code, whose
 				 * caller neither CFI nor a frame pointer
 				 * chain leads to: expected, not an error */
+	DBS_STACK_SWITCH,	/* stopped at a Go runtime function that
+				 * switches stacks (mcall, systemstack,
+				 * asmcgocall, ...): its callers are on
+				 * another stack; not an error (gowalk.c) */
 };
 const char *dbs_stack_end_name(enum dbs_stack_end e);
 
