@@ -326,6 +326,7 @@ static int tls_keys_init(struct tls_keys *tk, const tinspect_snapshot *snap)
 static void stack_bounds_json(struct jw *w, const tinspect_thread *th)
 {
 	struct tinspect_stack_bounds st;
+	jw_kstr(w, "stack_bounds_unknown", tinspect_thread_stack_bounds_unknown(th));
 	jw_key(w, "stack_bounds");
 	if (tinspect_thread_stack_bounds(th, &st, sizeof st)) {
 		jw_null(w);

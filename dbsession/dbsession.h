@@ -271,6 +271,8 @@ struct dbs_stack_bounds {
 				 * top, or high - RLIMIT_STACK; 0 unknown */
 	uint64_t used;		/* high - sp */
 	uint64_t avail;		/* sp - limit; valid if limit */
+	const char *unknown;	/* status UNKNOWN: why, when that is no
+				 * failure (static text); NULL otherwise */
 };
 
 struct dbs_thread {

@@ -360,6 +360,12 @@ int tinspect_thread_stack_bounds(const tinspect_thread *th,
 	return tin_fill(ret, size, &v, sizeof v);
 }
 
+const char *tinspect_thread_stack_bounds_unknown(const tinspect_thread *th)
+{
+	return th->d->bounds.status == DBS_BOUNDS_UNKNOWN ? th->d->bounds.unknown
+							    : NULL;
+}
+
 const tinspect_wait *tinspect_thread_wait(const tinspect_thread *th)
 {
 	return th->wait.d ? &th->wait : NULL;

@@ -220,6 +220,10 @@ struct tinspect_stack_bounds {
  * -ENODATA (status TINSPECT_BOUNDS_UNKNOWN), -EINVAL (size 0). */
 int tinspect_thread_stack_bounds(const tinspect_thread *th,
 				 struct tinspect_stack_bounds *ret, size_t size);
+/* Why the bounds are unknown when that is no failure (a Go process whose
+ * thread's sp is in a stack the Go runtime allocated in its heap: the
+ * mapping is not the stack); NULL otherwise. */
+const char *tinspect_thread_stack_bounds_unknown(const tinspect_thread *th);
 
 /* ---- what it waits on (tinspect/locks.h) ---------------------------------- */
 
