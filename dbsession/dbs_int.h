@@ -312,6 +312,9 @@ struct dbs_lock_input {
 	 * never another version's layout). */
 	const struct dbs_glibc_locks *glibc;
 	const char *glibc_unverified;
+	/* With glibc_unverified: each lock's note (NULL: that its glibc's
+	 * layout is not verified). */
+	const char *undecoded_note;
 };
 
 /* While the target is stopped: read (batched) the words of every lock a
