@@ -290,6 +290,10 @@ int psvc_gotab_lookup(const struct psvc_gotab *t, uint64_t vaddr,
 	uint32_t next = le32(t->ftab.p + (i + 1) * 8);
 	if (off >= next)
 		return -ENOENT;	/* past the end of the text */
+	/* a text start (the header's or the module data's: the target's
+	 * bytes) whose text would run past the end of the address space */
+	if (next > UINT64_MAX - t->text_start)
+		return -ENOENT;
 	uint32_t funcoff = le32(t->ftab.p + i * 8 + 4);
 	if ((uint64_t)funcoff + t->func_size > t->ftab.len)
 		return -ENOENT;
