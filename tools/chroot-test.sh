@@ -88,6 +88,12 @@ if [[ -d /var/cache/tinspect/glibc-2.31 ]]; then
 	mount --bind -o ro /var/cache/tinspect/glibc-2.31 "$root/var/cache/tinspect/glibc-2.31"
 	mounted+=("$root/var/cache/tinspect/glibc-2.31")
 fi
+# the other Go toolchains of the go suite (tools/gotoolchains.sh), if any
+if [[ -d /var/cache/tinspect/go ]]; then
+	mkdir -p "$root/var/cache/tinspect/go"
+	mount --bind -o ro /var/cache/tinspect/go "$root/var/cache/tinspect/go"
+	mounted+=("$root/var/cache/tinspect/go")
+fi
 
 if ((quick)); then
 	cmd='tools/setup.sh build && meson test -C build --print-errorlogs; rc=$?;

@@ -52,7 +52,8 @@ PACKAGES=(
 	# --pprof (issue 15): profile.proto compiled by protoc-c, packed by
 	# libprotobuf-c, gzip'ed by zlib; and the consumers the formats suite
 	# reads the files with: node_exporter's textfile collector, Python's
-	# prometheus_client parser, go tool pprof
+	# prometheus_client parser, go tool pprof; the go suite's Go fixtures
+	# (go build) and the Go service it snapshots (node_exporter)
 	protobuf-c-compiler libprotobuf-c-dev zlib1g-dev
 	prometheus-node-exporter python3-prometheus-client golang-go
 )
@@ -91,6 +92,21 @@ deps() {
 	install_missing "${PACKAGES[@]}"
 	old_glibc
 	roots
+	go_toolchains
+}
+
+# The Go toolchains Debian ships besides the system's (bookworm-backports',
+# trixie's and its backports', unstable's golang-1.NN), unpacked once under
+# /var/cache/tinspect/go by tools/gotoolchains.sh: the go suite builds a
+# fixture with each and checks tinspect's Go frames against its go tool
+# addr2line.  TINSPECT_NO_ROOTS=1 (tools/chroot-test.sh lends the host's)
+# or a failure (no network) leaves them out: the suite then reads the
+# system's Go only.
+go_toolchains() {
+	[[ ${TINSPECT_NO_ROOTS:-0} == 1 ]] && return 0
+	as_root bash "$top/tools/gotoolchains.sh" ||
+		echo "setup: some Go toolchains could not be fetched; the go" \
+			"suite reads the binaries of the others" >&2
 }
 
 # Debian 11, 12 and 13 roots with a compiler (tools/roots.sh), made once and
