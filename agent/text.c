@@ -185,7 +185,8 @@ void agent_put_stack(FILE *out, const tinspect_thread *th, bool in_group)
 		fputs("  (unwinding stopped at ", out);
 		agent_put_escaped(out, last ? last : "a Go runtime function");
 		fputs(", which switches stacks: its callers are on another stack "
-		      "(a goroutine's or the thread's g0))\n", out);
+		      "(a goroutine's, the thread's g0, or the one a signal "
+		      "interrupted))\n", out);
 		break;
 	}
 	case TINSPECT_STACK_BAD_SP:

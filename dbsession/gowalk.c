@@ -12,7 +12,9 @@
  * why: at a function the table marks as the outermost frame of its stack
  * (runtime.goexit at the bottom of every goroutine, runtime.mstart and
  * runtime.rt0_go at the bottom of a thread's g0 stack) the stack is
- * complete; at a function that writes sp (runtime.mcall, systemstack,
+ * complete, except at runtime.sigtramp, the bottom of a signal handler's
+ * stack, whose interrupted code is on another stack; at a function that
+ * writes sp (runtime.mcall, systemstack,
  * asmcgocall, morestack, gogo, the cgo callback) the frames beyond are on
  * another stack, a goroutine's or the thread's g0, which its registers
  * and copy do not reach: DBS_STACK_SWITCH, no error.
@@ -21,6 +23,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 /* How many Go frames one walk takes at most (the sink bounds it too). */
 #define MAX_GO_FRAMES 1024
@@ -53,7 +56,11 @@ void dbs_go_walk(struct psvc_target *t, const struct arch_desc *arch,
 			return;
 		}
 		if (f.flags & PSVC_GO_TOPFRAME) {
-			w->end = DBS_STACK_COMPLETE;
+			/* runtime.sigtramp is the bottom of the signal stack
+			 * a handler runs on: what it interrupted is on the
+			 * thread's other stack */
+			w->end = f.name && !strcmp(f.name, "runtime.sigtramp")
+					 ? DBS_STACK_SWITCH : DBS_STACK_COMPLETE;
 			return;
 		}
 		if (f.flags & PSVC_GO_SPWRITE) {
@@ -79,9 +86,13 @@ void dbs_go_walk(struct psvc_target *t, const struct arch_desc *arch,
 			w->end = DBS_STACK_COMPLETE;
 			return;
 		}
+		/* the runtime injects calls to these (an asynchronous
+		 * preemption, a fault turned into a panic): their "return
+		 * address" is the interrupted pc itself, not after a call */
+		act = f.name && (!strcmp(f.name, "runtime.asyncPreempt") ||
+				 !strcmp(f.name, "runtime.sigpanic"));
 		pc = ret;
 		sp = top;
-		act = false;
 	}
 	w->end = DBS_STACK_MAX_FRAMES;
 }

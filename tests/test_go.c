@@ -213,8 +213,20 @@ struct named {
 	char *symbol, *where;	/* "file:line" */
 };
 
+/* Whether frame k of a stack is where a call was injected, not made: the
+ * Go runtime makes a faulting function "call" runtime.sigpanic, and a
+ * preempted one runtime.asyncPreempt, with the interrupted pc itself as
+ * the return address. */
+static bool injected_into(json_t *frames, size_t k)
+{
+	const char *callee = k ? jstr(json_array_get(frames, k - 1), "symbol") : NULL;
+	return callee && (!strcmp(callee, "runtime.sigpanic") ||
+			  !strcmp(callee, "runtime.asyncPreempt"));
+}
+
 /* Every frame of the executable in doc, with the address addr2line takes
- * for it (a return address less one, as for its own lookup). */
+ * for it (a return address less one, as for its own lookup; the pc itself
+ * for the innermost frame and where a call was injected). */
 static size_t exe_frames(json_t *doc, const char *exe, struct named *v, size_t max)
 {
 	size_t n = 0, i;
@@ -233,7 +245,8 @@ static size_t exe_frames(json_t *doc, const char *exe, struct named *v, size_t m
 				  jstr(f, "pc"));
 			const char *file = jstr(f, "file");
 			cr_assert(file, "no file for %s", jstr(f, "symbol"));
-			uint64_t a = jhex(f, "module_offset") - (k ? 1 : 0);
+			uint64_t a = jhex(f, "module_offset") -
+				     (k && !injected_into(frames, k) ? 1 : 0);
 			char where[4096];
 			snprintf(where, sizeof where, "%s:%lld", file,
 				 (long long)json_integer_value(json_object_get(f, "line")));
@@ -267,7 +280,8 @@ static void check_named_as_addr2line(const struct go_build *b)
 	char *out = run_capture(argv, in_path);
 	unlink(in_path);
 	char *save = NULL, *line = strtok_r(out, "\n", &save);
-	bool main_seen = false;
+	bool main_seen = false, fault_seen = false;
+	const char *prev = NULL;
 	for (size_t i = 0; i < n; i++) {
 		char *func = line, *where = func ? strtok_r(NULL, "\n", &save) : NULL;
 		cr_assert(where, "%s: go tool addr2line said too little", b->fixture);
@@ -277,6 +291,12 @@ static void check_named_as_addr2line(const struct go_build *b)
 				 func, v[i].addr);
 		/* its line may be an inlined callee's (io.Copy's) */
 		main_seen |= !strcmp(func, "main.main");
+		/* the faulting pc, the first instruction of main.load, above
+		 * runtime.sigpanic: looked up at pc - 1 it is named as the
+		 * function before it */
+		fault_seen |= prev && !strcmp(prev, "runtime.sigpanic") &&
+			      !strcmp(func, "main.load");
+		prev = v[i].symbol;
 		line = strtok_r(NULL, "\n", &save);
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -285,6 +305,7 @@ static void check_named_as_addr2line(const struct go_build *b)
 	}
 	cr_assert(main_seen, "%s: main.main not among the frames",
 		  b->fixture);
+	cr_assert(fault_seen, "%s: no main.load above runtime.sigpanic", b->fixture);
 	cr_log_info("%s: %zu Go frames named as %s tool addr2line names them",
 		    b->fixture, n, b->go);
 	free(out);
@@ -430,14 +451,50 @@ Test(go, a_static_go_program_says_once_it_has_no_c_library)
 
 /* ---- healthy services: exit status 0 every time -------------------------------- */
 
+/* The first thread error of doc, as "tid TID: ERROR (stack end END: its
+ * frames)", into buf: what an exit status 1 was for. */
+static const char *first_error(json_t *doc, char *buf, size_t size)
+{
+	size_t i;
+	json_t *t;
+	snprintf(buf, size, "no thread error; %lld stragglers",
+		 (long long)json_integer_value(json_object_get(
+			 json_object_get(doc, "capture"), "stragglers")));
+	json_array_foreach(json_object_get(doc, "threads"), i, t) {
+		json_t *errs = json_object_get(t, "errors");
+		if (!json_array_size(errs))
+			continue;
+		json_t *e = json_array_get(errs, 0);
+		json_t *st = json_object_get(t, "stack");
+		char *err = json_dumps(e, JSON_ENCODE_ANY);
+		int n = snprintf(buf, size, "tid %lld: %s (stack end %s:",
+				 (long long)json_integer_value(json_object_get(t, "tid")),
+				 err ? err : "?", jstr(st, "end") ? jstr(st, "end") : "none");
+		free(err);
+		size_t k;
+		json_t *f;
+		json_array_foreach(json_object_get(st, "frames"), k, f) {
+			if (n < 0 || (size_t)n >= size)
+				break;
+			n += snprintf(buf + n, size - (size_t)n, " %s",
+				      jstr(f, "symbol") ? jstr(f, "symbol") : jstr(f, "pc"));
+		}
+		if (n >= 0 && (size_t)n < size - 1)
+			snprintf(buf + n, size - (size_t)n, ")");
+		break;
+	}
+	return buf;
+}
+
 static void snapshots_all_exit_0(const char *what, int count, const char *opt)
 {
 	for (int i = 0; i < count; i++) {
 		const char *extra[] = { opt, NULL };
 		int status;
 		json_t *doc = run_json(opt ? extra : NULL, &status);
-		cr_assert_eq(status, 0, "%s: snapshot %d of %d: exit status %d", what,
-			     i + 1, count, status);
+		char why[2048];
+		cr_assert_eq(status, 0, "%s: snapshot %d of %d: exit status %d: %s", what,
+			     i + 1, count, status, first_error(doc, why, sizeof why));
 		cr_assert_eq(json_integer_value(json_object_get(
 				     json_object_get(doc, "capture"), "threads_with_errors")),
 			     0);
