@@ -19,8 +19,8 @@
 # read-only (TINSPECT_NO_ROOTS: it does not make its own).  Everything is
 # unmounted and removed at the end, also on failure or interruption; the
 # run's processes are ended by the PID of the chroot's process group.
-# Prints the run's own last line ("N passed, N failed") and exits with
-# its status.  Needs root.
+# Prints the run's own last line ("N passed, N failed, N skipped") and
+# exits with its status.  Needs root.
 set -euo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -8,7 +8,8 @@
 #                          lock, inputs and watch suites with tinspect under
 #                          valgrind, the fuzzers (tools/fuzz.sh) for a
 #                          bounded time and the demo; prints "N passed, N
-#                          failed" last and exits non-zero on any failure
+#                          failed, N skipped" last (a skip is no pass) and
+#                          exits non-zero on any failure
 #   tools/setup.sh deps    only install the packages
 #   tools/setup.sh build   install and build (build/)
 #   tools/setup.sh services-deps
@@ -275,11 +276,12 @@ demo() {
 	fi
 }
 
-# Sum the TAP results of a meson test run: prints "passed failed".
+# Sum the TAP results of a meson test run: prints "passed failed skipped";
+# each skipped test, with the reason it gave, on stderr.
 tap_counts() {	# builddir [log name]
 	/usr/bin/python3 - "$1/meson-logs/${2:-testlog}.json" <<'EOF'
 import json, re, sys
-ok = bad = 0
+ok = bad = skipped = 0
 with open(sys.argv[1]) as f:
     for line in f:
         t = json.loads(line)
@@ -288,19 +290,27 @@ with open(sys.argv[1]) as f:
         if not tap:                       # a test without TAP output
             if t.get("result") == "OK":
                 ok += 1
+            elif t.get("result") == "SKIP":
+                skipped += 1
+                print(f"setup: skipped: {t.get('name')}", file=sys.stderr)
             else:
                 bad += 1
             continue
         # TAP: "not ok ... # TODO" is a known gap the test shows, neither
-        # a pass nor a failure
+        # a pass nor a failure; "ok ... # SKIP reason" did not run: no pass
         failed = [l for l in tap if l.startswith("not ok") and
                   not re.search(r"#\s*TODO\b", l, re.I)]
+        skips = [l for l in tap if l.startswith("ok") and
+                 re.search(r"#\s*SKIP\b", l, re.I)]
+        for l in skips:
+            print(f"setup: skipped: {l[2:].strip(' -')}", file=sys.stderr)
         bad += len(failed)
-        ok += sum(1 for l in tap if l.startswith("ok"))
+        skipped += len(skips)
+        ok += sum(1 for l in tap if l.startswith("ok")) - len(skips)
         # a crash after the last TAP line still fails the run
-        if t.get("result") not in ("OK", "EXPECTEDFAIL") and not failed:
+        if t.get("result") not in ("OK", "EXPECTEDFAIL", "SKIP") and not failed:
             bad += 1
-print(ok, bad)
+print(ok, bad, skipped)
 EOF
 }
 
@@ -315,7 +325,7 @@ FUZZ_SECONDS=${TINSPECT_FUZZ_SECONDS:-30}
 
 run_tests() {
 	deps
-	local passed=0 failed=0 rc=0 p f dir
+	local passed=0 failed=0 skipped=0 rc=0 p f k dir
 	for dir in build build-asan; do
 		if [[ $dir == build-asan ]]; then
 			build "$dir" -Db_sanitize=address,undefined -Db_lundef=false
@@ -324,9 +334,10 @@ run_tests() {
 		fi
 		echo "setup: meson test -C $dir"
 		meson test -C "$dir" --print-errorlogs </dev/null || rc=1
-		read -r p f < <(tap_counts "$dir")
+		read -r p f k < <(tap_counts "$dir")
 		passed=$((passed + p))
 		failed=$((failed + f))
+		skipped=$((skipped + k))
 	done
 	# (what `meson install` gives a user is the install suite, run above
 	# in both builds: tests/test_install.sh)
@@ -339,9 +350,10 @@ run_tests() {
 	# with the target, which two valgrinds side by side on 2 cores do not
 	meson test -C build --setup valgrind $VALGRIND_SUITES --print-errorlogs \
 		--test-args="-j1 --filter=*/!($VALGRIND_SKIP)" </dev/null || rc=1
-	read -r p f < <(tap_counts build testlog-valgrind)
+	read -r p f k < <(tap_counts build testlog-valgrind)
 	passed=$((passed + p))
 	failed=$((failed + f))
+	skipped=$((skipped + k))
 	# the fuzzers: each corpus once, then each target for a while
 	local out
 	echo "setup: tools/fuzz.sh $FUZZ_SECONDS"
@@ -383,7 +395,7 @@ run_tests() {
 	# hundreds of megabytes of packages: run by hand
 	echo "setup: bench/services.sh (real services) is not part of this run;" \
 		"run tools/setup.sh services"
-	echo "$passed passed, $failed failed"
+	echo "$passed passed, $failed failed, $skipped skipped"
 	return $rc
 }
 
@@ -401,7 +413,7 @@ services)
 	exec bash "$top/bench/services.sh"
 	;;
 *)
-	sed -n '2,21p' "$0"
+	sed -n '2,22p' "$0"
 	exit 2
 	;;
 esac
