@@ -326,6 +326,7 @@ static int tls_keys_init(struct tls_keys *tk, const tinspect_snapshot *snap)
 static void stack_bounds_json(struct jw *w, const tinspect_thread *th)
 {
 	struct tinspect_stack_bounds st;
+	jw_kstr(w, "stack_bounds_unknown", tinspect_thread_stack_bounds_unknown(th));
 	jw_key(w, "stack_bounds");
 	if (tinspect_thread_stack_bounds(th, &st, sizeof st)) {
 		jw_null(w);
@@ -427,6 +428,7 @@ static void process_extras_json(struct jw *w, const tinspect_snapshot *snap)
 		jw_obj(w);
 		jw_kstr(w, "name", tinspect_runtime_name(rt));
 		jw_kstr(w, "module", tinspect_runtime_module(rt));
+		jw_kstr(w, "version", tinspect_runtime_version(rt));
 		jw_kstr(w, "note", tinspect_runtime_note(rt));
 		jw_obj_end(w);
 	}

@@ -188,6 +188,17 @@ void agent_put_stack(FILE *out, const tinspect_thread *th, bool in_group)
 		      "information and no frame pointer chain lead to its caller)\n",
 		      out);
 		break;
+	case TINSPECT_STACK_SWITCH: {
+		size_t n = tinspect_thread_nframes(th);
+		const char *last = n ? tinspect_frame_symbol(tinspect_thread_frame(th, n - 1))
+				     : NULL;
+		fputs("  (unwinding stopped at ", out);
+		agent_put_escaped(out, last ? last : "a Go runtime function");
+		fputs(", which switches stacks: its callers are on another stack "
+		      "(a goroutine's, the thread's g0, or the one a signal "
+		      "interrupted))\n", out);
+		break;
+	}
 	case TINSPECT_STACK_BAD_SP:
 	case TINSPECT_STACK_ERROR: {
 		const char *error = tinspect_thread_stack_error(th);
@@ -319,10 +330,16 @@ static void put_thread_extras(FILE *out, const tinspect_thread *th, bool verbose
 {
 	/* a stack about to overflow is news; its bounds otherwise are not */
 	struct tinspect_stack_bounds sb;
+	const char *unknown = tinspect_thread_stack_bounds_unknown(th);
 	if (tinspect_thread_stack_bounds(th, &sb, sizeof sb) == 0 &&
 	    (verbose || sb.status == TINSPECT_BOUNDS_LOW ||
 	     sb.status == TINSPECT_BOUNDS_OVERFLOW))
 		put_stack_bounds(out, &sb);
+	else if (verbose && unknown) {
+		fputs("  stack: bounds unknown: ", out);
+		agent_put_escaped(out, unknown);
+		fputc('\n', out);
+	}
 	for (size_t i = 0, n = tinspect_thread_ntls(th); i < n; i++) {
 		const tinspect_tls_value *v = tinspect_thread_tls(th, i);
 		const tinspect_tls_var *var = tinspect_tls_value_var(v);

@@ -114,6 +114,30 @@ struct dbs_strpool *dbs_unwinder_pool(struct dbs_unwinder *u);
 void dbs_unwinder_unwind(struct dbs_unwinder *u, struct dbs_thread *th,
 		     unsigned max_frames);
 
+/* gowalk.c: Go frames from pc and sp with the Go function table, over
+ * the frozen capture, each handed to push (false: no room, stop). */
+enum dbs_gowalk_result {
+	DBS_GOWALK_NOT_GO,	/* pc is in no Go function: nothing done */
+	DBS_GOWALK_END,		/* the stack ends (end, why, miss_addr) */
+	DBS_GOWALK_LEFT,	/* returned into other code at pc, sp */
+};
+struct dbs_go_walk {
+	uint64_t pc, sp;	/* in: where to start; out (LEFT): where the
+				 * Go frames return to */
+	bool activation;	/* in: pc is the thread's, not a return
+				 * address */
+	bool (*push)(void *ctx, uint64_t pc, uint64_t sp, bool activation);
+	void *ctx;
+	enum dbs_gowalk_result result;
+	enum dbs_stack_end end;	/* END: why */
+	const char *why;	/* END with an error: what */
+	bool missed;		/* END truncated: the read that missed */
+	uint64_t miss_addr;
+	char why_buf[160];
+};
+void dbs_go_walk(struct psvc_target *t, const struct arch_desc *arch,
+		 struct dbs_go_walk *w);
+
 struct dbs_session {
 	pid_t pid;
 	struct dbs_options opts;
@@ -316,6 +340,9 @@ struct dbs_lock_input {
 	 * never another version's layout). */
 	const struct dbs_glibc_locks *glibc;
 	const char *glibc_unverified;
+	/* With glibc_unverified: each lock's note (NULL: that its glibc's
+	 * layout is not verified). */
+	const char *undecoded_note;
 };
 
 /* While the target is stopped: read (batched) the words of every lock a

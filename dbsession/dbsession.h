@@ -169,6 +169,10 @@ enum dbs_stack_end {
 				 * any module, JIT or generated code, whose
 				 * caller neither CFI nor a frame pointer
 				 * chain leads to: expected, not an error */
+	DBS_STACK_SWITCH,	/* stopped at a Go runtime function that
+				 * switches stacks (mcall, systemstack,
+				 * asmcgocall, ...): its callers are on
+				 * another stack; not an error (gowalk.c) */
 };
 const char *dbs_stack_end_name(enum dbs_stack_end e);
 
@@ -267,6 +271,8 @@ struct dbs_stack_bounds {
 				 * top, or high - RLIMIT_STACK; 0 unknown */
 	uint64_t used;		/* high - sp */
 	uint64_t avail;		/* sp - limit; valid if limit */
+	const char *unknown;	/* status UNKNOWN: why, when that is no
+				 * failure (static text); NULL otherwise */
 };
 
 struct dbs_thread {
@@ -348,6 +354,8 @@ struct dbs_thread {
 struct dbs_runtime {
 	const char *name;	/* "jvm", "cpython", "go" */
 	char *module;		/* the module that shows it, or NULL */
+	char *version;		/* its version ("go1.19.8"), NULL if not
+				 * known */
 	char *note;		/* what stays invisible, and what to run */
 };
 

@@ -250,7 +250,8 @@ void dbs_lockobj_load(const struct dbs_lockctx *c, struct dbs_lock *l)
 	if (sz > sizeof l->words)
 		sz = sizeof l->words;
 	if (c->in->glibc_unverified) {
-		l->note = "its glibc's lock layout is not verified: not decoded";
+		l->note = c->in->undecoded_note ? c->in->undecoded_note
+			: "its glibc's lock layout is not verified: not decoded";
 	} else if (dbs_lock_read(c, at, l->words, sz)) {
 		l->nwords = sz;
 		l->decoded = dbs_lock_decode_with(c->L, l);

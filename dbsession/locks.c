@@ -140,7 +140,8 @@ static size_t thread_frames(void *ctx, const struct dbs_snapshot *snap,
 int dbs_locks_run(struct dbs_session *s, struct dbs_snapshot *snap)
 {
 	load_tid_offset(s);
-	if (s->tid_off_why)
+	bool no_libc = psvc_go_without_libc(s->t);
+	if (s->tid_off_why && !no_libc)
 		dbs_add_error(&snap->warnings, &snap->nwarnings,
 			       "locks: threads waiting in pthread_join cannot be "
 			       "matched to the thread they join: %s",
@@ -158,6 +159,18 @@ int dbs_locks_run(struct dbs_session *s, struct dbs_snapshot *snap)
 	/* the layouts verified for its glibc (glibc_locks.c), never another
 	 * version's (docs/GLIBC.md §5) */
 	const char *why = NULL;
+	if (no_libc) {
+		/* said once, and no word about glibc: there is none */
+		in.glibc_unverified = "no C library";
+		in.undecoded_note = "no C library: not a pthread object (the Go "
+				    "runtime's own futex), not decoded";
+		dbs_add_error(&snap->warnings, &snap->nwarnings,
+			       "no C library: a static Go program (no libc mapped, "
+			       "no program interpreter, no glibc ABI note); its "
+			       "threads wait on the Go runtime's own futexes, which "
+			       "are no pthread objects: they are not decoded");
+		return dbs_locks_analyse(snap, &in);
+	}
 	in.glibc = dbs_glibc_locks_for(s->glibc_version, in.arch, &why);
 	if (!in.glibc) {
 		in.glibc_unverified = why;

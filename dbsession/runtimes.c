@@ -10,8 +10,10 @@
  * Detection uses only what the module map and the symbol tables show
  * (no code of the target runs): libjvm.so mapped; libpython3.X.so mapped
  * or CPython's _PyRuntime exported (Debian's python3 links it
- * statically); the Go runtime's runtime.buildVersion (every Go binary
- * with symbols, with or without cgo).
+ * statically); for Go, what stripping leaves in a module's file, its
+ * .go.buildinfo (which also holds the Go version) or its function table
+ * (.gopclntab) (proc_service/gomodule.c), else the runtime.buildVersion
+ * symbol of a Go binary with symbols.
  */
 #include "dbs_int.h"
 
@@ -69,7 +71,8 @@ static char *with_pid(const char *note, pid_t pid)
 	return out;
 }
 
-static int add(struct dbs_snapshot *snap, size_t which, const char *module)
+static int add(struct dbs_snapshot *snap, size_t which, const char *module,
+	       const char *version)
 {
 	for (size_t i = 0; i < snap->nruntimes; i++)
 		if (!strcmp(snap->runtimes[i].name, runtime_notes[which].name))
@@ -83,7 +86,17 @@ static int add(struct dbs_snapshot *snap, size_t which, const char *module)
 	memset(r, 0, sizeof *r);
 	r->name = runtime_notes[which].name;
 	r->module = dbs_strdup(module);
-	r->note = with_pid(runtime_notes[which].note, snap->pid);
+	r->version = dbs_strdup(version);
+	char *note = with_pid(runtime_notes[which].note, snap->pid);
+	if (note && version) {
+		/* "a Go program (go1.19.8): ..." */
+		const char *colon = strchr(note, ':');
+		r->note = colon ? dbs_format("%.*s (%s)%s", (int)(colon - note), note,
+					     version, colon) : NULL;
+		free(note);
+	} else {
+		r->note = note;
+	}
 	snap->nruntimes++;
 	if (r->note)
 		dbs_add_error(&snap->warnings, &snap->nwarnings, "%s", r->note);
@@ -109,21 +122,37 @@ void dbs_runtimes_detect(struct dbs_session *s, struct dbs_snapshot *snap)
 		if (!b)
 			continue;
 		if (!strncmp(b, "libjvm.so", 9))
-			add(snap, 0, m->path);
+			add(snap, 0, m->path, NULL);
 		else if (!strncmp(b, "libpython3", 10) || !strncmp(b, "libpython2", 10))
-			add(snap, 1, m->path);
+			add(snap, 1, m->path, NULL);
 	}
 	const char *mod;
 	if ((mod = module_of(t, "_PyRuntime")))
-		add(snap, 1, mod);
+		add(snap, 1, mod, NULL);
+	/* the executable first: a Go program's version is the one to show */
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < psvc_nmodules(t); i++) {
+			struct psvc_module *m = psvc_module_at(t, i);
+			struct psvc_go_info gi;
+			bool exe = m->flags & PSVC_MOD_EXE;
+			if (exe != (pass == 0) || psvc_module_go(t, m, &gi))
+				continue;
+			add(snap, 2, m->path ? m->path : "", gi.version);
+			if (gi.why)
+				dbs_add_error(&snap->warnings, &snap->nwarnings,
+					       "go: the Go frames of %s are not named: %s",
+					       m->path ? m->path : "?", gi.why);
+		}
+	}
 	if ((mod = module_of(t, "runtime.buildVersion")))
-		add(snap, 2, mod);
+		add(snap, 2, mod, NULL);
 }
 
 void dbs_runtimes_free(struct dbs_snapshot *snap)
 {
 	for (size_t i = 0; i < snap->nruntimes; i++) {
 		free(snap->runtimes[i].module);
+		free(snap->runtimes[i].version);
 		free(snap->runtimes[i].note);
 	}
 	free(snap->runtimes);

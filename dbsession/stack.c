@@ -7,6 +7,15 @@
  * (nptl/allocatestack.c); the initial thread's [stack] grows down until
  * RLIMIT_STACK or the next mapping.  No memory is read and no freeze time
  * is spent: it all happens after the resume.
+ *
+ * A Go program runs goroutines, and on threads it made itself (no cgo)
+ * even each thread's g0, on stacks the Go runtime carves out of its heap
+ * (0xc000000000...): the mapping that holds sp is the heap, not a stack,
+ * and its end says nothing about the stack's.  In a Go process a stack is
+ * taken from the mapping only where that is proven: the initial thread's
+ * [stack], or the mapping that holds the thread's own pthread descriptor
+ * (glibc puts it at the top of the thread's stack).  Otherwise the bounds
+ * are unknown, with the reason, and that is no error.
  */
 #include "dbs_int.h"
 
@@ -63,6 +72,23 @@ static bool anon_or_stack(const struct psvc_map *m)
 	return !m->path || !strcmp(m->path, "[stack]");
 }
 
+static bool go_process(const struct dbs_snapshot *snap)
+{
+	for (size_t i = 0; i < snap->nruntimes; i++)
+		if (!strcmp(snap->runtimes[i].name, "go"))
+			return true;
+	return false;
+}
+
+/* A Go process: is the mapping m proven to be th's own stack? */
+static bool proven_stack(const struct dbs_snapshot *snap,
+			 const struct dbs_thread *th, const struct psvc_map *m)
+{
+	if (th->tid == snap->pid && m->path && !strcmp(m->path, "[stack]"))
+		return true;
+	return th->pthread && th->pthread >= m->start && th->pthread < m->end;
+}
+
 void dbs_stack_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 		struct dbs_thread *th)
 {
@@ -84,6 +110,13 @@ void dbs_stack_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 		/* DBS_BOUNDS_UNKNOWN, and why */
 		dbs_add_error(&th->errors, &th->nerrors, "stack bounds: the stack "
 			       "pointer %#" PRIx64 " is in no mapping", sp);
+		return;
+	}
+	if (go_process(snap) && !proven_stack(snap, th, &m)) {
+		st->unknown = "a Go process, and the stack pointer is in memory "
+			      "the Go runtime allocates stacks from (a goroutine's "
+			      "or g0 stack in its heap), not in a thread stack "
+			      "mapping: the stack's bounds are the runtime's";
 		return;
 	}
 	st->low = m.start;

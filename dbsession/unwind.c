@@ -59,6 +59,10 @@ struct dbs_unwinder {
 	const struct dbs_thread *cur;
 	bool missed;		/* a memory read missed the capture */
 	uint64_t miss_addr;
+	/* libdwfl started again where Go frames returned into other code:
+	 * only pc and sp are known there */
+	bool restart;
+	uint64_t restart_pc, restart_sp;
 };
 
 const char *dbs_stack_end_name(enum dbs_stack_end e)
@@ -71,6 +75,7 @@ const char *dbs_stack_end_name(enum dbs_stack_end e)
 	case DBS_STACK_BAD_SP: return "bad_sp";
 	case DBS_STACK_ERROR: return "error";
 	case DBS_STACK_UNKNOWN_CODE: return "unknown_code";
+	case DBS_STACK_SWITCH: return "stack_switch";
 	}
 	return "error";
 }
@@ -117,6 +122,13 @@ static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result,
 static bool cb_set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
 {
 	struct dbs_unwinder *u = thread_arg;
+	if (u->restart) {
+		Dwarf_Word sp = u->restart_sp;
+		if (!dwfl_thread_state_registers(thread, arch_dwarf_sp(u->arch), 1, &sp))
+			return false;
+		dwfl_thread_state_register_pc(thread, u->restart_pc);
+		return true;
+	}
 	if (u->cur->observed) {
 		/* nonblocking: only pc and sp are known; every other register
 		 * stays undefined, so a frame whose CFA needs one ends the
@@ -401,6 +413,19 @@ static void symbolize_pc(struct dbs_unwinder *u, uint64_t pc, struct sym_entry *
 			off = ps.offset;
 		}
 	}
+	/* a stripped Go binary: its function table names its functions,
+	 * with file and line (gomodule.c) */
+	struct psvc_gofunc gf;
+	if ((!name || !file) && pm && psvc_go_func(u->t, pc, &gf) == 0) {
+		if (!name && gf.name) {
+			name = gf.name;
+			off = pc - gf.entry;
+		}
+		if (!file && gf.file) {
+			file = gf.file;
+			line = gf.line;
+		}
+	}
 	fr[n].symbol = demangled(u, name, &fr[n].mangled);
 	fr[n].offset = name ? off : 0;
 	fr[n].file = dbs_strpool_intern(u->pool, file);
@@ -479,6 +504,12 @@ struct walk {
 	unsigned unknown_run;	/* frames in a row outside any module */
 	enum dbs_stack_end end;
 	const char *why;
+	/* libdwfl reached Go code: the Go walk (gowalk.c) goes on from
+	 * there */
+	bool to_go;
+	uint64_t go_pc, go_sp;
+	bool go_act;
+	bool restarted;		/* the next frame is the first of a restart */
 };
 
 /* The address to symbolize for frame i: a return address points after
@@ -498,6 +529,21 @@ static int frame_cb(Dwfl_Frame *frame, void *arg)
 	Dwarf_Word sp;
 	unsigned spreg = w->u->arch->id == ARCH_X86_64 ? 7 : 31;
 	bool have_sp = dwfl_frame_reg(frame, spreg, &sp) == 0;
+	if (w->restarted) {
+		/* a restart's first pc is a return address */
+		act = false;
+		w->restarted = false;
+	}
+	/* Go code is unwound with the Go function table, from pc and sp */
+	struct psvc_gofunc gf;
+	if (have_sp && (w->n == 0 || sp >= w->prev_sp) &&
+	    psvc_go_func(w->u->t, act ? pc : pc - 1, &gf) == 0) {
+		w->to_go = true;
+		w->go_pc = pc;
+		w->go_sp = sp;
+		w->go_act = act;
+		return DWARF_CB_ABORT;
+	}
 	if (have_sp) {
 		if (w->n > 0 && sp < w->prev_sp) {
 			w->end = DBS_STACK_BAD_SP;
@@ -548,19 +594,9 @@ static bool on_sp_mapping(struct dbs_unwinder *u, const struct dbs_thread *th,
 	       addr < m.end;
 }
 
-void dbs_unwinder_unwind(struct dbs_unwinder *u, struct dbs_thread *th,
-		     unsigned max_frames)
+/* How libdwfl's walk ended (rc), when it did not hand over to Go. */
+static void dwfl_walk_end(struct dbs_unwinder *u, struct walk *w, int rc)
 {
-	struct walk *w = calloc(1, sizeof *w);
-	if (!w)
-		return;
-	w->u = u;
-	w->max = max_frames > 1024 ? 1024 : max_frames;
-	w->end = DBS_STACK_COMPLETE;
-	u->cur = th;
-	u->missed = false;
-	int rc = u->attached ? dwfl_getthread_frames(u->dwfl, th->tid, frame_cb, w) : -1;
-	u->cur = NULL;
 	/* libdwfl takes a return address it could not read, or a register
 	 * lost to an earlier failed read, for the end of the stack
 	 * (frame_unwind.c: pc_state PC_UNDEFINED).  Only our own record of
@@ -585,6 +621,95 @@ void dbs_unwinder_unwind(struct dbs_unwinder *u, struct dbs_thread *th,
 			w->why = dbs_strpool_intern(u->pool, buf);
 		}
 	}
+}
+
+/* A frame of the Go walk (gowalk.c), into the walk's arrays. */
+static bool push_frame(void *ctx, uint64_t pc, uint64_t sp, bool act)
+{
+	struct walk *w = ctx;
+	if (w->n == w->max)
+		return false;
+	w->pcs[w->n] = pc;
+	w->sps[w->n] = sp;
+	w->activation[w->n] = act;
+	w->n++;
+	w->prev_sp = sp;
+	w->same_sp = 0;
+	w->unknown_run = 0;
+	return true;
+}
+
+/* Hand-overs between libdwfl and the Go walk in one stack, at most: each
+ * moves up the stack, so garbage cannot loop, but it can go on long. */
+#define MAX_HANDOVERS 16
+
+/* Walk th's frames into w: libdwfl from the registers, the Go walk from
+ * the first Go frame libdwfl meets, libdwfl again (from pc and sp only)
+ * where Go frames return into other code. */
+static void walk_thread(struct dbs_unwinder *u, struct dbs_thread *th,
+			struct walk *w)
+{
+	u->restart = false;
+	for (unsigned round = 0; round < MAX_HANDOVERS; round++) {
+		u->missed = false;
+		w->to_go = false;
+		int rc = u->attached ? dwfl_getthread_frames(u->dwfl, th->tid,
+							     frame_cb, w) : -1;
+		if (!w->to_go) {
+			dwfl_walk_end(u, w, rc);
+			return;
+		}
+		struct dbs_go_walk g = {
+			.pc = w->go_pc, .sp = w->go_sp, .activation = w->go_act,
+			.push = push_frame, .ctx = w,
+		};
+		dbs_go_walk(u->t, u->arch, &g);
+		if (g.result == DBS_GOWALK_LEFT) {
+			u->restart = true;
+			u->restart_pc = g.pc;
+			u->restart_sp = g.sp;
+			w->restarted = true;
+			continue;
+		}
+		if (g.result == DBS_GOWALK_NOT_GO) {
+			/* frame_cb found a Go function there a moment ago */
+			w->end = DBS_STACK_ERROR;
+			w->why = "the Go function table changed during the walk";
+			return;
+		}
+		w->end = g.end;
+		w->why = g.why ? dbs_strpool_intern(u->pool, g.why) : NULL;
+		if (g.missed) {
+			u->missed = true;
+			u->miss_addr = g.miss_addr;
+			/* a frame size that leads out of the stack is no
+			 * frame size (see on_sp_mapping) */
+			if (!on_sp_mapping(u, th, g.miss_addr)) {
+				w->end = DBS_STACK_ERROR;
+				w->why = "a Go frame's size in the Go function table "
+					 "leads out of its stack";
+			}
+		}
+		return;
+	}
+	w->end = DBS_STACK_ERROR;
+	w->why = "the stack goes back and forth between Go and other code "
+		 "more than 16 times";
+}
+
+void dbs_unwinder_unwind(struct dbs_unwinder *u, struct dbs_thread *th,
+		     unsigned max_frames)
+{
+	struct walk *w = calloc(1, sizeof *w);
+	if (!w)
+		return;
+	w->u = u;
+	w->max = max_frames > 1024 ? 1024 : max_frames;
+	w->end = DBS_STACK_COMPLETE;
+	u->cur = th;
+	walk_thread(u, th, w);
+	u->restart = false;
+	u->cur = NULL;
 	/* Where the walk failed from code outside any module, or after it
 	 * (no CFI, and no usable frame pointer chain: compiled JIT code may
 	 * use rbp as a general register, and what its "frame pointer" leads

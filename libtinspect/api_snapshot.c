@@ -532,6 +532,11 @@ const char *tinspect_runtime_note(const tinspect_runtime *rt)
 	return tin_runtime(rt)->note;
 }
 
+const char *tinspect_runtime_version(const tinspect_runtime *rt)
+{
+	return tin_runtime(rt)->version;
+}
+
 /* ---- symbols ------------------------------------------------------------------------------ */
 
 uint64_t tinspect_symbol_addr(const tinspect_symbol *sym)

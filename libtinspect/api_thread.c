@@ -13,6 +13,7 @@
 #include "syscall_view.h"
 
 _Static_assert(TINSPECT_STACK_UNKNOWN_CODE == (int)DBS_STACK_UNKNOWN_CODE, "stack end");
+_Static_assert(TINSPECT_STACK_SWITCH == (int)DBS_STACK_SWITCH, "stack end");
 _Static_assert(TINSPECT_BOUNDS_NOT_STACK == (int)DBS_BOUNDS_NOT_STACK, "bounds");
 _Static_assert(TINSPECT_TLS_ERROR == (int)DBS_TLS_ERROR, "tls status");
 _Static_assert(TINSPECT_SYSCALL_PROC == (int)DBS_SYSCALL_PROC, "syscall source");
@@ -385,6 +386,12 @@ int tinspect_thread_stack_bounds(const tinspect_thread *th,
 		.avail = b->avail,
 	};
 	return tin_fill(ret, size, &v, sizeof v);
+}
+
+const char *tinspect_thread_stack_bounds_unknown(const tinspect_thread *th)
+{
+	return th->d->bounds.status == DBS_BOUNDS_UNKNOWN ? th->d->bounds.unknown
+							    : NULL;
 }
 
 const tinspect_wait *tinspect_thread_wait(const tinspect_thread *th)

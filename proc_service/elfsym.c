@@ -32,6 +32,7 @@ struct psvc_elf {
 	uint64_t load_lo, load_hi;	/* as libdwfl takes them */
 	unsigned e_type;
 	bool has_symtab;
+	unsigned traits;	/* PSVC_ELF_* */
 };
 
 static uint32_t name_hash(const char *s)
@@ -122,7 +123,8 @@ static int add_symtab(struct psvc_elf *e, Elf_Scn *scn, const GElf_Shdr *sh)
 	return 0;
 }
 
-static void read_build_id(struct psvc_elf *e)
+/* The GNU build-id, and whether the GNU ABI note is there. */
+static void read_notes(struct psvc_elf *e)
 {
 	Elf_Scn *scn = NULL;
 	while ((scn = elf_nextscn(e->elf, scn))) {
@@ -135,15 +137,20 @@ static void read_build_id(struct psvc_elf *e)
 		size_t off = 0, name_off, desc_off;
 		GElf_Nhdr nh;
 		while ((off = gelf_getnote(d, off, &nh, &name_off, &desc_off))) {
-			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
+			if (nh.n_namesz != 4 ||
 			    memcmp((char *)d->d_buf + name_off, "GNU", 4))
+				continue;
+			/* the ABI note every glibc-linked executable gets
+			 * from glibc's crt1.o (csu/abi-note.S) */
+			if (nh.n_type == NT_GNU_ABI_TAG)
+				e->traits |= PSVC_ELF_GNU_ABI_TAG;
+			if (nh.n_type != NT_GNU_BUILD_ID || e->build_id[0])
 				continue;
 			size_t n = nh.n_descsz > 20 ? 20 : nh.n_descsz;
 			const unsigned char *id =
 				(const unsigned char *)d->d_buf + desc_off;
 			for (size_t i = 0; i < n; i++)
 				snprintf(e->build_id + 2 * i, 3, "%02x", id[i]);
-			return;
 		}
 	}
 }
@@ -196,7 +203,11 @@ static struct psvc_elf *load_tables(struct psvc_elf *e, int *ret_err)
 	if (elf_getphdrnum(e->elf, &phnum) == 0) {
 		for (size_t i = 0; i < phnum && i < 4096; i++) {
 			GElf_Phdr ph;
-			if (!gelf_getphdr(e->elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			if (!gelf_getphdr(e->elf, (int)i, &ph))
+				continue;
+			if (ph.p_type == PT_INTERP)
+				e->traits |= PSVC_ELF_INTERP;
+			if (ph.p_type != PT_LOAD)
 				continue;
 			/* libdwfl's view (dwfl_report_elf.c): the first
 			 * segment in header order, aligned down; the end of
@@ -225,7 +236,7 @@ static struct psvc_elf *load_tables(struct psvc_elf *e, int *ret_err)
 				goto fail;
 		}
 	}
-	read_build_id(e);
+	read_notes(e);
 	err = build_index(e);
 	if (err)
 		goto fail;
@@ -374,4 +385,57 @@ void psvc_elfsym_load_span(const struct psvc_elf *e, uint64_t *ret_lo,
 	*ret_lo = e ? e->load_lo : 0;
 	*ret_hi = e ? e->load_hi : 0;
 	*ret_e_type = e ? e->e_type : 0;
+}
+
+unsigned psvc_elfsym_traits(const struct psvc_elf *e)
+{
+	return e ? e->traits : 0;
+}
+
+const unsigned char *psvc_elfsym_section(const struct psvc_elf *e, const char *name,
+					 size_t *ret_len, uint64_t *ret_addr)
+{
+	size_t shstrndx;
+	if (!e || !e->elf || elf_getshdrstrndx(e->elf, &shstrndx) != 0)
+		return NULL;
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(e->elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS ||
+		    sh.sh_type == SHT_NULL)
+			continue;
+		const char *n = elf_strptr(e->elf, shstrndx, sh.sh_name);
+		if (!n || strcmp(n, name))
+			continue;
+		/* the bytes as they are in the file: libelf checks that the
+		 * section lies inside it */
+		Elf_Data *d = elf_rawdata(scn, NULL);
+		if (!d || !d->d_buf || d->d_size != sh.sh_size)
+			return NULL;
+		*ret_len = d->d_size;
+		*ret_addr = sh.sh_addr;
+		return d->d_buf;
+	}
+	return NULL;
+}
+
+int psvc_elfsym_vread(const struct psvc_elf *e, uint64_t vaddr, void *buf, size_t len)
+{
+	size_t phnum = 0, fsize = 0;
+	const char *file = e && e->elf ? elf_rawfile(e->elf, &fsize) : NULL;
+	if (!file || elf_getphdrnum(e->elf, &phnum) != 0)
+		return -EFAULT;
+	for (size_t i = 0; i < phnum && i < 4096; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(e->elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
+		    vaddr < ph.p_vaddr || vaddr - ph.p_vaddr >= ph.p_filesz ||
+		    len > ph.p_filesz - (vaddr - ph.p_vaddr))
+			continue;
+		uint64_t off = ph.p_offset + (vaddr - ph.p_vaddr);
+		if (off < ph.p_offset || off > fsize || len > fsize - off)
+			return -EFAULT;
+		memcpy(buf, file + off, len);
+		return 0;
+	}
+	return -EFAULT;
 }

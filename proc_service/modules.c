@@ -68,6 +68,7 @@ static void module_free(struct psvc_module *m)
 {
 	free(m->path);
 	free(m->l_name);
+	psvc_gomod_free(m->go);
 	psvc_elfsym_close(m->elf);
 }
 
@@ -563,7 +564,11 @@ int psvc_modules_load(struct psvc_target *t)
 			mods[i].elf = o->elf;
 			mods[i].has_symtab = o->has_symtab;
 			memcpy(mods[i].build_id, o->build_id, sizeof o->build_id);
+			/* the Go table points into the ELF's bytes: with it */
+			mods[i].go = o->go;
+			mods[i].go_read = o->go_read;
 			o->elf = NULL;
+			o->go = NULL;
 		}
 	}
 	psvc_modules_free(t);

@@ -478,6 +478,8 @@ struct psvc_module {
 	ino_t ino;
 	struct psvc_elf *elf;	/* symbol tables, loaded on demand */
 	int elf_errno;		/* why the ELF could not be loaded */
+	struct psvc_gomod *go;	/* its Go runtime facts (gomodule.c) */
+	bool go_read;		/* go is what there is to know */
 	bool has_symtab;	/* the ELF has .symtab, not only .dynsym */
 	char build_id[41];	/* hex, "" if none */
 };
@@ -535,6 +537,46 @@ int psvc_module_load_elf(struct psvc_target *t, struct psvc_module *m);
  * loaded for it); -ENOEXEC if it has none. */
 int psvc_module_span(struct psvc_target *t, struct psvc_module *m,
 		     uint64_t *ret_low, uint64_t *ret_high);
+
+/* ---- Go programs (gomodule.c) ---------------------------------------- */
+
+/* A Go function's record flags (the Go runtime's funcFlag, Go 1.17 on). */
+enum {
+	PSVC_GO_TOPFRAME = 1u << 0,	/* the outermost frame of its stack */
+	PSVC_GO_SPWRITE = 1u << 1,	/* writes SP: switches stacks */
+	PSVC_GO_ASM = 1u << 2,		/* written in assembly */
+};
+
+/* The Go function that holds a pc. */
+struct psvc_gofunc {
+	uint64_t entry, end;	/* its code: [entry, end) */
+	const char *name;	/* owned by the module; NULL if unreadable */
+	const char *file;	/* the source of the pc; NULL: unknown */
+	int line;		/* 0: unknown */
+	int32_t spdelta;	/* sp at the pc, below sp at entry (bytes) */
+	bool have_spdelta;
+	unsigned flags;		/* PSVC_GO_* */
+};
+
+/* What a module shows of the Go runtime. */
+struct psvc_go_info {
+	const char *version;	/* "go1.19.8"; NULL: not known */
+	const char *format;	/* its function table's format ("go1.18",
+				 * "go1.20"); NULL: none read */
+	const char *why;	/* why its functions cannot be named, NULL
+				 * when they can */
+};
+/* 0 and the facts if the module is a Go program or library (a
+ * .go.buildinfo or a Go function table: both survive stripping);
+ * -ENOENT if it shows none, or its file cannot be read. */
+int psvc_module_go(struct psvc_target *t, struct psvc_module *m,
+		   struct psvc_go_info *ret);
+/* The Go function that holds the run-time address addr (addresses in
+ * ret run-time too): 0, or -ENOENT (no Go code there). */
+int psvc_go_func(struct psvc_target *t, uint64_t addr, struct psvc_gofunc *ret);
+/* Whether the executable is a Go program without a C library: static (no
+ * PT_INTERP), without glibc's ABI note, no libc mapped. */
+bool psvc_go_without_libc(struct psvc_target *t);
 
 /* ---- /proc facts of the process ----------------------------------------- */
 

@@ -284,6 +284,59 @@ void psvc_elfsym_file_id(const struct psvc_elf *e, dev_t *ret_dev, ino_t *ret_in
 /* The file it stands for, when it was read from a copy of it. */
 void psvc_elfsym_set_file_id(struct psvc_elf *e, dev_t dev, ino_t ino);
 
+/* What the file says about how it was linked (psvc_elfsym_traits). */
+enum {
+	PSVC_ELF_INTERP = 1u << 0,	/* PT_INTERP: dynamically linked */
+	PSVC_ELF_GNU_ABI_TAG = 1u << 1,	/* NT_GNU_ABI_TAG: linked with glibc */
+};
+unsigned psvc_elfsym_traits(const struct psvc_elf *e);
+/* The bytes of the section called name as they are in the file
+ * (inside its mapping, valid while e is open), its size and address;
+ * NULL if there is none. */
+const unsigned char *psvc_elfsym_section(const struct psvc_elf *e, const char *name,
+					 size_t *ret_len, uint64_t *ret_addr);
+/* len bytes at the link-time address vaddr, from the file part of a
+ * PT_LOAD segment: 0, or -EFAULT (not in the file). */
+int psvc_elfsym_vread(const struct psvc_elf *e, uint64_t vaddr, void *buf, size_t len);
+
+/* gopclntab.c: a Go function table (Go 1.18 on), over bytes that must
+ * outlive it.  open: 0, or a negative errno and why (static text). */
+struct psvc_gotab;
+int psvc_gotab_open(const unsigned char *data, size_t len,
+		    struct psvc_gotab **ret, const char **why);
+void psvc_gotab_free(struct psvc_gotab *t);
+/* "go1.18" (Go 1.18-1.19) or "go1.20" (1.20 on). */
+const char *psvc_gotab_format(const struct psvc_gotab *t);
+uint64_t psvc_gotab_nfunc(const struct psvc_gotab *t);
+/* The header's offsets of the names, CU, file, pc-value and function
+ * tables, from the table's start. */
+void psvc_gotab_offsets(const struct psvc_gotab *t, uint64_t ret[5]);
+/* The entry offsets of the first function and of the end of the text. */
+void psvc_gotab_span(const struct psvc_gotab *t, uint32_t *ret_first,
+		     uint32_t *ret_end);
+/* The address the functions' offsets count from (runtime.text): the
+ * header's until Go 1.25 (0 after: no longer written), or set. */
+uint64_t psvc_gotab_header_text(const struct psvc_gotab *t);
+uint64_t psvc_gotab_text(const struct psvc_gotab *t);
+void psvc_gotab_set_text(struct psvc_gotab *t, uint64_t text_start);
+/* The function at the link-time address vaddr, its file and line and
+ * its stack pointer delta there (addresses link-time too): 0, or -ENOENT
+ * (no function there, a corrupt record, or no text start). */
+int psvc_gotab_lookup(const struct psvc_gotab *t, uint64_t vaddr,
+		      struct psvc_gofunc *ret);
+
+/* gomodule.c: a module's Go facts, freed with the module */
+struct psvc_gomod;
+void psvc_gomod_free(struct psvc_gomod *g);
+
+/* gobuildinfo.c: the Go version in a .go.buildinfo section's bytes into
+ * buf; vread gives bytes at other addresses of the file (the layout
+ * before Go 1.18).  0, -ENOEXEC (no build info), -EBADMSG (garbage). */
+typedef int (*psvc_go_vread_fn)(void *ctx, uint64_t vaddr, void *buf, size_t len);
+int psvc_go_buildinfo_version(const unsigned char *sec, size_t len,
+			      psvc_go_vread_fn vread, void *ctx,
+			      char *buf, size_t buflen);
+
 /* memelf.c: the ELF image mapped at base, from target memory */
 #define PSVC_MEM_MAX_PHDRS 256
 /* Its ELF header and program headers (ret_ph holds PSVC_MEM_MAX_PHDRS):

@@ -19,8 +19,8 @@
 # read-only (TINSPECT_NO_ROOTS: it does not make its own).  Everything is
 # unmounted and removed at the end, also on failure or interruption; the
 # run's processes are ended by the PID of the chroot's process group.
-# Prints the run's own last line ("N passed, N failed") and exits with
-# its status.  Needs root.
+# Prints the run's own last line ("N passed, N failed, N skipped") and
+# exits with its status.  Needs root.
 set -euo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -87,6 +87,12 @@ if [[ -d /var/cache/tinspect/glibc-2.31 ]]; then
 	mkdir -p "$root/var/cache/tinspect/glibc-2.31"
 	mount --bind -o ro /var/cache/tinspect/glibc-2.31 "$root/var/cache/tinspect/glibc-2.31"
 	mounted+=("$root/var/cache/tinspect/glibc-2.31")
+fi
+# the other Go toolchains of the go suite (tools/gotoolchains.sh), if any
+if [[ -d /var/cache/tinspect/go ]]; then
+	mkdir -p "$root/var/cache/tinspect/go"
+	mount --bind -o ro /var/cache/tinspect/go "$root/var/cache/tinspect/go"
+	mounted+=("$root/var/cache/tinspect/go")
 fi
 
 if ((quick)); then

@@ -7,8 +7,9 @@
 #                          suite, then again under ASan+UBSan, the snapshot,
 #                          lock, inputs and watch suites with tinspect under
 #                          valgrind, the fuzzers (tools/fuzz.sh) for a
-#                          bounded time and the demo; prints "N passed, N
-#                          failed" last and exits non-zero on any failure
+#                          bounded time and the demo; prints "N skipped"
+#                          (a skip is no pass), then "N passed, N failed"
+#                          last, and exits non-zero on any failure
 #   tools/setup.sh deps    only install the packages
 #   tools/setup.sh build   install and build (build/)
 #   tools/setup.sh services-deps
@@ -54,7 +55,8 @@ PACKAGES=(
 	# --pprof (issue 15): profile.proto compiled by protoc-c, packed by
 	# libprotobuf-c, gzip'ed by zlib; and the consumers the formats suite
 	# reads the files with: node_exporter's textfile collector, Python's
-	# prometheus_client parser, go tool pprof
+	# prometheus_client parser, go tool pprof; the go suite's Go fixtures
+	# (go build) and the Go service it snapshots (node_exporter)
 	protobuf-c-compiler libprotobuf-c-dev zlib1g-dev
 	prometheus-node-exporter python3-prometheus-client golang-go
 	# musl targets: the fixtures built with musl-gcc (docs/MUSL.md)
@@ -118,6 +120,21 @@ deps() {
 	install_missing "${PACKAGES[@]}"
 	old_glibc
 	roots
+	go_toolchains
+}
+
+# The Go toolchains Debian ships besides the system's (bookworm-backports',
+# trixie's and its backports', unstable's golang-1.NN), unpacked once under
+# /var/cache/tinspect/go by tools/gotoolchains.sh: the go suite builds a
+# fixture with each and checks tinspect's Go frames against its go tool
+# addr2line.  TINSPECT_NO_ROOTS=1 (tools/chroot-test.sh lends the host's)
+# or a failure (no network) leaves them out: the suite then reads the
+# system's Go only.
+go_toolchains() {
+	[[ ${TINSPECT_NO_ROOTS:-0} == 1 ]] && return 0
+	as_root bash "$top/tools/gotoolchains.sh" ||
+		echo "setup: some Go toolchains could not be fetched; the go" \
+			"suite reads the binaries of the others" >&2
 }
 
 # Debian 11, 12 and 13 roots with a compiler (tools/roots.sh), made once and
@@ -286,11 +303,12 @@ demo() {
 	fi
 }
 
-# Sum the TAP results of a meson test run: prints "passed failed".
+# Sum the TAP results of a meson test run: prints "passed failed skipped";
+# each skipped test, with the reason it gave, on stderr.
 tap_counts() {	# builddir [log name]
 	/usr/bin/python3 - "$1/meson-logs/${2:-testlog}.json" <<'EOF'
 import json, re, sys
-ok = bad = 0
+ok = bad = skipped = 0
 with open(sys.argv[1]) as f:
     for line in f:
         t = json.loads(line)
@@ -299,19 +317,27 @@ with open(sys.argv[1]) as f:
         if not tap:                       # a test without TAP output
             if t.get("result") == "OK":
                 ok += 1
+            elif t.get("result") == "SKIP":
+                skipped += 1
+                print(f"setup: skipped: {t.get('name')}", file=sys.stderr)
             else:
                 bad += 1
             continue
         # TAP: "not ok ... # TODO" is a known gap the test shows, neither
-        # a pass nor a failure
+        # a pass nor a failure; "ok ... # SKIP reason" did not run: no pass
         failed = [l for l in tap if l.startswith("not ok") and
                   not re.search(r"#\s*TODO\b", l, re.I)]
+        skips = [l for l in tap if l.startswith("ok") and
+                 re.search(r"#\s*SKIP\b", l, re.I)]
+        for l in skips:
+            print(f"setup: skipped: {l[2:].strip(' -')}", file=sys.stderr)
         bad += len(failed)
-        ok += sum(1 for l in tap if l.startswith("ok"))
+        skipped += len(skips)
+        ok += sum(1 for l in tap if l.startswith("ok")) - len(skips)
         # a crash after the last TAP line still fails the run
-        if t.get("result") not in ("OK", "EXPECTEDFAIL") and not failed:
+        if t.get("result") not in ("OK", "EXPECTEDFAIL", "SKIP") and not failed:
             bad += 1
-print(ok, bad)
+print(ok, bad, skipped)
 EOF
 }
 
@@ -326,7 +352,7 @@ FUZZ_SECONDS=${TINSPECT_FUZZ_SECONDS:-30}
 
 run_tests() {
 	deps
-	local passed=0 failed=0 rc=0 p f dir
+	local passed=0 failed=0 skipped=0 rc=0 p f k dir
 	for dir in build build-asan; do
 		if [[ $dir == build-asan ]]; then
 			build "$dir" -Db_sanitize=address,undefined -Db_lundef=false
@@ -335,9 +361,10 @@ run_tests() {
 		fi
 		echo "setup: meson test -C $dir"
 		meson test -C "$dir" --print-errorlogs </dev/null || rc=1
-		read -r p f < <(tap_counts "$dir")
+		read -r p f k < <(tap_counts "$dir")
 		passed=$((passed + p))
 		failed=$((failed + f))
+		skipped=$((skipped + k))
 	done
 	# (what `meson install` gives a user is the install suite, run above
 	# in both builds: tests/test_install.sh)
@@ -350,9 +377,10 @@ run_tests() {
 	# with the target, which two valgrinds side by side on 2 cores do not
 	meson test -C build --setup valgrind $VALGRIND_SUITES --print-errorlogs \
 		--test-args="-j1 --filter=*/!($VALGRIND_SKIP)" </dev/null || rc=1
-	read -r p f < <(tap_counts build testlog-valgrind)
+	read -r p f k < <(tap_counts build testlog-valgrind)
 	passed=$((passed + p))
 	failed=$((failed + f))
+	skipped=$((skipped + k))
 	# the fuzzers: each corpus once, then each target for a while
 	local out
 	echo "setup: tools/fuzz.sh $FUZZ_SECONDS"
@@ -394,6 +422,8 @@ run_tests() {
 	# hundreds of megabytes of packages: run by hand
 	echo "setup: bench/services.sh (real services) is not part of this run;" \
 		"run tools/setup.sh services"
+	# skips are no passes: counted apart, on the line before the summary
+	echo "setup: $skipped skipped"
 	echo "$passed passed, $failed failed"
 	return $rc
 }
@@ -412,7 +442,7 @@ services)
 	exec bash "$top/bench/services.sh"
 	;;
 *)
-	sed -n '2,23p' "$0"
+	sed -n '2,24p' "$0"
 	exit 2
 	;;
 esac

@@ -250,6 +250,9 @@ const char *tinspect_runtime_name(const tinspect_runtime *rt);
 const char *tinspect_runtime_module(const tinspect_runtime *rt);
 /* What stays invisible, and what to run instead; for a person. */
 const char *tinspect_runtime_note(const tinspect_runtime *rt);
+/* Its version as the program records it (a Go program's .go.buildinfo:
+ * "go1.19.8"); NULL if not known. */
+const char *tinspect_runtime_version(const tinspect_runtime *rt);
 
 /* ---- symbols --------------------------------------------------------------- */
 

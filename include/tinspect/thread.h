@@ -153,7 +153,7 @@ const tinspect_symbol *tinspect_thread_start_routine(const tinspect_thread *th);
 /* Why its stack ends where it ends; TINSPECT_STACK_NONE: no stack. */
 enum tinspect_stack_end tinspect_thread_stack_end(const tinspect_thread *th);
 /* "none", "complete", "truncated", "max_frames", "bad_sp", "error",
- * "unknown_code". */
+ * "unknown_code", "stack_switch". */
 const char *tinspect_stack_end_name(enum tinspect_stack_end end);
 /* The ends that are a failure to read the thread (BAD_SP, ERROR): the
  * thread then has an error that says so. */
@@ -222,6 +222,10 @@ struct tinspect_stack_bounds {
  * -ENODATA (status TINSPECT_BOUNDS_UNKNOWN), -EINVAL (size 0). */
 int tinspect_thread_stack_bounds(const tinspect_thread *th,
 				 struct tinspect_stack_bounds *ret, size_t size);
+/* Why the bounds are unknown when that is no failure (a Go process whose
+ * thread's sp is in a stack the Go runtime allocated in its heap: the
+ * mapping is not the stack); NULL otherwise. */
+const char *tinspect_thread_stack_bounds_unknown(const tinspect_thread *th);
 
 /* ---- what it waits on (tinspect/locks.h) ---------------------------------- */
 

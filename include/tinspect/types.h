@@ -63,6 +63,11 @@ enum tinspect_stack_end {
 	TINSPECT_STACK_UNKNOWN_CODE,	/* stopped in code outside any module
 					 * (JIT) that no unwind table or frame
 					 * pointer leads out of: no error */
+	TINSPECT_STACK_SWITCH,		/* stopped at a Go runtime function
+					 * that switches stacks (runtime.mcall,
+					 * systemstack, asmcgocall, ...): its
+					 * callers are on another stack; no
+					 * error */
 };
 
 /* How a thread-local variable's bytes are read. */
