@@ -233,13 +233,16 @@ static size_t adopted_helpers(pid_t *out, size_t max)
 }
 
 /* tinspect is gone: the file helper it left waiting on the mount must
- * end too (within 5 s), not wait there for as long as the mount lives. */
+ * end too, not wait there for as long as the mount lives.  The bound is
+ * that of an event on a loaded machine under ASan (the helper's watchdog
+ * sees the socket close and exits; 5 s was missed there), far below the
+ * mount's life, which is the whole test. */
 static void check_helpers_end(void)
 {
 	pid_t h[16];
 	size_t n = adopted_helpers(h, 16);
 	cr_assert(n > 0, "no file helper of tinspect's was ever adopted");
-	uint64_t until = now_ms() + 5000;
+	uint64_t until = now_ms() + 30000;
 	for (size_t i = 0; i < n; i++) {
 		pid_t w;
 		while ((w = waitpid(h[i], NULL, WNOHANG)) == 0 && now_ms() < until)
