@@ -126,6 +126,56 @@ static size_t count_of(const char *hay, const char *needle)
 	return n;
 }
 
+/* A thread that runs Go code is stopped when the kernel next runs it; on
+ * a loaded machine (other suites, other builds) that can take longer than
+ * the default --stop-timeout of a second, and the thread is then left out
+ * as a straggler, exit status 1, by design.  What is checked here is the
+ * reading of Go threads, not the machine's load: wait as long as it takes. */
+#define PATIENT "--stop-timeout", "60000"
+
+/* Thread t's stack, "end END, COPIED bytes copied: its frames (symbol or
+ * pc)", into buf. */
+static const char *stack_str(json_t *t, char *buf, size_t size)
+{
+	json_t *st = json_object_get(t, "stack");
+	int n = snprintf(buf, size, "end %s, %lld bytes copied:",
+			 jstr(st, "end") ? jstr(st, "end") : "none",
+			 (long long)json_integer_value(json_object_get(st, "copied_bytes")));
+	size_t k;
+	json_t *f;
+	json_array_foreach(json_object_get(st, "frames"), k, f) {
+		if (n < 0 || (size_t)n >= size)
+			break;
+		n += snprintf(buf + n, size - (size_t)n, " %s",
+			      jstr(f, "symbol") ? jstr(f, "symbol") : jstr(f, "pc"));
+	}
+	return buf;
+}
+
+/* The first thread error of doc, as "tid TID: ERROR (stack ...)", into
+ * buf: what an exit status 1 was for. */
+static const char *first_error(json_t *doc, char *buf, size_t size)
+{
+	size_t i;
+	json_t *t;
+	snprintf(buf, size, "no thread error; %lld stragglers",
+		 (long long)json_integer_value(json_object_get(
+			 json_object_get(doc, "capture"), "stragglers")));
+	json_array_foreach(json_object_get(doc, "threads"), i, t) {
+		json_t *errs = json_object_get(t, "errors");
+		if (!json_array_size(errs))
+			continue;
+		char *err = json_dumps(json_array_get(errs, 0), JSON_ENCODE_ANY);
+		char st[1536];
+		snprintf(buf, size, "tid %lld: %s (stack %s)",
+			 (long long)json_integer_value(json_object_get(t, "tid")),
+			 err ? err : "?", stack_str(t, st, sizeof st));
+		free(err);
+		break;
+	}
+	return buf;
+}
+
 /* ---- recognised, with its version ---------------------------------------------- */
 
 static void check_recognised(const char *fixture)
@@ -323,9 +373,22 @@ Test(go, frames_are_named_as_go_tool_addr2line_names_them)
 
 /* ---- stacks end where the Go runtime's end, without errors ------------------ */
 
+/* A pthread being born (a cgo program's runtime starts threads with
+ * pthread_create at any time): stopped in glibc's clone3 right after the
+ * system call, before its child path marks the outermost frame, where the
+ * call frame information is the parent's.  Its "return address" would lie
+ * above its new stack, in its descriptor, which the stop does not copy:
+ * the stack ends truncated, no error.  That is glibc's, not Go's. */
+static bool newborn(json_t *frames)
+{
+	const char *sym = jstr(json_array_get(frames, 0), "symbol");
+	return json_array_size(frames) == 1 && sym &&
+	       (!strcmp(sym, "__clone3") || !strcmp(sym, "clone3"));
+}
+
 /* Every thread's stack ends complete or at a stack switch, without an
- * error; the text says where a stack switch stopped it. */
-static void check_ends(json_t *doc, const char *text)
+ * error. */
+static void check_ends(json_t *doc, const char *what)
 {
 	size_t i, complete = 0;
 	json_t *t;
@@ -333,27 +396,56 @@ static void check_ends(json_t *doc, const char *text)
 		json_t *st = json_object_get(t, "stack");
 		const char *end = jstr(st, "end");
 		cr_assert(end, "a thread without a stack");
-		cr_assert(!strcmp(end, "complete") || !strcmp(end, "stack_switch"),
-			  "thread %lld: stack end %s (%s)",
-			  (long long)json_integer_value(json_object_get(t, "tid")), end,
+		char buf[2048];
+		cr_assert(!strcmp(end, "complete") || !strcmp(end, "stack_switch") ||
+			  (!strcmp(end, "truncated") &&
+			   newborn(json_object_get(st, "frames"))),
+			  "%s: thread %lld (sp %s): stack %s (%s)", what,
+			  (long long)json_integer_value(json_object_get(t, "tid")),
+			  jstr(json_object_get(t, "regs"), "sp") ?
+				  jstr(json_object_get(t, "regs"), "sp") : "?",
+			  stack_str(t, buf, sizeof buf),
 			  jstr(st, "error") ? jstr(st, "error") : "");
 		cr_assert_eq(json_array_size(json_object_get(t, "errors")), 0);
 		json_t *frames = json_object_get(st, "frames");
-		const char *last = jstr(json_array_get(frames, json_array_size(frames) - 1),
-					"symbol");
+		if (!strcmp(end, "truncated") && newborn(frames))
+			continue;
+		if (!strcmp(end, "stack_switch"))
+			cr_assert(jstr(json_array_get(frames, json_array_size(frames) - 1),
+				       "symbol"), "a stack switch at an unnamed frame");
 		if (!strcmp(end, "complete"))
 			complete++;
-		if (!strcmp(end, "stack_switch") && text) {
-			char want[256];
-			cr_assert(last);
-			snprintf(want, sizeof want, "(unwinding stopped at %s, which "
-				 "switches stacks", last);
-			cr_assert(strstr(text, want), "missing: %s", want);
-		}
 	}
 	cr_assert_gt(complete, 0, "no stack reached its outermost frame");
 	cr_assert_eq(json_integer_value(json_object_get(json_object_get(doc, "capture"),
 							"threads_with_errors")), 0);
+}
+
+/* The text says where a stack switch stopped a stack, under the frame it
+ * stopped at (a line "#N 0x... in NAME+0x..."); how many times it says so.
+ * (The text is another capture than the JSON's: threads may have moved.) */
+static size_t check_switch_lines(const char *text)
+{
+	static const char say[] = "  (unwinding stopped at ";
+	static const char why[] = ", which switches stacks";
+	size_t n = 0;
+	for (const char *p = text; (p = strstr(p, say)); p += sizeof say - 1) {
+		const char *name = p + sizeof say - 1, *eol = strchr(name, '\n');
+		const char *comma = strstr(name, why);
+		if (!comma || (eol && comma > eol))
+			continue;	/* another reason */
+		/* the line above */
+		cr_assert(p > text && p[-1] == '\n');
+		const char *above = p - 1;
+		while (above > text && above[-1] != '\n')
+			above--;
+		char want[256];
+		snprintf(want, sizeof want, " in %.*s+", (int)(comma - name), name);
+		const char *hit = strstr(above, want);
+		cr_assert(hit && hit < p, "\"%.*s\" is not under its frame", (int)(comma - p), p);
+		n++;
+	}
+	return n;
 }
 
 Test(go, stacks_end_where_the_go_runtime_ends_them_without_errors)
@@ -364,13 +456,24 @@ Test(go, stacks_end_where_the_go_runtime_ends_them_without_errors)
 	for (size_t k = 0; k < 3; k++) {
 		fx_start(&fx, fixtures[k], NULL, 120);
 		int status;
-		json_t *doc = run_json(NULL, &status);
-		struct run r;
-		run_text(&r, "--verbose");
-		cr_assert_eq(status, 0, "%s: exit status %d", fixtures[k], status);
-		cr_assert_eq(r.status, 0);
-		check_ends(doc, r.out);
+		const char *patient[] = { PATIENT, NULL };
+		json_t *doc = run_json(patient, &status);
+		char why[2048];
+		cr_assert_eq(status, 0, "%s: exit status %d: %s", fixtures[k], status,
+			     first_error(doc, why, sizeof why));
+		check_ends(doc, fixtures[k]);
 		json_decref(doc);
+		struct run r;
+		const char *args[] = { PATIENT, "--verbose", pidstr(fx.pid), NULL };
+		run_tinspect(&r, args, 300);
+		cr_assert(r.out);
+		cr_assert(!any_task_stopped(fx.pid) || wait_not_stopped(fx.pid, 2000));
+		cr_assert_eq(r.status, 0, "exit status %d", r.status);
+		size_t n = check_switch_lines(r.out);
+		/* the deadlock's idle threads sleep in the scheduler, behind
+		 * runtime.mcall */
+		if (k == 0)
+			cr_assert_gt(n, 0, "no stack switch said in:\n%s", r.out);
 		run_free(&r);
 		fx_kill(&fx);
 	}
@@ -451,47 +554,12 @@ Test(go, a_static_go_program_says_once_it_has_no_c_library)
 
 /* ---- healthy services: exit status 0 every time -------------------------------- */
 
-/* The first thread error of doc, as "tid TID: ERROR (stack end END: its
- * frames)", into buf: what an exit status 1 was for. */
-static const char *first_error(json_t *doc, char *buf, size_t size)
-{
-	size_t i;
-	json_t *t;
-	snprintf(buf, size, "no thread error; %lld stragglers",
-		 (long long)json_integer_value(json_object_get(
-			 json_object_get(doc, "capture"), "stragglers")));
-	json_array_foreach(json_object_get(doc, "threads"), i, t) {
-		json_t *errs = json_object_get(t, "errors");
-		if (!json_array_size(errs))
-			continue;
-		json_t *e = json_array_get(errs, 0);
-		json_t *st = json_object_get(t, "stack");
-		char *err = json_dumps(e, JSON_ENCODE_ANY);
-		int n = snprintf(buf, size, "tid %lld: %s (stack end %s:",
-				 (long long)json_integer_value(json_object_get(t, "tid")),
-				 err ? err : "?", jstr(st, "end") ? jstr(st, "end") : "none");
-		free(err);
-		size_t k;
-		json_t *f;
-		json_array_foreach(json_object_get(st, "frames"), k, f) {
-			if (n < 0 || (size_t)n >= size)
-				break;
-			n += snprintf(buf + n, size - (size_t)n, " %s",
-				      jstr(f, "symbol") ? jstr(f, "symbol") : jstr(f, "pc"));
-		}
-		if (n >= 0 && (size_t)n < size - 1)
-			snprintf(buf + n, size - (size_t)n, ")");
-		break;
-	}
-	return buf;
-}
-
 static void snapshots_all_exit_0(const char *what, int count, const char *opt)
 {
 	for (int i = 0; i < count; i++) {
-		const char *extra[] = { opt, NULL };
+		const char *extra[] = { PATIENT, opt, NULL };
 		int status;
-		json_t *doc = run_json(opt ? extra : NULL, &status);
+		json_t *doc = run_json(extra, &status);
 		char why[2048];
 		cr_assert_eq(status, 0, "%s: snapshot %d of %d: exit status %d: %s", what,
 			     i + 1, count, status, first_error(doc, why, sizeof why));
@@ -561,13 +629,15 @@ Test(go, debians_node_exporter_gives_exit_status_0_every_time)
 		nanosleep(&pause, NULL);
 	}
 	int status;
-	json_t *doc = run_json(NULL, &status);
+	const char *patient[] = { PATIENT, NULL };
+	json_t *doc = run_json(patient, &status);
 	json_t *rt = go_runtime(doc);
 	cr_assert(rt && jstr(rt, "version") && !strncmp(jstr(rt, "version"), "go1.", 4),
 		  "node exporter not recognised as Go, with its version");
 	cr_log_info("prometheus-node-exporter: %s", jstr(rt, "version"));
+	char why[2048];
+	cr_assert_eq(status, 0, "exit status %d: %s", status, first_error(doc, why, sizeof why));
 	json_decref(doc);
-	cr_assert_eq(status, 0);
 	snapshots_all_exit_0("prometheus-node-exporter", 19, NULL);
 }
 
