@@ -81,6 +81,10 @@ void dbs_dbg_files_take_notes(struct dbg_files *f, char ***ret, size_t *ret_n);
 /* EMFILE or ENFILE if a file could not be opened for lack of descriptors
  * (*ret_what names it), else 0. */
 int dbs_dbg_files_fd_errno(const struct dbg_files *f, const char **ret_what);
+/* dbgcache.c: the debug file fd (checked to have build-id id) or, in its
+ * place, its uncompressed copy from the cache directory (made now if
+ * there is none); fd is closed if the copy is returned. */
+int dbs_dbgcache_use(int fd, const unsigned char *id, size_t idlen);
 
 /* unwind.c: libdwfl over the frozen capture */
 struct dbs_unwinder;

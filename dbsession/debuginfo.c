@@ -51,6 +51,9 @@ struct dbg_files {
 	void *dfd_lib;
 	void *dfd_client;
 	bool dfd_tried;
+	/* the last file try_path() accepted was in tinspect's own file
+	 * system (not the target's root): it may be cached (dbgcache.c) */
+	bool found_here;
 };
 
 static void add_note(struct dbg_files *f, const char *fmt, ...)
@@ -272,6 +275,7 @@ static int try_path(struct dbg_files *f, const char *path, const struct want *w,
 		if (fd < 0)
 			continue;
 		if (id_matches(f, fd, p, w)) {
+			f->found_here = where == 0;
 			*ret_name = strdup(p);
 			if (*ret_name)
 				return fd;
@@ -413,7 +417,12 @@ int dbs_dbg_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modnam
 		   debuglink && !strcmp(altname, debuglink);
 	int fd = -1;
 	char dir[PATH_MAX], path[PATH_MAX];
+	const unsigned char *id = NULL;
+	size_t idlen = 0;
+	f->found_here = false;
 	if (alt) {
+		id = altid;
+		idlen = altidlen;
 		struct want w = { altid, altidlen, false, 0 };
 		fd = try_build_id(f, &w, ret_name);
 		if (fd < 0 && altname[0] == '/')
@@ -425,11 +434,10 @@ int dbs_dbg_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modnam
 		if (fd < 0)
 			fd = try_debuginfod(f, &w, ret_name);
 	} else if (!debugfile) {
-		const unsigned char *id = NULL;
 		GElf_Addr vaddr;
-		int idlen = dwfl_module_build_id(mod, &id, &vaddr);
-		struct want w = { id, idlen > 0 ? (size_t)idlen : 0, debuglink != NULL,
-				  crc };
+		int n = dwfl_module_build_id(mod, &id, &vaddr);
+		idlen = n > 0 ? (size_t)n : 0;
+		struct want w = { id, idlen, debuglink != NULL, crc };
 		fd = try_build_id(f, &w, ret_name);
 		/* a debuglink is a file name, not a path to wander along */
 		if (fd < 0 && debuglink && *debuglink && !strchr(debuglink, '/')) {
@@ -449,5 +457,7 @@ int dbs_dbg_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modnam
 		elf_end(from);
 	if (fd < 0)
 		errno = 0;	/* nothing found is not an error to libdwfl */
+	else if (f->found_here && idlen)
+		fd = dbs_dbgcache_use(fd, id, idlen);	/* kept inflated */
 	return fd;
 }
