@@ -141,6 +141,7 @@ struct dbs_session {
 	struct dbs_waits *waits;
 	/* stacktop.c: bytes below a descriptor the next copies leave out
 	 * (its static TLS), 0: none; off once a cut proved too short */
+	unsigned tracers;	/* psvc_stop_opts.tracers (TINSPECT_TRACERS) */
 	uint64_t stacktop_cut;
 	bool stacktop_off;
 };

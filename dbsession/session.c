@@ -173,6 +173,13 @@ static struct dbs_session *session_new(pid_t pid, const struct dbs_options *opts
 		s->opts.stack_bytes = DBS_DEFAULT_STACK_BYTES;
 	if (!s->opts.max_frames)
 		s->opts.max_frames = DBS_DEFAULT_MAX_FRAMES;
+	/* tracer threads (psvc_stop_opts.tracers): TINSPECT_TRACERS, else
+	 * one per CPU */
+	const char *tr = getenv("TINSPECT_TRACERS");
+	char *end;
+	unsigned long ntr = tr ? strtoul(tr, &end, 10) : 0;
+	if (tr && *tr && !*end && ntr >= 1 && ntr <= 64)
+		s->tracers = (unsigned)ntr;
 	s->clk_tck = sysconf(_SC_CLK_TCK);
 	if (s->clk_tck <= 0)
 		s->clk_tck = 100;
@@ -828,6 +835,7 @@ static int update_body(struct dbs_session *s, bool nonblocking,
 		.reserve_per_task = keep_descriptors(s) ? 4096 : 0,
 		.reserve_bytes = expected_copy_bytes(s),
 		.nonblocking = nonblocking,
+		.tracers = s->tracers,
 	};
 	uint64_t t_stop = psvc_now_ns();
 	int err = psvc_stop(t, &so);

@@ -98,6 +98,11 @@ struct psvc_backend {
 	 * stopping it (pc, sp, the syscall's number and arguments), the
 	 * other registers 0 and tp 0. */
 	int (*regs)(struct psvc_target *t, struct psvc_task *k);
+	/* Optional.  regs for every task stop() marked STOPPED or observe()
+	 * OBSERVED, with psvc_task_regs(k, err) for each: for a backend
+	 * whose tasks must be read by the thread that holds them (live:
+	 * the tracer crew).  NULL: psvc_read_regs() calls regs per task. */
+	void (*regs_all)(struct psvc_target *t);
 	/* Its floating-point registers (NT_PRFPREG), len bytes.  Same
 	 * conditions as regs. */
 	int (*fpregs)(struct psvc_target *t, struct psvc_task *k, void *buf,

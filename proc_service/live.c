@@ -139,6 +139,7 @@ static const struct psvc_backend live_backend = {
 	.resume = psvc_live_resume,
 	.tracer_exited = psvc_live_tracer_exited,
 	.regs = psvc_live_regs,
+	.regs_all = psvc_live_regs_all,
 	.fpregs = psvc_live_fpregs,
 	.task_facts = psvc_live_task_facts,
 	.follow_start = psvc_live_follow_start,

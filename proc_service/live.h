@@ -15,6 +15,8 @@
  *   live_observe.c  a nonblocking capture: nothing held, pc and sp from
  *                 /proc/TID/syscall
  *   live_mem.c    process_vm_readv, /proc/PID/mem
+ *   live_crew.c   the tracer threads of one capture: each seizes, reads
+ *                 and lets go a share of the tasks
  *   live_timer.c  the timer that ends blocking waits
  *   follow.c      staying attached between captures
  */
@@ -40,6 +42,8 @@ struct follow_parent {
 	pid_t child, parent;	/* parent 0: child's first stop seen first */
 };
 
+struct psvc_crew;
+
 struct psvc_live {
 	/* the task whose /proc/TID files (maps, mem, auxv, exe, root, ns)
 	 * and memory are read: the leader, or while the leader is a zombie
@@ -60,6 +64,9 @@ struct psvc_live {
 	 * sleep): they stop when they wake and must be detached then */
 	pid_t *stragglers;
 	size_t nstragglers, stragglers_cap;
+	/* live_crew.c: the tracer threads of the capture under way; NULL
+	 * when the caller's thread is the only one */
+	struct psvc_crew *crew;
 
 	/* follow.c: attached between captures (t->follow) */
 	bool exec_traced;		/* a PTRACE_EVENT_EXEC was seen: the
@@ -122,6 +129,7 @@ void psvc_live_tracer_exited(struct psvc_target *t);
 int psvc_ptrace_regs(const struct arch_desc *a, pid_t tid, uint64_t *gregs,
 		     uint64_t *ret_tp);
 int psvc_live_regs(struct psvc_target *t, struct psvc_task *k);
+void psvc_live_regs_all(struct psvc_target *t);
 int psvc_live_fpregs(struct psvc_target *t, struct psvc_task *k, void *buf,
 		     size_t len);
 
@@ -135,6 +143,27 @@ int psvc_live_observed_regs(struct psvc_target *t, struct psvc_task *k);
 int psvc_live_read(struct psvc_target *t, uint64_t addr, void *buf, size_t len);
 void psvc_live_read_runs(struct psvc_target *t, struct psvc_run *runs,
 			 size_t n);
+
+/* live_crew.c.  A capture's tasks are shared out by index: task i is
+ * traced by member i % psvc_crew_size(). */
+#define PSVC_CREW_MAX 8
+typedef void (*psvc_crew_fn)(struct psvc_target *t, unsigned me, void *arg);
+/* How many members a capture of t's tasks gets: asked (0: one per CPU
+ * this thread may run on, fewer for a small process), capped; 1 while
+ * following or while an earlier capture's stragglers are held. */
+unsigned psvc_crew_want(struct psvc_target *t, unsigned asked);
+/* Start n - 1 helpers (fewer if they cannot be made).  Their wake timers
+ * (signal wake_signal, 0: none) fire every wake_period_ns during the jobs
+ * that ask for them. */
+void psvc_crew_begin(struct psvc_target *t, unsigned n, int wake_signal,
+		     uint64_t wake_period_ns);
+/* Members of the crew under way (1: none). */
+unsigned psvc_crew_size(const struct psvc_target *t);
+/* fn(t, me, arg) on every member at once, the caller being member 0;
+ * returns when all have finished.  wake: the helpers' wake timers run. */
+void psvc_crew_run(struct psvc_target *t, psvc_crew_fn fn, void *arg, bool wake);
+/* Join the helpers (the kernel lets go whatever they still trace). */
+void psvc_crew_end(struct psvc_target *t);
 
 /* live_timer.c: the one timer that ends tinspect's blocking waits */
 void psvc_wake_timer_set(struct psvc_target *t, int sig, uint64_t value_ns,

@@ -74,9 +74,12 @@ int psvc_live_read(struct psvc_target *t, uint64_t addr, void *buf, size_t len)
 	return 0;
 }
 
-void psvc_live_read_runs(struct psvc_target *t, struct psvc_run *runs, size_t n)
+/* process_vm_readv over runs[0..n), IOV_MAX at a time; *syscalls counts
+ * the calls.  false if the kernel refuses the call itself (EPERM,
+ * ENOSYS: /proc/PID/mem is the way then). */
+static bool vm_read_runs(pid_t tid, struct psvc_run *runs, size_t n,
+			 uint64_t *syscalls)
 {
-	struct psvc_live *L = psvc_live(t);
 	struct iovec liov[IOV_MAX], riov[IOV_MAX];
 	for (size_t base = 0; base < n; base += IOV_MAX) {
 		struct psvc_run *r = runs + base;
@@ -90,16 +93,13 @@ void psvc_live_read_runs(struct psvc_target *t, struct psvc_run *runs, size_t n)
 		/* On a partial transfer (an unreadable run), keep what was
 		 * read of that run and go on with the next. */
 		size_t done = 0;
-		while (done < niov && !L->use_proc_mem) {
-			t->read_syscalls++;
-			ssize_t got = process_vm_readv(L->mm_tid, liov + done,
+		while (done < niov) {
+			(*syscalls)++;
+			ssize_t got = process_vm_readv(tid, liov + done,
 						       niov - done, riov + done,
 						       niov - done, 0);
-			if (got < 0 && (errno == EPERM || errno == ENOSYS)) {
-				/* refused here: /proc/PID/mem, below */
-				L->use_proc_mem = true;
-				break;
-			}
+			if (got < 0 && (errno == EPERM || errno == ENOSYS))
+				return false;
 			if (got < 0 && errno != EFAULT && errno != ENOMEM)
 				break;	/* gone: leave to misses */
 			size_t k = done;
@@ -115,16 +115,68 @@ void psvc_live_read_runs(struct psvc_target *t, struct psvc_run *runs, size_t n)
 				r[k].done = left;
 			done = k + 1;	/* run k failed (or all done) */
 		}
-		/* /proc/PID/mem: one pread per run; a short read stops at an
-		 * unreadable block, what follows it is left to the misses */
-		for (; done < niov && L->use_proc_mem; done++) {
-			if (open_proc_mem(t))
-				break;
-			t->read_syscalls++;
-			ssize_t got = pread(L->mem_fd, r[done].buf, r[done].len,
-					    (off_t)r[done].addr);
-			if (got > 0)
-				r[done].done = (size_t)got;
-		}
 	}
+	return true;
+}
+
+/* /proc/PID/mem: one pread per run; a short read stops at an unreadable
+ * block, what follows it is left to the misses. */
+static void proc_mem_runs(struct psvc_target *t, struct psvc_run *runs, size_t n)
+{
+	struct psvc_live *L = psvc_live(t);
+	for (size_t i = 0; i < n; i++) {
+		runs[i].done = 0;
+		if (open_proc_mem(t))
+			return;
+		t->read_syscalls++;
+		ssize_t got = pread(L->mem_fd, runs[i].buf, runs[i].len,
+				    (off_t)runs[i].addr);
+		if (got > 0)
+			runs[i].done = (size_t)got;
+	}
+}
+
+/* Below this many runs per member, splitting a read costs more than it
+ * saves. */
+#define SPLIT_MIN_RUNS 64
+
+struct read_split {
+	struct psvc_run *runs;
+	size_t n;
+	uint64_t syscalls[PSVC_CREW_MAX];
+	bool refused[PSVC_CREW_MAX];
+};
+
+static void read_share(struct psvc_target *t, unsigned me, void *arg)
+{
+	struct read_split *j = arg;
+	unsigned m = psvc_crew_size(t);
+	size_t lo = j->n * me / m, hi = j->n * (me + 1) / m;
+	j->refused[me] = !vm_read_runs(psvc_live(t)->mm_tid, j->runs + lo, hi - lo,
+				       &j->syscalls[me]);
+}
+
+void psvc_live_read_runs(struct psvc_target *t, struct psvc_run *runs, size_t n)
+{
+	struct psvc_live *L = psvc_live(t);
+	if (!L->use_proc_mem && psvc_crew_size(t) > 1 &&
+	    n >= SPLIT_MIN_RUNS * psvc_crew_size(t)) {
+		/* the crew of a capture: a slice each, on every core */
+		struct read_split j = { .runs = runs, .n = n };
+		psvc_crew_run(t, read_share, &j, false);
+		bool refused = false;
+		for (unsigned i = 0; i < PSVC_CREW_MAX; i++) {
+			t->read_syscalls += j.syscalls[i];
+			refused |= j.refused[i];
+		}
+		if (!refused)
+			return;
+		L->use_proc_mem = true;
+	} else if (!L->use_proc_mem) {
+		if (vm_read_runs(L->mm_tid, runs, n, &t->read_syscalls))
+			return;
+		/* refused here: /proc/PID/mem, below */
+		L->use_proc_mem = true;
+	}
+	proc_mem_runs(t, runs, n);
 }

@@ -242,6 +242,10 @@ struct psvc_stop_opts {
 	 * read live.  What is read is not one consistent state.  The freeze
 	 * is 0.  -EOPNOTSUPP if the backend cannot. */
 	bool nonblocking;
+	/* Tracer threads that stop, read and resume the tasks (live_crew.c):
+	 * 0 for one per CPU (fewer for a small process), 1 for the calling
+	 * thread alone.  Following always uses one. */
+	unsigned tracers;
 };
 
 /*

@@ -242,6 +242,10 @@ int psvc_check_freeze(struct psvc_target *t)
 
 void psvc_read_regs(struct psvc_target *t)
 {
+	if (t->backend->regs_all) {
+		t->backend->regs_all(t);
+		return;
+	}
 	for (size_t i = 0; i < t->ntasks; i++) {
 		struct psvc_task *k = &t->tasks[i];
 		if (k->flags & (PSVC_TASK_STOPPED | PSVC_TASK_OBSERVED))

@@ -5,11 +5,14 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/user.h>
 
 #include "arch.h"
 #include "harness.h"
@@ -17,12 +20,17 @@
 
 static struct fixture fx;
 static struct psvc_target *tgt;
+static pid_t vfork_child;	/* fx_vfork's child, a process of its own */
 
 static void teardown(void)
 {
 	psvc_close(tgt);
 	tgt = NULL;
 	fx_kill(&fx);
+	if (vfork_child > 0) {
+		kill(vfork_child, SIGKILL);
+		vfork_child = 0;
+	}
 }
 
 TestSuite(psvc, .fini = teardown, .timeout = 120);
@@ -248,4 +256,87 @@ Test(psvc, open_errors)
 	fx_start(&fx, "fx_i386", NULL, 30);
 	cr_assert_eq(psvc_open(fx.pid, NULL, &tgt), -ENOEXEC);
 	tgt = NULL;
+}
+
+/* ---- the tracer crew (live_crew.c) ---- */
+
+/* Every task is stopped before anything is read, whatever thread of the
+ * crew holds it: a counting spinner's rbx is its fx_count, or one ahead
+ * (stopped between the add and the store); a copy of fx_count made while
+ * it still ran would fall far behind its registers. */
+Test(psvc, crew_stops_every_task_before_any_read)
+{
+#ifndef __x86_64__
+	cr_skip_test("the counting spinners are x86_64 code");
+#else
+	const char *args[] = { "--idle", "200", "--spin", "0", "--count", "8", NULL };
+	fx_start(&fx, "fx_spin", args, 60);
+	int tid[8];
+	unsigned long addr[8];
+	size_t nc = 0;
+	for (size_t i = 0; i < fx.nlines && nc < 8; i++)
+		if (sscanf(fx.lines[i], "count %d %lx", &tid[nc], &addr[nc]) == 2)
+			nc++;
+	cr_assert_eq(nc, 8);
+	cr_assert_eq(psvc_open(fx.pid, NULL, &tgt), 0);
+	uint64_t last[8] = { 0 };
+	for (int round = 0; round < 12; round++) {
+		cr_assert_gt(psvc_scan(tgt), 200);
+		struct psvc_stop_opts so = { .stop_timeout_ns = 5000000000ull,
+					     .tracers = 2 + (unsigned)round % 4 };
+		cr_assert_gt(psvc_stop(tgt, &so), 200);
+		psvc_read_regs(tgt);
+		for (size_t c = 0; c < nc; c++) {
+			struct psvc_task *k = psvc_task_by_tid(tgt, tid[c]);
+			cr_assert(k && (k->flags & PSVC_TASK_HAVE_REGS));
+			uint64_t rbx = k->gregs[offsetof(struct user_regs_struct, rbx) / 8];
+			uint64_t count;
+			cr_assert_eq(psvc_read(tgt, addr[c], &count, sizeof count), 0);
+			cr_assert(rbx == count || rbx == count + 1,
+				  "round %d (%u tracers), thread %d: rbx %" PRIu64
+				  ", fx_count %" PRIu64 ": read while it ran",
+				  round, so.tracers, tid[c], rbx, count);
+			cr_assert_geq(count, last[c], "went backwards");
+			last[c] = count;
+		}
+		psvc_resume(tgt);
+		cr_assert(!any_task_stopped(fx.pid), "round %d left it stopped", round);
+	}
+#endif
+}
+
+static void on_wake(int sig)
+{
+	(void)sig;	/* only makes a blocked waitpid() return EINTR */
+}
+
+/* A task that does not stop in time (D state) and is held by a helper of
+ * the crew is let go when the capture ends, with the process that ran it
+ * still there: when it wakes, it runs on. */
+Test(psvc, crew_lets_go_a_straggler_a_helper_holds)
+{
+	fx_start(&fx, "fx_vfork", NULL, 30);
+	int pid, vtid, child;
+	cr_assert(sscanf(fx_line(&fx, "ready"), "ready %d %d %d", &pid, &vtid, &child) == 3);
+	vfork_child = child;
+	cr_assert_eq(psvc_open(fx.pid, NULL, &tgt), 0);
+	int n = psvc_scan(tgt);
+	cr_assert_geq(n, 2);
+	/* the waits end with EINTR from the wake timers, as in tinspect */
+	struct sigaction sa = { .sa_handler = on_wake };
+	sigemptyset(&sa.sa_mask);
+	cr_assert_eq(sigaction(SIGALRM, &sa, NULL), 0);
+	/* one tracer per task: every task but the first is a helper's */
+	struct psvc_stop_opts so = { .stop_timeout_ns = 200000000ull,
+				     .wake_signal = SIGALRM,
+				     .tracers = (unsigned)n };
+	cr_assert_gt(psvc_stop(tgt, &so), 0);
+	struct psvc_task *v = psvc_task_by_tid(tgt, vtid);
+	cr_assert(v && (v->flags & PSVC_TASK_STRAGGLER), "the vforker stopped?");
+	cr_assert_neq(v, psvc_task_at(tgt, 0), "the vforker is the caller's");
+	psvc_resume(tgt);
+	fx_send(&fx, "release");
+	cr_assert(wait_state(fx.pid, vtid, 'S', 5000) || task_state(fx.pid, vtid) == 0,
+		  "vforker state %c", task_state(fx.pid, vtid));
+	cr_assert(!any_task_stopped(fx.pid));
 }
