@@ -100,6 +100,15 @@ struct dbs_strpool *dbs_unwinder_pool(struct dbs_unwinder *u);
 void dbs_unwinder_unwind(struct dbs_unwinder *u, struct dbs_thread *th,
 		     unsigned max_frames);
 
+/* The parts of struct pthread libthread_db's descriptors name (its
+ * fields), merged where they nearly touch: what a copy of a thread's
+ * descriptor must hold for libthread_db (session.c). */
+#define DBS_MAX_PIECES 8
+struct dbs_pieces {
+	uint32_t n;
+	struct psvc_piece v[DBS_MAX_PIECES];
+};
+
 struct dbs_session {
 	pid_t pid;
 	struct dbs_options opts;
@@ -142,6 +151,9 @@ struct dbs_session {
 	/* stacktop.c: bytes below a descriptor the next copies leave out
 	 * (its static TLS), 0: none; off once a cut proved too short */
 	unsigned tracers;	/* psvc_stop_opts.tracers (TINSPECT_TRACERS) */
+	/* what a copy of a descriptor holds for libthread_db (tdbcheck.c;
+	 * n 0: whole) */
+	struct dbs_pieces desc_pieces;
 	uint64_t stacktop_cut;
 	bool stacktop_off;
 };
@@ -160,6 +172,7 @@ struct tdb_result {
 		__typeof__(((td_thrinfo_t *)0)->ti_startfunc) ti_startfunc;
 	} ti;
 	bool have_th;		/* th is valid (td_ta_map_lwp2thr worked) */
+	bool gathered;		/* libthread_db was asked (session.c) */
 	td_thrhandle_t th;
 	uint64_t stack_lo, stack_hi;	/* the stack bytes copied */
 };
@@ -246,6 +259,9 @@ struct tdb_check_io {
 	enum arch_id arch_id;
 	void (*pin)(void *ctx, uint64_t addr, const void *bytes, size_t len);
 	void *pin_ctx;
+	/* may be NULL: the fields of struct pthread, checked (n 0 when
+	 * they cannot all be placed in DBS_MAX_PIECES pieces) */
+	struct dbs_pieces *pieces;
 };
 int dbs_tdb_check_layouts(const struct tdb_check_io *io,
 		      uint32_t *ret_sizeof_pthread, char *why, size_t whylen);

@@ -124,9 +124,9 @@ struct psvc_backend {
 	 * (not mapped / not readable), -ESRCH (gone). */
 	int (*read)(struct psvc_target *t, uint64_t addr, void *buf, size_t len);
 	/* As many bytes of each run as can be read, in as few operations as
-	 * the backend can (mem.c's prefetch hands up to IOV_MAX runs, each a
-	 * run of whole 4 KiB blocks): each run's done says how many bytes
-	 * from its start were read. */
+	 * the backend can (any number of runs: mem.c's prefetch hands runs
+	 * of whole 4 KiB blocks, memruns.c a whole capture's stacks): each
+	 * run's done says how many bytes from its start were read. */
 	void (*read_runs)(struct psvc_target *t, struct psvc_run *runs, size_t n);
 
 	/* ---- the address space and the files behind it ---- */

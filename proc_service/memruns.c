@@ -15,10 +15,10 @@
  *                 when the caller foresees their size (psvc_stop_opts.
  *                 reserve_bytes), so that no page fault lands in the
  *                 freeze;
- *   scratch runs  one set at a time, replaced by the next: what is needed
- *                 only while it is being read (a batch of thread
- *                 descriptors, for libthread_db), so that all of them are
- *                 never held at once.
+ *   scratch runs  one set at a time, replaced by the next and unmapped
+ *                 when dropped: what is needed only until it has been
+ *                 read (the threads' descriptors, for libthread_db),
+ *                 so that it does not live on with the stacks.
  *
  * Reads (mem.c) look here first; a read that no single run covers goes to
  * the block cache as before.  Each set is sorted by address once it is
@@ -90,6 +90,42 @@ void psvc_runs_reserve(struct psvc_target *t, size_t bytes)
 		arena_chunk_new(&t->runs, bytes);
 }
 
+static void scratch_unmap(struct psvc_runs *rs)
+{
+	if (rs->scratch_buf)
+		munmap(rs->scratch_buf, rs->scratch_cap);
+	rs->scratch_buf = NULL;
+	rs->scratch_cap = 0;
+}
+
+/* A read list of n runs (kept for the next copies). */
+static struct psvc_run *io_list(struct psvc_runs *rs, size_t n, bool prefault)
+{
+	if (n > rs->io_cap) {
+		struct psvc_run *v = malloc(n * sizeof *v);
+		if (!v)
+			return NULL;
+		if (prefault)
+			memset(v, 0, n * sizeof *v);
+		free(rs->io);
+		rs->io = v;
+		rs->io_cap = n;
+	}
+	return rs->io;
+}
+
+void psvc_runs_reserve_scratch(struct psvc_target *t, size_t bytes, size_t nruns)
+{
+	struct psvc_runs *rs = &t->runs;
+	if (nruns)
+		io_list(rs, nruns, true);
+	if (bytes <= rs->scratch_cap)
+		return;
+	scratch_unmap(rs);
+	rs->scratch_buf = runs_mmap(bytes);
+	rs->scratch_cap = rs->scratch_buf ? bytes : 0;
+}
+
 static void set_clear(struct runs_set *s)
 {
 	s->n = 0;
@@ -102,7 +138,8 @@ void psvc_runs_free(struct psvc_runs *rs)
 	free(rs->chunks);
 	free(rs->kept.v);
 	free(rs->scratch.v);
-	free(rs->scratch_buf);
+	scratch_unmap(rs);
+	free(rs->io);
 	free(rs->retained.v);
 	for (size_t i = 0; i < rs->nrblocks; i++)
 		free(rs->rblocks[i]);
@@ -119,42 +156,39 @@ static int cmp_run(const void *a, const void *b)
 }
 
 /*
- * Read the ranges into storage from alloc (NULL: use the arena), in
- * batches of IOV_MAX, and record what each gave (a prefix; nothing if
- * none) in set s, then sort s.
+ * Read the ranges into storage from buf (NULL: the arena), all in one
+ * read_runs (the backend batches them, and a live capture's tracer crew
+ * splits them), and record what each gave (a prefix; nothing if none) in
+ * set s, then sort s.
  */
 static void copy_into(struct psvc_target *t, struct runs_set *s,
 		      const struct psvc_range *r, size_t n, unsigned char *buf)
 {
-	struct psvc_run io[IOV_MAX];
-	size_t i = 0;
-	while (i < n) {
-		size_t nio = 0;
-		for (; i < n && nio < IOV_MAX; i++) {
-			if (!r[i].len || r[i].len > UINT32_MAX ||
-			    r[i].addr + r[i].len < r[i].addr)
-				continue;
-			unsigned char *p;
-			if (buf) {
-				p = buf;
-				buf += (r[i].len + RUN_ALIGN - 1) & ~(uint64_t)(RUN_ALIGN - 1);
-			} else if (!(p = arena_alloc(&t->runs, (size_t)r[i].len))) {
-				break;
-			}
-			io[nio++] = (struct psvc_run){ r[i].addr, p, (size_t)r[i].len, 0 };
+	struct psvc_run *io = io_list(&t->runs, n, false);
+	if (!io || array_grow(&s->v, &s->cap, s->n + n, sizeof *s->v, 256))
+		return;
+	size_t nio = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!r[i].len || r[i].len > UINT32_MAX ||
+		    r[i].addr + r[i].len < r[i].addr)
+			continue;
+		unsigned char *p;
+		if (buf) {
+			p = buf;
+			buf += (r[i].len + RUN_ALIGN - 1) & ~(uint64_t)(RUN_ALIGN - 1);
+		} else if (!(p = arena_alloc(&t->runs, (size_t)r[i].len))) {
+			break;
 		}
-		if (nio == 0)
-			break;
-		t->backend->read_runs(t, io, nio);
-		if (array_grow(&s->v, &s->cap, s->n + nio, sizeof *s->v, 256))
-			break;
-		for (size_t k = 0; k < nio; k++)
-			if (io[k].done)
-				s->v[s->n++] = (struct psvc_xrun){
-					io[k].addr, (uint32_t)io[k].done,
-					buf ? UINT32_MAX : chunk_of(&t->runs, io[k].buf),
-					io[k].buf };
+		io[nio++] = (struct psvc_run){ r[i].addr, p, (size_t)r[i].len, 0 };
 	}
+	if (nio)
+		t->backend->read_runs(t, io, nio);
+	for (size_t k = 0; k < nio; k++)
+		if (io[k].done)
+			s->v[s->n++] = (struct psvc_xrun){
+				io[k].addr, (uint32_t)io[k].done,
+				buf ? UINT32_MAX : chunk_of(&t->runs, io[k].buf),
+				io[k].buf };
 	if (s->n > 1)
 		qsort(s->v, s->n, sizeof *s->v, cmp_run);
 }
@@ -167,11 +201,29 @@ void psvc_copy_exact(struct psvc_target *t, const struct psvc_range *r, size_t n
 	copy_into(t, &t->runs.kept, r, n, NULL);
 }
 
+void psvc_copy_needed(struct psvc_target *t, const struct psvc_range *r, size_t n)
+{
+	if (!t->cache_active || n == 0)
+		return;
+	struct psvc_range *v = malloc(n * sizeof *v);
+	if (!v)
+		return;
+	size_t nv = 0;
+	for (size_t i = 0; i < n; i++)
+		if (r[i].len && !psvc_runs_find(t, r[i].addr, r[i].len))
+			v[nv++] = r[i];
+	if (nv)
+		copy_into(t, &t->runs.kept, v, nv, NULL);
+	free(v);
+}
+
 void psvc_copy_scratch(struct psvc_target *t, const struct psvc_range *r,
 		       size_t n)
 {
 	struct psvc_runs *rs = &t->runs;
 	set_clear(&rs->scratch);
+	rs->sparse_size = 0;
+	rs->nsparse = 0;
 	if (!t->cache_active || n == 0)
 		return;
 	size_t need = 0;
@@ -179,20 +231,23 @@ void psvc_copy_scratch(struct psvc_target *t, const struct psvc_range *r,
 		if (r[i].len <= UINT32_MAX)
 			need += ((size_t)r[i].len + RUN_ALIGN - 1) & ~(size_t)(RUN_ALIGN - 1);
 	if (need > rs->scratch_cap) {
-		/* grown before the first read into it: no run points into
-		 * the old buffer any more (the set was just cleared) */
-		free(rs->scratch_buf);
-		rs->scratch_buf = malloc(need);
-		rs->scratch_cap = rs->scratch_buf ? need : 0;
+		/* more than was reserved: mapped now (the set was just
+		 * cleared, no run points into the old storage) */
+		scratch_unmap(rs);
+		rs->scratch_buf = runs_mmap(need);
 		if (!rs->scratch_buf)
 			return;
+		rs->scratch_cap = need;
 	}
 	copy_into(t, &rs->scratch, r, n, rs->scratch_buf);
 }
 
 void psvc_drop_scratch(struct psvc_target *t)
 {
+	t->runs.sparse_size = 0;
+	t->runs.nsparse = 0;
 	set_clear(&t->runs.scratch);
+	scratch_unmap(&t->runs);	/* its pages back to the system now */
 }
 
 /* A kept run given up with psvc_frozen_done()?  (Its pages may be gone.) */
@@ -241,6 +296,54 @@ const unsigned char *psvc_runs_find(const struct psvc_target *t, uint64_t addr,
 	if (!x)
 		x = retained_find(rs, addr, len);
 	return x ? x->data + (addr - x->addr) : NULL;
+}
+
+void psvc_copy_pieces(struct psvc_target *t, const uint64_t *addrs, size_t n,
+		      uint32_t size, const struct psvc_piece *pieces,
+		      size_t npieces)
+{
+	struct psvc_runs *rs = &t->runs;
+	if (npieces > sizeof rs->sparse / sizeof *rs->sparse)
+		return;
+	struct psvc_range *r = malloc((n * npieces + 1) * sizeof *r);
+	if (!r)
+		return;
+	size_t nr = 0;
+	for (size_t i = 0; i < n; i++)
+		for (size_t p = 0; p < npieces; p++)
+			r[nr++] = (struct psvc_range){ addrs[i] + pieces[p].off,
+						       pieces[p].len };
+	psvc_copy_scratch(t, r, nr);
+	free(r);
+	memcpy(rs->sparse, pieces, npieces * sizeof *pieces);
+	rs->nsparse = npieces;
+	rs->sparse_size = size;
+}
+
+bool psvc_runs_sparse(const struct psvc_target *t, uint64_t addr,
+		      unsigned char *out, uint64_t len)
+{
+	const struct psvc_runs *rs = &t->runs;
+	if (!rs->sparse_size || len > rs->sparse_size || !rs->nsparse)
+		return false;
+	/* every piece must be there, copied at exactly its place in a
+	 * struct starting at addr (as psvc_copy_pieces() made them) */
+	const struct psvc_xrun *x[8];
+	for (size_t p = 0; p < rs->nsparse; p++) {
+		uint64_t a = addr + rs->sparse[p].off;
+		x[p] = set_find(rs, &rs->scratch, a, rs->sparse[p].len);
+		if (!x[p] || x[p]->addr != a)
+			return false;
+	}
+	memset(out, 0, len);
+	for (size_t p = 0; p < rs->nsparse; p++) {
+		uint64_t off = rs->sparse[p].off;
+		if (off < len)
+			memcpy(out + off, x[p]->data,
+			       len - off < rs->sparse[p].len ? len - off
+							     : rs->sparse[p].len);
+	}
+	return true;
 }
 
 uint64_t psvc_runs_extent(const struct psvc_target *t, uint64_t addr, uint64_t len)

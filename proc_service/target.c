@@ -203,11 +203,11 @@ int psvc_stop(struct psvc_target *t, const struct psvc_stop_opts *opts)
 	hold_update(t, true);	/* before the first task is held */
 	t->t_first_stop = t->t_last_resume = 0;
 	psvc_cache_begin(t);
-	if (opts && opts->reserve_per_task)
-		psvc_cache_reserve(&t->cache, t->ntasks *
-				   ((opts->reserve_per_task + 4095) / 4096));
 	if (opts && opts->reserve_bytes)
 		psvc_runs_reserve(t, opts->reserve_bytes);
+	if (opts && (opts->reserve_scratch_bytes || opts->reserve_runs))
+		psvc_runs_reserve_scratch(t, opts->reserve_scratch_bytes,
+					  opts->reserve_runs);
 	int n = t->backend->stop(t, opts);
 	if (n < 0)
 		psvc_resume(t);

@@ -340,3 +340,57 @@ Test(psvc, crew_lets_go_a_straggler_a_helper_holds)
 		  "vforker state %c", task_state(fx.pid, vtid));
 	cr_assert(!any_task_stopped(fx.pid));
 }
+
+/* Descriptors copied in pieces (psvc_copy_pieces): after the resume, a
+ * field reads from its piece, a whole struct read from its start is the
+ * pieces with zeros between them (what libthread_db copies), and
+ * anything else was not copied: a miss, counted. */
+Test(psvc, pieces_answer_fields_and_whole_structs)
+{
+	start();
+	unsigned long pt[2];
+	size_t np = 0;
+	for (size_t i = 0; i < fx.nlines && np < 2; i++) {
+		int tid;
+		char role[16];
+		if (sscanf(fx.lines[i], "thread %d %lx %15s", &tid, &pt[np], role) == 3)
+			np++;
+	}
+	cr_assert_eq(np, 2);
+	cr_assert_eq(psvc_open(fx.pid, NULL, &tgt), 0);
+	cr_assert_eq(psvc_scan(tgt), 3);
+	enum { SIZE = 1024 };
+	const struct psvc_piece pieces[] = { { 8, 8 }, { 256, 64 } };
+	uint64_t addrs[2] = { pt[0], pt[1] };
+	/* the fixture's threads sleep: their descriptors hold still (read
+	 * before the stop, so that the stop's cache has none of it) */
+	unsigned char live[2][SIZE];
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(psvc_read(tgt, pt[i], live[i], SIZE), 0);
+	struct psvc_stop_opts so = { .stop_timeout_ns = 5000000000ull };
+	cr_assert_eq(psvc_stop(tgt, &so), 3);
+	psvc_copy_pieces(tgt, addrs, 2, SIZE, pieces, 2);
+	psvc_resume(tgt);
+
+	psvc_frozen_reads(tgt, true);
+	for (int i = 0; i < 2; i++) {
+		unsigned char whole[SIZE], want[SIZE] = { 0 };
+		memcpy(want + 8, live[i] + 8, 8);
+		memcpy(want + 256, live[i] + 256, 64);
+		cr_assert_eq(psvc_read(tgt, pt[i], whole, SIZE), 0);
+		cr_assert_arr_eq(whole, want, SIZE);
+		uint64_t w;
+		cr_assert_eq(psvc_read(tgt, pt[i] + 264, &w, 8), 0);
+		cr_assert_eq(memcmp(&w, live[i] + 264, 8), 0);
+		uint64_t misses = psvc_frozen_misses(tgt);
+		cr_assert_neq(psvc_read(tgt, pt[i] + 128, &w, 8), 0, "not copied");
+		cr_assert_neq(psvc_read(tgt, pt[i] + 4, whole, SIZE - 4), 0,
+			      "not a struct's start");
+		cr_assert_neq(psvc_read(tgt, pt[i], whole, SIZE + 8), 0,
+			      "more than a struct");
+		cr_assert_eq(psvc_frozen_misses(tgt), misses + 3);
+	}
+	psvc_frozen_reads(tgt, false);
+	psvc_drop_scratch(tgt);
+	cr_assert(!any_task_stopped(fx.pid));
+}
