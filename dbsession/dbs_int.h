@@ -196,6 +196,38 @@ void dbs_tls_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 void dbs_tls_finish(struct dbs_session *s, struct dbs_snapshot *snap);
 void dbs_tls_free(struct dbs_session *s);
 
+/* capture.c: what a capture copies while the target is stopped, and
+ * libthread_db over the copies (session.c's update_body() calls these). */
+/* Whether libthread_db must run while stopped: --tls, --errno, --keys
+ * follow pointers into the live process. */
+bool dbs_tdb_in_freeze(const struct dbs_session *s);
+/* Whether descriptors are copied in pieces (s->desc_pieces): unless
+ * libthread_db asked for a field the layout check does not know. */
+bool dbs_descriptor_pieces(const struct dbs_session *s);
+/* The bytes the copy of one descriptor takes. */
+size_t dbs_descriptor_copy_bytes(const struct dbs_session *s);
+/* Every stopped task's descriptor, as the scratch set. */
+void dbs_copy_descriptors(struct dbs_session *s);
+/* While stopped: the top of every stack (cap[i].stack_lo/hi say what)
+ * and every descriptor. */
+void dbs_prefetch_capture(struct dbs_session *s, struct tdb_result *cap);
+/* Before the stop: what the stack copies will take, to map it first. */
+size_t dbs_expected_copy_bytes(struct dbs_session *s);
+/*
+ * Which tasks a call of dbs_gather_tdb() asks libthread_db about:
+ *   DBS_TDB_ALL    every one, during the stop (--tls, --errno, --keys);
+ *   DBS_TDB_PRIME  during the stop, the first task whose descriptor was
+ *                  copied (what libthread_db reads besides descriptors,
+ *                  the thread list head and its own descriptors in libc,
+ *                  comes into the stop's cache with it) and every task
+ *                  without a copied descriptor;
+ *   DBS_TDB_REST   after the resume, over the copies (psvc_frozen_reads),
+ *                  the tasks DBS_TDB_PRIME left.
+ */
+enum dbs_tdb_which { DBS_TDB_ALL, DBS_TDB_PRIME, DBS_TDB_REST };
+void dbs_gather_tdb(struct dbs_session *s, struct tdb_result *res,
+		    enum dbs_tdb_which which);
+
 /* keys.c: the layout of pthread keys, from libc's descriptors, every
  * field checked (psvc_field_*) */
 struct key_layout {

@@ -372,251 +372,6 @@ int dbs_session_wait(struct dbs_session *s, uint64_t deadline_ns,
 
 /* ---- one update ------------------------------------------------------------------ */
 
-/*
- * The memory the analysis will need, read while everything is stopped in
- * as few process_vm_readv calls as possible (shared out among the tracer
- * threads, live_crew.c):
- *
- *   the top of every stack, kept byte-exact (memruns.c) for the unwinder:
- *     from sp (and the red zone below it) up to stack_bytes, clipped to
- *     the end of the mapping that holds sp and to the thread's own struct
- *     pthread (at the top of a glibc stack), and, once learned, to the
- *     static TLS block under it (stacktop.c: the unwinder never reads
- *     there; --tls and --errno copy the variables they read apart, tls.c);
- *   every struct pthread, whole, as the scratch set: libthread_db reads
- *     them after the resume (gather_tdb), or, with --tls, --errno or
- *     --keys, whose readers follow the pointers they hold into the live
- *     process, during the stop; build_snapshot() keeps the one word of
- *     each that the analysis reads later (the cleanup record's pointer,
- *     condwait.c) and lets the set go before unwinding.
- */
-static bool tdb_in_freeze(const struct dbs_session *s)
-{
-	return s->opts.ntls || s->opts.want_errno || s->opts.want_keys;
-}
-
-static uint64_t descriptor_addr(const struct dbs_session *s,
-				const struct psvc_task *k)
-{
-	return arch_thread_area(psvc_arch(s->t), k->tp, (int)s->sizeof_pthread);
-}
-
-static bool have_descriptor(const struct dbs_session *s, const struct psvc_task *k)
-{
-	return s->ta && k->tp && s->sizeof_pthread &&
-	       (k->flags & PSVC_TASK_HAVE_REGS);
-}
-
-/* The stack range of task k to copy, into cap->stack_lo/hi and *ret_lo
- * (the red zone below sp included); false if there is none. */
-static bool stack_range(struct dbs_session *s, const struct psvc_task *k,
-			uint64_t pd, struct tdb_result *cap, uint64_t *ret_lo)
-{
-	uint64_t sp = arch_sp(psvc_arch(s->t), k->gregs);
-	uint64_t end = sp + s->opts.stack_bytes;
-	if (end < sp)
-		end = UINT64_MAX;
-	struct psvc_map m;
-	uint64_t lo = sp;
-	if (psvc_map_lookup(s->t, sp, &m, NULL) == 0) {
-		if (m.end < end)
-			end = m.end;
-		/* and the red zone below sp (x86_64: 128 bytes a leaf
-		 * function may use without moving sp; libdwfl's
-		 * frame-pointer fallback reads there too) */
-		lo = sp - m.start >= 128 ? sp - 128 : m.start;
-	} else {
-		/* a stack mapped after the maps were read (a thread born
-		 * during the stop): one page, nothing assumed */
-		end = (sp | 4095) + 1;
-	}
-	/* up to its descriptor, read apart; and the static TLS under it,
-	 * once learned (stacktop.c) */
-	if (pd > sp && pd < end)
-		end = dbs_stacktop_end(s, pd, sp);
-	cap->stack_lo = sp;
-	cap->stack_hi = end;
-	*ret_lo = lo;
-	return true;
-}
-
-/* Whether descriptors are copied in pieces (the fields libthread_db's
- * descriptors name, tdbcheck.c): unless a field unknown to the layout
- * check was asked for. */
-static bool descriptor_pieces(const struct dbs_session *s)
-{
-	return s->desc_pieces.n && !psvc_tdb_unknown_field(s->t);
-}
-
-/* Every descriptor, as the scratch set: in pieces or whole. */
-static void copy_descriptors(struct dbs_session *s)
-{
-	struct psvc_target *t = s->t;
-	size_t n = psvc_ntasks(t), nd = 0;
-	uint64_t *pd = malloc((n + 1) * sizeof *pd);
-	if (!pd)
-		return;
-	for (size_t i = 0; i < n; i++) {
-		struct psvc_task *k = psvc_task_at(t, i);
-		if (have_descriptor(s, k))
-			pd[nd++] = descriptor_addr(s, k);
-	}
-	struct psvc_piece whole = { 0, s->sizeof_pthread };
-	bool pieces = descriptor_pieces(s);
-	psvc_copy_pieces(t, pd, nd, s->sizeof_pthread,
-			 pieces ? s->desc_pieces.v : &whole,
-			 pieces ? s->desc_pieces.n : 1);
-	free(pd);
-}
-
-/* The bytes the copy of one descriptor takes (pieces 8-aligned). */
-static size_t descriptor_copy_bytes(const struct dbs_session *s)
-{
-	if (!descriptor_pieces(s))
-		return (s->sizeof_pthread + 7) & ~(size_t)7;
-	size_t sum = 0;
-	for (uint32_t p = 0; p < s->desc_pieces.n; p++)
-		sum += (s->desc_pieces.v[p].len + 7) & ~(size_t)7;
-	return sum;
-}
-
-/* Where a copied descriptor surely has a copied byte. */
-static uint64_t descriptor_probe(const struct dbs_session *s, const struct psvc_task *k)
-{
-	return descriptor_addr(s, k) + (descriptor_pieces(s) ? s->desc_pieces.v[0].off : 0);
-}
-
-static void prefetch_capture(struct dbs_session *s, struct tdb_result *cap)
-{
-	struct psvc_target *t = s->t;
-	size_t n = psvc_ntasks(t);
-	struct psvc_range *r = calloc(n + 1, sizeof *r);
-	if (!r)
-		return;
-	size_t nr = 0;
-	for (size_t i = 0; s->unwinder && i < n; i++) {
-		struct psvc_task *k = psvc_task_at(t, i);
-		if (!(k->flags & PSVC_TASK_HAVE_REGS))
-			continue;
-		uint64_t pd = have_descriptor(s, k) ? descriptor_addr(s, k) : 0;
-		uint64_t lo;
-		if (stack_range(s, k, pd, &cap[i], &lo))
-			r[nr++] = (struct psvc_range){ lo, cap[i].stack_hi - lo };
-	}
-	psvc_copy_exact(t, r, nr);
-	free(r);
-	if (s->ta)
-		copy_descriptors(s);
-}
-
-/* What the exact copies of the next capture will take (memruns.c), from
- * the stack pointers the scan read in /proc/TID/syscall: room for them is
- * faulted in before the stop rather than during it.  A little under is
- * fine (the rest faults in), over would only add to the peak RSS. */
-static size_t expected_copy_bytes(struct dbs_session *s)
-{
-	struct psvc_target *t = s->t;
-	if (!s->unwinder)
-		return 0;
-	size_t sum = 0;
-	for (size_t i = 0, n = psvc_ntasks(t); i < n; i++) {
-		const struct psvc_taskinfo *ti = &psvc_task_at(t, i)->info;
-		struct psvc_map m;
-		if (ti->sc_kind == PSVC_SC_RUNNING || !ti->sc_sp ||
-		    psvc_map_lookup(t, ti->sc_sp, &m, NULL) != 0)
-			continue;
-		uint64_t len = m.end - ti->sc_sp;
-		if (len > s->opts.stack_bytes)
-			len = s->opts.stack_bytes;
-		else if (len > s->sizeof_pthread + s->stacktop_cut)
-			len -= s->sizeof_pthread + s->stacktop_cut;	/* not copied */
-		sum += (size_t)len + 128 + 16;
-	}
-	return sum;
-}
-
-/*
- * Which tasks a call of gather_tdb() asks libthread_db about:
- *   TDB_ALL    every one, during the stop (--tls, --errno, --keys);
- *   TDB_PRIME  during the stop, the first task whose descriptor was
- *              copied (what libthread_db reads besides descriptors, the
- *              thread list head and its own descriptors in libc, comes
- *              into the stop's cache with it) and every task without a
- *              copied descriptor;
- *   TDB_REST   after the resume, over the copies (psvc_frozen_reads),
- *              the tasks TDB_PRIME left.
- */
-enum tdb_which { TDB_ALL, TDB_PRIME, TDB_REST };
-
-/* libthread_db's identity of task i into res[i]. */
-static void tdb_one(struct dbs_session *s, size_t i, struct tdb_result *res)
-{
-	struct psvc_target *t = s->t;
-	struct psvc_task *k = psvc_task_at(t, i);
-	res[i].err = TD_NOTHR;
-	res[i].step = NULL;
-	res[i].gathered = true;
-	if (!(k->flags & PSVC_TASK_HAVE_REGS))
-		return;
-	if (!k->info.ns_tid && !psvc_same_pidns(t)) {
-		/* its TID in the target's namespace is unknown: any number
-		 * given to libthread_db would be a guess */
-		res[i].step = "td_ta_map_lwp2thr (the thread's TID in the "
-			      "target's namespace is unknown)";
-		return;
-	}
-	uint64_t misses = psvc_frozen_misses(t);
-	td_thrhandle_t th;
-	lwpid_t lwp = k->info.ns_tid ? k->info.ns_tid : k->tid;
-	psvc_tdb_budget(t, TDB_READ_BUDGET);
-	td_err_e e = s->lib.td_ta_map_lwp2thr(s->ta, lwp, &th);
-	if (e != TD_OK) {
-		res[i].err = e;
-		res[i].step = "td_ta_map_lwp2thr";
-	} else {
-		res[i].th = th;
-		res[i].have_th = true;
-		psvc_tdb_budget(t, TDB_READ_BUDGET);
-		td_thrinfo_t ti;
-		e = s->lib.td_thr_get_info(&th, &ti);
-		res[i].ti.ti_tid = ti.ti_tid;
-		res[i].ti.ti_lid = ti.ti_lid;
-		res[i].ti.ti_state = ti.ti_state;
-		res[i].ti.ti_startfunc = ti.ti_startfunc;
-		res[i].err = e;
-		res[i].step = "td_thr_get_info";
-	}
-	if (e != TD_OK && psvc_frozen_misses(t) != misses)
-		/* after the resume, it read what the stop did not copy */
-		res[i].step = res[i].have_th
-			? "td_thr_get_info (memory the stop did not copy)"
-			: "td_ta_map_lwp2thr (memory the stop did not copy)";
-}
-
-static void gather_tdb(struct dbs_session *s, struct tdb_result *res,
-		       enum tdb_which which)
-{
-	struct psvc_target *t = s->t;
-	size_t n = psvc_ntasks(t);
-	bool primed = false;
-	for (size_t i = 0; i < n; i++) {
-		struct psvc_task *k = psvc_task_at(t, i);
-		if (which == TDB_REST && res[i].gathered)
-			continue;
-		if (which == TDB_PRIME) {
-			bool copied = have_descriptor(s, k) &&
-				      psvc_read_frozen(t, descriptor_probe(s, k),
-						       &(char){ 0 }, 1) == 0;
-			if (copied && primed)
-				continue;	/* after the resume */
-			primed |= copied;
-		}
-		if (which != TDB_REST && (i & 63) == 63 && psvc_check_freeze(t))
-			return;	/* the caller sees it too and aborts */
-		tdb_one(s, i, res);
-	}
-}
-
 static void fill_proc(struct dbs_session *s, struct dbs_thread *th,
 		      const struct psvc_taskinfo *ti)
 {
@@ -900,9 +655,9 @@ static int update_body(struct dbs_session *s, bool nonblocking,
 		.stop_timeout_ns = s->opts.stop_timeout_ns,
 		.cancel = s->opts.cancel,
 		.wake_signal = s->opts.wake_signal,
-		.reserve_bytes = expected_copy_bytes(s),
+		.reserve_bytes = dbs_expected_copy_bytes(s),
 		/* every descriptor, and the read list of the copies */
-		.reserve_scratch_bytes = s->ta ? ntasks * descriptor_copy_bytes(s) : 0,
+		.reserve_scratch_bytes = s->ta ? ntasks * dbs_descriptor_copy_bytes(s) : 0,
 		.reserve_runs = 2 * ntasks + 16,
 		.nonblocking = nonblocking,
 		.tracers = s->tracers,
@@ -929,15 +684,15 @@ static int update_body(struct dbs_session *s, bool nonblocking,
 	struct tdb_result *res = calloc(psvc_ntasks(t) + 1, sizeof *res);
 	uint64_t t_mem = t_regs;
 	if (res) {
-		prefetch_capture(s, res);
+		dbs_prefetch_capture(s, res);
 		t_mem = psvc_now_ns();
 		if (s->ta) {
-			bool pieces = descriptor_pieces(s);
-			gather_tdb(s, res, tdb_in_freeze(s) ? TDB_ALL : TDB_PRIME);
-			if (pieces && !descriptor_pieces(s))
+			bool pieces = dbs_descriptor_pieces(s);
+			dbs_gather_tdb(s, res, dbs_tdb_in_freeze(s) ? DBS_TDB_ALL : DBS_TDB_PRIME);
+			if (pieces && !dbs_descriptor_pieces(s))
 				/* libthread_db read a field the pieces may
 				 * lack: whole descriptors, now and later */
-				copy_descriptors(s);
+				dbs_copy_descriptors(s);
 		}
 	}
 	/* following: threads met at their first stop by this capture */
@@ -963,10 +718,10 @@ static int update_body(struct dbs_session *s, bool nonblocking,
 		return err;
 	}
 
-	if (res && s->ta && !tdb_in_freeze(s)) {
+	if (res && s->ta && !dbs_tdb_in_freeze(s)) {
 		/* libthread_db over the copies (the descriptors: scratch) */
 		psvc_frozen_reads(t, true);
-		gather_tdb(s, res, TDB_REST);
+		dbs_gather_tdb(s, res, DBS_TDB_REST);
 		psvc_frozen_reads(t, false);
 	}
 	struct dbs_snapshot *snap = build_snapshot(s, res);
