@@ -119,12 +119,6 @@ size_t dbs_descriptor_copy_bytes(const struct dbs_session *s)
 	return sum;
 }
 
-/* Where a copied descriptor surely has a copied byte. */
-static uint64_t descriptor_probe(const struct dbs_session *s, const struct psvc_task *k)
-{
-	return descriptor_addr(s, k) + (dbs_descriptor_pieces(s) ? s->desc_pieces.v[0].off : 0);
-}
-
 void dbs_prefetch_capture(struct dbs_session *s, struct tdb_result *cap)
 {
 	struct psvc_target *t = s->t;
@@ -230,13 +224,10 @@ void dbs_gather_tdb(struct dbs_session *s, struct tdb_result *res,
 		struct psvc_task *k = psvc_task_at(t, i);
 		if (which == DBS_TDB_REST && res[i].gathered)
 			continue;
-		if (which == DBS_TDB_PRIME) {
-			bool copied = have_descriptor(s, k) &&
-				      psvc_read_frozen(t, descriptor_probe(s, k),
-						       &(char){ 0 }, 1) == 0;
-			if (copied && primed)
+		if (which == DBS_TDB_PRIME && have_descriptor(s, k)) {
+			if (primed)
 				continue;	/* after the resume */
-			primed |= copied;
+			primed = true;
 		}
 		if (which != DBS_TDB_REST && (i & 63) == 63 && psvc_check_freeze(t))
 			return;	/* the caller sees it too and aborts */

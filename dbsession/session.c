@@ -655,6 +655,10 @@ static int update_body(struct dbs_session *s, bool nonblocking,
 		.stop_timeout_ns = s->opts.stop_timeout_ns,
 		.cancel = s->opts.cancel,
 		.wake_signal = s->opts.wake_signal,
+		/* libthread_db's own reads of libc and ld.so, lock words:
+		 * mapping the first block would otherwise map (and fault
+		 * in) a 1 MiB chunk in the freeze */
+		.reserve_blocks = 64,
 		.reserve_bytes = dbs_expected_copy_bytes(s),
 		/* every descriptor, and the read list of the copies */
 		.reserve_scratch_bytes = s->ta ? ntasks * dbs_descriptor_copy_bytes(s) : 0,

@@ -106,6 +106,17 @@ static unsigned char *cache_alloc(struct mem_cache *c, size_t nblocks)
 	return p;
 }
 
+void psvc_cache_reserve(struct mem_cache *c, size_t nblocks)
+{
+	if (!nblocks)
+		return;
+	chunk_new(c, nblocks);
+	/* and a hash table that will not need to grow while stopped */
+	while (c->cap < nblocks * 2 + 64)
+		if (cache_grow(c))
+			break;
+}
+
 void psvc_cache_free(struct mem_cache *c)
 {
 	for (size_t i = 0; i < c->nchunks; i++)

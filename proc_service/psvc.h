@@ -229,6 +229,10 @@ struct psvc_stop_opts {
 	 * without SA_RESTART.  0: no timer (deadlines checked between waits
 	 * only). */
 	int wake_signal;
+	/* Blocks (4 KiB) of the page cache the caller expects to fill while
+	 * stopped (what libthread_db reads besides descriptors, lock words):
+	 * mapped and faulted in before the first task is stopped. */
+	size_t reserve_blocks;
 	/* Bytes the caller expects to copy with psvc_copy_exact() while
 	 * stopped: mapped and faulted in before the first stop. */
 	size_t reserve_bytes;

@@ -195,6 +195,8 @@ static inline void hold_update(struct psvc_target *t, bool now)
 void psvc_cache_begin(struct psvc_target *t);
 void psvc_cache_end(struct psvc_target *t);
 void psvc_cache_free(struct mem_cache *c);
+/* Map and pre-fault room for nblocks cached blocks now. */
+void psvc_cache_reserve(struct mem_cache *c, size_t nblocks);
 
 /* memruns.c: the run that covers [addr, addr + len) whole (NULL: none);
  * how many bytes from addr one kept run gives (0: none); pre-fault room

@@ -203,6 +203,8 @@ int psvc_stop(struct psvc_target *t, const struct psvc_stop_opts *opts)
 	hold_update(t, true);	/* before the first task is held */
 	t->t_first_stop = t->t_last_resume = 0;
 	psvc_cache_begin(t);
+	if (opts && opts->reserve_blocks)
+		psvc_cache_reserve(&t->cache, opts->reserve_blocks);
 	if (opts && opts->reserve_bytes)
 		psvc_runs_reserve(t, opts->reserve_bytes);
 	if (opts && (opts->reserve_scratch_bytes || opts->reserve_runs))
