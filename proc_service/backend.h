@@ -38,6 +38,13 @@
 struct psvc_target;
 struct psvc_mapping;
 
+/* One part of the local side of a run (struct psvc_run.segs): len bytes
+ * into buf, or read and dropped (buf NULL). */
+struct psvc_seg {
+	void *buf;
+	size_t len;
+};
+
 /* One run of target memory for a batched read (read_runs). */
 struct psvc_run {
 	uint64_t addr;
@@ -45,6 +52,12 @@ struct psvc_run {
 	size_t len;
 	size_t done;		/* set by the backend: bytes read from addr on
 				 * (a prefix; 0 if none could be) */
+	/* NULL: the run is read into buf.  Else into these, one after the
+	 * other (buf unused; their lens add up to len): several copies
+	 * taken from one range of the target in one go (a stack, and the
+	 * parts of the descriptor above it). */
+	const struct psvc_seg *segs;
+	size_t nsegs;
 };
 
 struct psvc_backend {

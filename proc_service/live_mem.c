@@ -74,47 +74,95 @@ int psvc_live_read(struct psvc_target *t, uint64_t addr, void *buf, size_t len)
 	return 0;
 }
 
-/* process_vm_readv over runs[0..n), IOV_MAX at a time; *syscalls counts
- * the calls.  false if the kernel refuses the call itself (EPERM,
- * ENOSYS: /proc/PID/mem is the way then). */
+/* Where the dropped parts of runs (psvc_run.segs, buf NULL) are read to:
+ * a part longer is read here in pieces. */
+#define SINK_BYTES 4096
+
+/* The local iovecs of run r into liov (at most room): how many, 0 if they
+ * do not fit. */
+static size_t local_iovs(const struct psvc_run *r, struct iovec *liov, size_t room,
+			 unsigned char *sink)
+{
+	if (!r->segs) {
+		if (!room)
+			return 0;
+		liov[0] = (struct iovec){ r->buf, r->len };
+		return 1;
+	}
+	size_t k = 0;
+	for (size_t s = 0; s < r->nsegs; s++) {
+		const struct psvc_seg *g = &r->segs[s];
+		for (size_t off = 0; off < g->len;) {
+			if (k == room)
+				return 0;
+			size_t len = g->len - off;
+			if (!g->buf && len > SINK_BYTES)
+				len = SINK_BYTES;
+			liov[k++] = (struct iovec){ g->buf ? (unsigned char *)g->buf + off : sink, len };
+			off += len;
+		}
+	}
+	return k;
+}
+
+/* process_vm_readv over runs[0..n), as many at a time as IOV_MAX allows
+ * on both sides; *syscalls counts the calls.  false if the kernel refuses
+ * the call itself (EPERM, ENOSYS: /proc/PID/mem is the way then). */
 static bool vm_read_runs(pid_t tid, struct psvc_run *runs, size_t n,
 			 uint64_t *syscalls)
 {
 	struct iovec liov[IOV_MAX], riov[IOV_MAX];
-	for (size_t base = 0; base < n; base += IOV_MAX) {
-		struct psvc_run *r = runs + base;
-		size_t niov = n - base < IOV_MAX ? n - base : IOV_MAX;
-		for (size_t k = 0; k < niov; k++) {
-			r[k].done = 0;
-			liov[k] = (struct iovec){ r[k].buf, r[k].len };
-			riov[k] = (struct iovec){ (void *)(uintptr_t)r[k].addr,
-						  r[k].len };
+	size_t first_liov[IOV_MAX];
+	unsigned char sink[SINK_BYTES];
+	size_t i = 0;
+	while (i < n) {
+		/* a batch: runs [i, i + nr) */
+		size_t nr = 0, nl = 0;
+		while (i + nr < n && nr < IOV_MAX) {
+			struct psvc_run *r = &runs[i + nr];
+			size_t k = local_iovs(r, liov + nl, IOV_MAX - nl, sink);
+			if (!k) {
+				if (nr == 0) {	/* more parts than IOV_MAX: skip it */
+					r->done = 0;
+					i++;
+					continue;
+				}
+				break;
+			}
+			r->done = 0;
+			first_liov[nr] = nl;
+			riov[nr] = (struct iovec){ (void *)(uintptr_t)r->addr, r->len };
+			nl += k;
+			nr++;
 		}
+		if (nr == 0)
+			continue;
 		/* On a partial transfer (an unreadable run), keep what was
 		 * read of that run and go on with the next. */
 		size_t done = 0;
-		while (done < niov) {
+		while (done < nr) {
 			(*syscalls)++;
-			ssize_t got = process_vm_readv(tid, liov + done,
-						       niov - done, riov + done,
-						       niov - done, 0);
+			ssize_t got = process_vm_readv(tid, liov + first_liov[done],
+						       nl - first_liov[done], riov + done,
+						       nr - done, 0);
 			if (got < 0 && (errno == EPERM || errno == ENOSYS))
 				return false;
 			if (got < 0 && errno != EFAULT && errno != ENOMEM)
 				break;	/* gone: leave to misses */
 			size_t k = done;
 			size_t left = got > 0 ? (size_t)got : 0;
-			while (k < niov && left >= liov[k].iov_len) {
-				left -= liov[k].iov_len;
-				r[k].done = r[k].len;
+			while (k < nr && left >= riov[k].iov_len) {
+				left -= riov[k].iov_len;
+				runs[i + k].done = runs[i + k].len;
 				k++;
 			}
 			/* run k stopped at an unreadable block: what came
 			 * before it is good (a stack copy up to there) */
-			if (k < niov)
-				r[k].done = left;
+			if (k < nr)
+				runs[i + k].done = left;
 			done = k + 1;	/* run k failed (or all done) */
 		}
+		i += nr;
 	}
 	return true;
 }
@@ -124,15 +172,31 @@ static bool vm_read_runs(pid_t tid, struct psvc_run *runs, size_t n,
 static void proc_mem_runs(struct psvc_target *t, struct psvc_run *runs, size_t n)
 {
 	struct psvc_live *L = psvc_live(t);
+	unsigned char sink[SINK_BYTES];
 	for (size_t i = 0; i < n; i++) {
-		runs[i].done = 0;
+		struct psvc_run *r = &runs[i];
+		r->done = 0;
 		if (open_proc_mem(t))
 			return;
-		t->read_syscalls++;
-		ssize_t got = pread(L->mem_fd, runs[i].buf, runs[i].len,
-				    (off_t)runs[i].addr);
-		if (got > 0)
-			runs[i].done = (size_t)got;
+		struct psvc_seg whole = { r->buf, r->len };
+		const struct psvc_seg *segs = r->segs ? r->segs : &whole;
+		size_t nsegs = r->segs ? r->nsegs : 1;
+		for (size_t sg = 0; sg < nsegs; sg++) {
+			size_t off = 0;
+			while (off < segs[sg].len) {
+				size_t len = segs[sg].len - off;
+				unsigned char *to = segs[sg].buf ? (unsigned char *)segs[sg].buf + off : sink;
+				if (!segs[sg].buf && len > sizeof sink)
+					len = sizeof sink;
+				t->read_syscalls++;
+				ssize_t got = pread(L->mem_fd, to, len, (off_t)(r->addr + r->done));
+				if (got <= 0)
+					goto next;	/* what follows is left to the misses */
+				r->done += (size_t)got;
+				off += (size_t)got;
+			}
+		}
+next:;
 	}
 }
 

@@ -77,6 +77,8 @@ struct psvc_runs {
 	size_t scratch_cap;
 	struct psvc_run *io;		/* the read list of copy_into() */
 	size_t io_cap;
+	struct psvc_seg *segs;		/* and its runs' parts */
+	size_t segs_cap;
 	/* psvc_copy_pieces(): the scratch set holds these pieces of structs
 	 * of sparse_size bytes (0: it holds plain runs) */
 	uint32_t sparse_size;
@@ -218,7 +220,8 @@ void psvc_runs_retain(struct psvc_runs *rs, uint64_t addr, const void *tmp,
 void psvc_runs_reserve(struct psvc_target *t, size_t bytes);
 /* Room for a scratch set of this many bytes, and a read list of nruns
  * runs, mapped and faulted in now (before a stop). */
-void psvc_runs_reserve_scratch(struct psvc_target *t, size_t bytes, size_t nruns);
+void psvc_runs_reserve_scratch(struct psvc_target *t, size_t bytes, size_t nruns,
+			       size_t nparts);
 void psvc_runs_free(struct psvc_runs *rs);
 
 /* modules.c */

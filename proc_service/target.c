@@ -207,9 +207,10 @@ int psvc_stop(struct psvc_target *t, const struct psvc_stop_opts *opts)
 		psvc_cache_reserve(&t->cache, opts->reserve_blocks);
 	if (opts && opts->reserve_bytes)
 		psvc_runs_reserve(t, opts->reserve_bytes);
-	if (opts && (opts->reserve_scratch_bytes || opts->reserve_runs))
+	if (opts && (opts->reserve_scratch_bytes || opts->reserve_runs ||
+		     opts->reserve_parts))
 		psvc_runs_reserve_scratch(t, opts->reserve_scratch_bytes,
-					  opts->reserve_runs);
+					  opts->reserve_runs, opts->reserve_parts);
 	int n = t->backend->stop(t, opts);
 	if (n < 0)
 		psvc_resume(t);

@@ -394,3 +394,90 @@ Test(psvc, pieces_answer_fields_and_whole_structs)
 	psvc_drop_scratch(tgt);
 	cr_assert(!any_task_stopped(fx.pid));
 }
+
+/*
+ * Stacks and the descriptors above them in one read each
+ * (psvc_copy_stacks): a glibc thread's stack top and its struct pthread
+ * come whole, the static TLS between them is not kept; a stack and a
+ * struct with an unmapped page between them still give both (the struct
+ * read again on its own); a stack with no struct and a struct with no
+ * stack are copied too.  Through process_vm_readv or /proc/PID/mem.
+ */
+static void copy_stacks_check(bool proc_mem)
+{
+	start();
+	unsigned long pt = 0, hole = 0;
+	for (size_t i = 0; i < fx.nlines; i++) {
+		int tid;
+		char role[16];
+		if (!pt && sscanf(fx.lines[i], "thread %d %lx %15s", &tid, &pt, role) == 3)
+			continue;
+		if (!hole)
+			sscanf(fx.lines[i], "hole %lx", &hole);
+	}
+	cr_assert(pt && hole);
+	struct psvc_open_opts oo = { .force_proc_mem = proc_mem };
+	cr_assert_eq(psvc_open(fx.pid, &oo, &tgt), 0);
+	cr_assert_eq(psvc_scan(tgt), 3);
+	enum { SIZE = 512, PG = 4096 };
+	const struct psvc_piece pieces[] = { { 16, 8 }, { 256, 64 } };
+	const uint64_t past = hole + 2 * PG - 16;	/* its first piece: page 2 */
+	const struct psvc_stack_copy c[] = {
+		{ pt - 2 * PG, PG, pt },		/* a thread's: one read */
+		{ hole + 1024, PG - 1024, past },	/* across the hole */
+		{ hole, 512, 0 },			/* no struct */
+		{ 0, 0, pt - 3 * PG },			/* no stack */
+	};
+	/* what the copies must hold, read before the stop (the fixture
+	 * sleeps: none of it moves) */
+	static unsigned char live[4][2 * PG];
+	for (int i = 0; i < 4; i++) {
+		if (c[i].keep)
+			cr_assert_eq(psvc_read(tgt, c[i].addr, live[i], c[i].keep), 0);
+		for (int p = 0; c[i].pd && p < 2; p++)	/* the struct's pieces */
+			cr_assert_eq(psvc_read(tgt, c[i].pd + pieces[p].off,
+					       live[i] + PG + pieces[p].off, pieces[p].len), 0);
+	}
+	struct psvc_stop_opts so = { .stop_timeout_ns = 5000000000ull,
+				     .reserve_runs = 8,
+				     .reserve_parts = 4 * psvc_stack_copy_parts(2) };
+	cr_assert_eq(psvc_stop(tgt, &so), 3);
+	psvc_copy_stacks(tgt, c, 4, SIZE, pieces, 2);
+	psvc_resume(tgt);
+
+	psvc_frozen_reads(tgt, true);
+	for (int i = 0; i < 4; i++) {
+		unsigned char got[PG];
+		if (c[i].keep) {
+			cr_assert_eq(psvc_read(tgt, c[i].addr, got, c[i].keep), 0,
+				     "copy %d: its stack", i);
+			cr_assert_arr_eq(got, live[i], c[i].keep);
+		}
+		if (c[i].pd) {
+			unsigned char want[SIZE] = { 0 };
+			memcpy(want + 16, live[i] + PG + 16, 8);
+			memcpy(want + 256, live[i] + PG + 256, 64);
+			cr_assert_eq(psvc_read(tgt, c[i].pd, got, SIZE), 0,
+				     "copy %d: its struct", i);
+			cr_assert_arr_eq(got, want, SIZE);
+		}
+	}
+	/* what lies between a stack and its struct is not kept */
+	uint64_t misses = psvc_frozen_misses(tgt), w;
+	cr_assert_neq(psvc_read(tgt, pt - PG + 64, &w, 8), 0, "between: not kept");
+	cr_assert_neq(psvc_read(tgt, pt + 64, &w, 8), 0, "between pieces: not kept");
+	cr_assert_eq(psvc_frozen_misses(tgt), misses + 2);
+	psvc_frozen_reads(tgt, false);
+	psvc_drop_scratch(tgt);
+	cr_assert(!any_task_stopped(fx.pid));
+}
+
+Test(psvc, copy_stacks_reads_stack_and_struct_together)
+{
+	copy_stacks_check(false);
+}
+
+Test(psvc, copy_stacks_reads_stack_and_struct_together_proc_mem)
+{
+	copy_stacks_check(true);
+}
