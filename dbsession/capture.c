@@ -22,12 +22,18 @@
  *     pthread (at the top of a glibc stack), and, once learned, to the
  *     static TLS block under it (stacktop.c: the unwinder never reads
  *     there; --tls and --errno copy the variables they read apart, tls.c);
- *   every struct pthread, whole, as the scratch set: libthread_db reads
- *     them after the resume (dbs_gather_tdb), or, with --tls, --errno or
- *     --keys, whose readers follow the pointers they hold into the live
- *     process, during the stop; build_snapshot() keeps the one word of
- *     each that the analysis reads later (the cleanup record's pointer,
- *     condwait.c) and lets the set go before unwinding.
+ *   every struct pthread, in the pieces libthread_db's descriptors name
+ *     (or whole if it asks for another field), as the scratch set:
+ *     libthread_db reads them after the resume (dbs_gather_tdb), or, with
+ *     --tls, --errno or --keys, whose readers follow the pointers they
+ *     hold into the live process, during the stop; build_snapshot() keeps
+ *     the one word of each that the analysis reads later (the cleanup
+ *     record's pointer, condwait.c) and lets the set go before unwinding.
+ *
+ * A thread's stack top and its descriptor just above it are one range of
+ * the target, read in one go (psvc_copy_stacks): what lies between them
+ * (the static TLS) is read and dropped, which costs less than a second
+ * range per thread.
  */
 bool dbs_tdb_in_freeze(const struct dbs_session *s)
 {
@@ -119,27 +125,37 @@ size_t dbs_descriptor_copy_bytes(const struct dbs_session *s)
 	return sum;
 }
 
+/* The parts of one thread's ranges in dbs_prefetch_capture()'s copy. */
+size_t dbs_copy_parts(const struct dbs_session *s)
+{
+	return psvc_stack_copy_parts(dbs_descriptor_pieces(s) ? s->desc_pieces.n : 1);
+}
+
 void dbs_prefetch_capture(struct dbs_session *s, struct tdb_result *cap)
 {
 	struct psvc_target *t = s->t;
-	size_t n = psvc_ntasks(t);
-	struct psvc_range *r = calloc(n + 1, sizeof *r);
-	if (!r)
+	size_t n = psvc_ntasks(t), nc = 0;
+	struct psvc_stack_copy *c = calloc(n + 1, sizeof *c);
+	if (!c)
 		return;
-	size_t nr = 0;
-	for (size_t i = 0; s->unwinder && i < n; i++) {
+	for (size_t i = 0; i < n; i++) {
 		struct psvc_task *k = psvc_task_at(t, i);
 		if (!(k->flags & PSVC_TASK_HAVE_REGS))
 			continue;
 		uint64_t pd = have_descriptor(s, k) ? descriptor_addr(s, k) : 0;
-		uint64_t lo;
-		if (stack_range(s, k, pd, &cap[i], &lo))
-			r[nr++] = (struct psvc_range){ lo, cap[i].stack_hi - lo };
+		uint64_t lo = 0;
+		if (s->unwinder && !stack_range(s, k, pd, &cap[i], &lo))
+			lo = 0;
+		if (!lo && !pd)
+			continue;
+		c[nc++] = (struct psvc_stack_copy){ lo, lo ? cap[i].stack_hi - lo : 0, pd };
 	}
-	psvc_copy_exact(t, r, nr);
-	free(r);
-	if (s->ta)
-		dbs_copy_descriptors(s);
+	struct psvc_piece whole = { 0, s->sizeof_pthread };
+	bool pieces = dbs_descriptor_pieces(s);
+	psvc_copy_stacks(t, c, nc, s->sizeof_pthread,
+			 pieces ? s->desc_pieces.v : &whole,
+			 pieces ? s->desc_pieces.n : 1);
+	free(c);
 }
 
 /* What the exact copies of the next capture will take (memruns.c), from

@@ -206,6 +206,8 @@ bool dbs_tdb_in_freeze(const struct dbs_session *s);
 bool dbs_descriptor_pieces(const struct dbs_session *s);
 /* The bytes the copy of one descriptor takes. */
 size_t dbs_descriptor_copy_bytes(const struct dbs_session *s);
+/* The parts of one thread's read ranges (psvc_stack_copy_parts). */
+size_t dbs_copy_parts(const struct dbs_session *s);
 /* Every stopped task's descriptor, as the scratch set. */
 void dbs_copy_descriptors(struct dbs_session *s);
 /* While stopped: the top of every stack (cap[i].stack_lo/hi say what)

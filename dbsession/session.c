@@ -663,6 +663,7 @@ static int update_body(struct dbs_session *s, bool nonblocking,
 		/* every descriptor, and the read list of the copies */
 		.reserve_scratch_bytes = s->ta ? ntasks * dbs_descriptor_copy_bytes(s) : 0,
 		.reserve_runs = 2 * ntasks + 16,
+		.reserve_parts = ntasks * dbs_copy_parts(s),
 		.nonblocking = nonblocking,
 		.tracers = s->tracers,
 	};
