@@ -13,7 +13,9 @@
 #   tools/setup.sh build   install and build (build/)
 #   tools/setup.sh services-deps
 #                          install what bench/services.sh runs tinspect on
-#                          (MariaDB, mysqlslap, OpenJDK, eu-stack): large,
+#                          (MariaDB, mysqlslap, OpenJDK, memcached and
+#                          memaslap, db_bench, redis, node_exporter,
+#                          eu-stack; their services not started): large,
 #                          so not part of deps
 #   tools/setup.sh services
 #                          install all that, build, and run bench/services.sh
@@ -55,13 +57,21 @@ PACKAGES=(
 	# prometheus_client parser, go tool pprof
 	protobuf-c-compiler libprotobuf-c-dev zlib1g-dev
 	prometheus-node-exporter python3-prometheus-client golang-go
+	# musl targets: the fixtures built with musl-gcc (docs/MUSL.md)
+	musl-tools
 )
 
 # The real services bench/services.sh inspects (issue 9).  MariaDB and a
-# JDK are hundreds of megabytes: installed only when asked for.
+# JDK are hundreds of megabytes: installed only when asked for.  And the
+# healthy services under load (issue 20): memcached under memaslap,
+# rocksdb's db_bench, redis under redis-benchmark, node_exporter (ss, of
+# iproute2, finds free ports).  Their packages' own services are not
+# started on installation (services_install).
 SERVICE_PACKAGES=(
 	mariadb-server mariadb-client openjdk-17-jdk-headless
 	elfutils python3 python3-jsonschema procps
+	memcached libmemcached-tools rocksdb-tools redis-server redis-tools
+	prometheus-node-exporter iproute2
 )
 
 as_root() {
@@ -85,6 +95,23 @@ install_missing() {	# package...
 		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
 			--no-install-recommends "${missing[@]}" </dev/null
 	fi
+}
+
+# The service packages without starting their services (memcached,
+# redis-server and mariadb-server start one on installation, which would
+# outlive the benchmark and listen where nobody asked): invoke-rc.d asks
+# /usr/sbin/policy-rc.d, which says no (101) while they install.  One that
+# was already there is left as it was.
+services_install() {
+	local policy=/usr/sbin/policy-rc.d made=0
+	if [[ ! -e $policy ]]; then
+		as_root sh -c "printf '#!/bin/sh\nexit 101\n' >$policy && chmod 755 $policy" &&
+			made=1
+	fi
+	local rc=0
+	install_missing "${SERVICE_PACKAGES[@]}" || rc=$?
+	((made == 0)) || as_root rm -f "$policy"
+	return $rc
 }
 
 deps() {
@@ -377,15 +404,15 @@ mirror) debian_mirror ;;
 test) run_tests ;;
 deps) deps ;;
 build) deps; build build ;;
-services-deps) install_missing "${SERVICE_PACKAGES[@]}" ;;
+services-deps) services_install ;;
 services)
 	deps
 	build build
-	install_missing "${SERVICE_PACKAGES[@]}"
+	services_install
 	exec bash "$top/bench/services.sh"
 	;;
 *)
-	sed -n '2,21p' "$0"
+	sed -n '2,23p' "$0"
 	exit 2
 	;;
 esac
