@@ -82,9 +82,13 @@ static void scan_read_all(struct psvc_target *t)
 			nth++;	/* a reader that cannot start is not needed */
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
-	/* what a read could wait on, while the readers read the tasks: before
-	 * anything of this capture is read */
-	psvc_live_uffd_refresh(t);
+	/* what a read could wait on, while the readers read the tasks: read
+	 * afresh for this capture, now unless it will likely be nonblocking
+	 * as the last one was (it reads smaps only if a read fails; a stop
+	 * reads it before its first seizure if it was not read here) */
+	psvc_live_uffd_forget(t);
+	if (!t->last_nonblocking)
+		psvc_live_uffd_ensure(t);
 	scan_reader(&j);
 	for (size_t i = 0; i < nth; i++)
 		pthread_join(th[i], NULL);

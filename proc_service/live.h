@@ -185,6 +185,10 @@ void psvc_crew_end(struct psvc_target *t);
 /* live_uffd.c */
 /* Read /proc/PID/smaps for the ranges registered with userfaultfd. */
 int psvc_live_uffd_refresh(struct psvc_target *t);
+/* A new capture: the ranges are read again when first needed ... */
+void psvc_live_uffd_forget(struct psvc_target *t);
+/* ... or now (if not yet for this capture). */
+void psvc_live_uffd_ensure(struct psvc_target *t);
 const struct psvc_uffd_range *psvc_live_uffd_find(struct psvc_target *t,
 						   uint64_t addr, uint64_t len);
 /* Could process_vm_readv of [addr, addr + len) wait for a fault to be

@@ -278,6 +278,9 @@ int psvc_live_stop(struct psvc_target *t, const struct psvc_stop_opts *opts)
 	if (t->max_freeze_ns && t->max_freeze_ns / 4 < period)
 		period = t->max_freeze_ns / 4 ? t->max_freeze_ns / 4 : 100000;
 	int wake = opts ? opts->wake_signal : 0;
+	/* the ranges a read could wait on, before anything is held (read at
+	 * the scan, unless the last capture was nonblocking) */
+	psvc_live_uffd_ensure(t);
 	psvc_wake_timer_set(t, wake, period, period, false);
 	psvc_crew_begin(t, psvc_crew_want(t, opts ? opts->tracers : 0), wake, period);
 

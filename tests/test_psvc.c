@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/user.h>
 
 #include "arch.h"
@@ -480,4 +481,47 @@ Test(psvc, copy_stacks_reads_stack_and_struct_together)
 Test(psvc, copy_stacks_reads_stack_and_struct_together_proc_mem)
 {
 	copy_stacks_check(true);
+}
+
+/*
+ * A capture that stops after a nonblocking one (whose scan, as in a
+ * nonblocking watch, does not read the userfaultfd ranges): the stop
+ * reads them before it holds anything, and a read of a stack page
+ * nobody will serve fails at once instead of waiting (fx_uffd outside:
+ * hole's stack has missing pages just above its stack pointer).
+ */
+Test(psvc, stop_after_nonblocking_knows_userfaultfd_ranges)
+{
+	int ufd = (int)syscall(SYS_userfaultfd, 0);
+	if (ufd < 0)
+		cr_skip_test("userfaultfd: %s", strerror(errno));
+	close(ufd);
+	const char *args[] = { "outside", NULL };
+	fx_start(&fx, "fx_uffd", args, 60);
+	const char *l = fx_line(&fx, "hole ");
+	cr_assert(l);
+	pid_t hole = (pid_t)atoi(l + 5);
+	cr_assert_eq(psvc_open(fx.pid, NULL, &tgt), 0);
+	for (int round = 0; round < 2; round++) {
+		cr_assert_gt(psvc_scan(tgt), 0);
+		struct psvc_stop_opts so = { .stop_timeout_ns = 5000000000ull,
+					     .nonblocking = round == 0 };
+		cr_assert_gt(psvc_stop(tgt, &so), 0);
+		psvc_resume(tgt);
+	}
+	cr_assert_gt(psvc_scan(tgt), 0);
+	struct psvc_stop_opts so = { .stop_timeout_ns = 5000000000ull };
+	cr_assert_gt(psvc_stop(tgt, &so), 0);
+	psvc_read_regs(tgt);
+	struct psvc_task *k = psvc_task_by_tid(tgt, hole);
+	cr_assert(k && (k->flags & PSVC_TASK_HAVE_REGS));
+	uint64_t sp = arch_sp(psvc_arch(tgt), k->gregs);
+	static unsigned char buf[4 * 4096];
+	/* a wait here would hang the test (the fixture's server never
+	 * answers): the suite's timeout would end it */
+	cr_assert_neq(psvc_read(tgt, sp, buf, sizeof buf), 0,
+		      "read pages nobody served?");
+	cr_assert_gt(psvc_hazard_reads(tgt, NULL), 0, "not counted as userfaultfd memory");
+	psvc_resume(tgt);
+	cr_assert(!any_task_stopped(fx.pid));
 }
