@@ -210,9 +210,14 @@ int psvc_open(pid_t pid, const struct psvc_open_opts *opts,
 	unsigned exe_machine;
 	err = psvc_live_exe_ident(t, &exe_class, &exe_machine);
 	if (err == -ENOENT) {
-		/* no executable: a kernel thread (or exiting) */
+		/* no executable: a kernel thread, or a process that exited
+		 * since it was looked at (a program that ends at once after
+		 * an execve a watch follows) */
+		int e = psvc_taskinfo_read_at(L->task_dirfd, pid, &ti);
+		bool gone = e == -ESRCH ||
+			    (!e && (ti.exiting || ti.state == 'Z' || ti.state == 'X'));
 		psvc_close(t);
-		return -ENOEXEC;
+		return gone ? -ESRCH : -ENOEXEC;
 	}
 	if (!err && (exe_class != ELFCLASS64 ||
 		     exe_machine != t->arch->elf_machine)) {

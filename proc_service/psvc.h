@@ -52,6 +52,7 @@ struct psvc_taskinfo {
 	char state;		/* R S D T t Z X I P W K ... */
 	pid_t ppid;		/* parent process */
 	bool kthread;		/* a kernel thread (PF_KTHREAD in the flags) */
+	bool exiting;		/* exiting (PF_EXITING in the flags) */
 	uint64_t utime_ticks, stime_ticks;
 	long priority, nice;
 	unsigned rt_priority, policy;
