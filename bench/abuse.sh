@@ -23,8 +23,10 @@
 #   mode): tests/fixtures/fx_uffd (a stack, a struct pthread and a mutex's
 #   neighbour in userfaultfd memory served by a stopped thread, "inside",
 #   or by nobody, "outside"; "late": the range registered once the target
-#   is held, so a read does wait, a fresh target each run), and any target
-#   hook_targets adds (a FUSE mount nobody serves).  Modes: oneshot,
+#   is held, so a read does wait, a fresh target each run),
+#   tests/fixtures/fx_fuse_stall (a FUSE mount nobody serves over its
+#   /usr/lib/debug; with and without a thread that makes threads) and any
+#   target ABUSE_HOSTILE adds.  Modes: oneshot,
 #   json (--keys --errno --tls fx_uffd_tls), nonblocking, watch (--watch
 #   0.2 --follow-threads), nbwatch (--watch 0.2 --nonblocking).  SIGTERM or
 #   SIGINT after 0 to 1.5 s; counted: runs that took more than a second
@@ -70,7 +72,7 @@ fi
 SCHEMA=$top/schema/tinspect-snapshot.schema.json
 VALIDATE=$top/tests/validate.py
 for f in "$TINSPECT" "$FIXTURES/fx_dlchurn" "$FIXTURES/libfx_plugin.so" \
-	"$FIXTURES/libfx_tlsplugin.so" "$FIXTURES/fx_uffd" "$SHARED_BENCH/target.c"; do
+	"$FIXTURES/libfx_tlsplugin.so" "$FIXTURES/fx_uffd" "$FIXTURES/fx_fuse_stall" "$SHARED_BENCH/target.c"; do
 	[[ -e $f ]] || { echo "abuse: missing $f (ninja -C build first)" >&2; exit 2; }
 done
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
@@ -286,13 +288,17 @@ cleanup
 # process to inspect; it may be a child of the one started, which is
 # killed by PID at the end and must take its children with it) and runs
 # until its stdin ends.
+# The FUSE targets (fx_fuse_stall: a mount nobody serves over the target's
+# /usr/lib/debug, in a mount namespace of its own; with --spawn a thread
+# that makes threads all the time) are fresh: a lookup left waiting on the
+# mount by one run must not decide the next.
 HOSTILE=("uffd-inside|$FIXTURES/fx_uffd inside|0"
 	"uffd-outside|$FIXTURES/fx_uffd outside|0"
-	"uffd-late|$FIXTURES/fx_uffd late|1")
-# The hook for targets made elsewhere: a FUSE mount that nobody serves over
-# the target's debug directory (its fixture belongs to another change).
+	"uffd-late|$FIXTURES/fx_uffd late|1"
+	"fuse-stall|$FIXTURES/fx_fuse_stall|1"
+	"fuse-spawn|$FIXTURES/fx_fuse_stall --spawn|1")
 # ABUSE_HOSTILE, if set, adds entries in the same form, one per line, e.g.
-#   ABUSE_HOSTILE="fuse|$FIXTURES/fx_fuse|1" bench/abuse.sh -p 3
+#   ABUSE_HOSTILE="mine|/path/to/target args|1" bench/abuse.sh -p 3
 hook_targets() {
 	local line
 	while IFS= read -r line; do

@@ -1,22 +1,28 @@
 #!/usr/bin/env bash
-# bench/run.sh - benchmark tinspect against the floor (`limit`), gdb and
-# eu-stack with the neutral freeze-time harness of ../shared/bench.
+# bench/run.sh - benchmark tinspect against the floor (`limit`, and its
+# parallel twin bench/limit_par.c), gdb and eu-stack with the neutral
+# freeze-time harness of ../shared/bench, the inspectors interleaved.
 # Not a test: a missed goal does not make it fail.  See bench/README.md.
 #
 # usage: bench/run.sh [options]
 #   -n "N..."          worker-thread counts of the target (default "100 1000 10000")
-#   -r R               repetitions per N and inspector (default 3)
+#   -r R               repetitions per N and inspector (default 3), interleaved:
+#                      every inspector once, then again (a fresh target each run)
 #   -v NAME:ARGS[:RE]  extra tinspect variant, label tinspect-NAME, run as
 #                      'tinspect ARGS {pid}'; RE (optional) counts the output
 #                      lines that stand for one thread ("seen" column; default
 #                      the text format's '^Thread [0-9]+ ', none if ARGS has
 #                      --json).  Repeatable: -v 'json:--json' -v 'ns:--no-stacks'
-#   --no-floor         do not run the floor probe `limit`
+#   --no-json          do not add the variant json:--json (tinspect --json,
+#                      label tinspect-json), which runs by default
+#   --no-floor         do not run the floor probes `limit` and `limit-par`
 #   --no-gdb           do not run gdb -p PID -batch -ex 'thread apply all bt'
-#   --no-eu-stack      do not run eu-stack -p PID
+#   --no-eu-stack      do not run eu-stack -s -i -p PID (source lines and
+#                      inlined frames: what tinspect prints)
 #   --compare-ns "N.." run gdb and eu-stack only at these N (default: all of -n)
 #   --compare-r R      repetitions for gdb and eu-stack (default: -r)
-#   --goal-ns "N..."   N at which the goals are judged (default "1000 10000")
+#   --goal-ns "N..."   N at which the goals are judged (default "1000 10000";
+#                      the parallel-floor goal at the largest of them)
 #   -a "ARGS"          extra target arguments (e.g. "--hb-last", "-m mixed")
 #   -t SEC             inspector timeout passed to measure.sh (default 300)
 #   --container ROOT   run the target inside the Debian root ROOT as a
@@ -32,6 +38,11 @@
 #                      built with meson if missing)
 #   SHARED_BENCH=DIR   the harness (default REPO/../shared/bench)
 #   QUIET_MAX, QUIET_PCT are passed on to measure.sh.
+# Goals (issue 22): freeze / floor <= 1.10 (1.20 with --container) for
+# tinspect and every variant; at the largest goal N, tinspect's freeze <=
+# 0.70 x the single-tracer floor; wall / eu-stack <= 0.12 at N >= 1000
+# (<= 0.05 at N >= 10000); peak RSS <= 64 MiB.  Each is printed with
+# PASS/FAIL; bench/wall.sh judges the small-process wall time.
 # Exit status: 0 done (goals may still be missed); 1 a run failed to start
 #   (target did not come up, inspector not executable) or setup failed;
 #   2 usage; 3 an inspector or target was left stopped (state T/t).
@@ -43,9 +54,9 @@ die() { echo "$PROG: $*" >&2; exit 1; }
 warn() { echo "$PROG: warning: $*" >&2; }
 usage() {
 	if [[ ${1:-2} == 0 ]]; then
-		sed -n '5,37p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '6,48p' "$0" | sed 's/^# \{0,1\}//'
 	else
-		sed -n '5,37p' "$0" | sed 's/^# \{0,1\}//' >&2
+		sed -n '6,48p' "$0" | sed 's/^# \{0,1\}//' >&2
 	fi
 	exit "${1:-2}"
 }
@@ -55,7 +66,7 @@ indent() { sed "s/^/$1/"; }
 NS="100 1000 10000"
 R=3
 VARIANTS=()
-RUN_FLOOR=1 RUN_GDB=1 RUN_EU=1
+RUN_FLOOR=1 RUN_GDB=1 RUN_EU=1 RUN_JSON=1
 COMPARE_NS=""
 COMPARE_R=""
 GOAL_NS="1000 10000"
@@ -74,6 +85,7 @@ while [[ $# -gt 0 ]]; do
 	-t) need_arg "$@"; TMO=$2; shift ;;
 	-o) need_arg "$@"; OUTBASE=$2; shift ;;
 	--no-floor) RUN_FLOOR=0 ;;
+	--no-json) RUN_JSON=0 ;;
 	--no-gdb) RUN_GDB=0 ;;
 	--no-eu-stack) RUN_EU=0 ;;
 	--compare-ns) need_arg "$@"; COMPARE_NS=$2; shift ;;
@@ -109,7 +121,13 @@ read -r -a _a <<<"$NS"; NS="${_a[*]}"
 read -r -a _a <<<"$COMPARE_NS"; COMPARE_NS="${_a[*]}"
 read -r -a _a <<<"$GOAL_NS"; GOAL_NS="${_a[*]}"
 
-# variants: NAME:ARGS[:REGEX] -> parallel arrays
+# variants: NAME:ARGS[:REGEX] -> parallel arrays; the JSON output is a
+# goal of its own (issue 22), so it runs unless asked not to
+if ((RUN_JSON)); then
+	have_json=0
+	for v in "${VARIANTS[@]}"; do [[ ${v%%:*} == json ]] && have_json=1; done
+	((have_json)) || VARIANTS=("json:--json" "${VARIANTS[@]}")
+fi
 V_LABEL=() V_ARGS=() V_RE=()
 TEXT_RE='^Thread [0-9]+ '
 for v in "${VARIANTS[@]}"; do
@@ -299,12 +317,14 @@ done
 
 # ---------------------------------------------------------------- builds
 echo "== build"
-for p in target limit; do
-	cc -O2 -Wall -pthread -o "$BIN/$p.new" "$SHARED_BENCH/$p.c" ||
-		die "cannot build $p from $SHARED_BENCH/$p.c"
+for p in target limit "$HERE/limit_par"; do
+	src=$SHARED_BENCH/$p.c
+	[[ $p == /* ]] && src=$p.c p=${p##*/}
+	cc -O2 -Wall -pthread -o "$BIN/$p.new" "$src" ||
+		die "cannot build $p from $src"
 	mv -f "$BIN/$p.new" "$BIN/$p"
 done
-echo "built $BIN/target and $BIN/limit"
+echo "built $BIN/target, $BIN/limit and $BIN/limit_par"
 if [[ -n $CONTAINER ]]; then
 	# the target as a container runs it: its root's glibc, its own compiler
 	[[ -x $CONTAINER/usr/bin/gcc ]] || die "$CONTAINER has no gcc (make it with tools/roots.sh)"
@@ -355,10 +375,13 @@ stale=$(find "$REPO" \( -path "$REPO/build*" -o -path "$REPO/.git" \) -prune -o 
 } >"$RUNDIR/meta.txt"
 
 # ---------------------------------------------------------------- runs
-# Per N, every inspector in turn, so that they see the same machine state
-# as closely as possible.
+# Per N, the inspectors in turn, once each, R times over (every run on a
+# fresh target): they see the same machine as closely as a shared machine
+# allows, and a slow spell hits all of them, not one.  measure.sh writes
+# each round into DIR/repK; the medians are taken here over the rounds.
 Q_TINSPECT=$(printf '%q' "$TINSPECT")
 Q_LIMIT=$(printf '%q' "$BIN/limit")
+Q_LIMIT_PAR=$(printf '%q' "$BIN/limit_par")
 export TARGET=$BIN/target
 if [[ -n $CONTAINER ]]; then
 	export TARGET=$HERE/container-target.sh CONTAINER_ROOT=$CONTAINER
@@ -366,15 +389,17 @@ fi
 
 START=$EPOCHSECONDS
 START_FAIL=0
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 in_list() { [[ " $2 " == *" $1 "* ]]; }
 
-measure() {		# N R LABEL REGEX TEMPLATE
-	local n=$1 r=$2 label=$3 re=$4 tpl=$5
-	local args=(-l "$label" -n "$n" -r "$r" -t "$TMO" -o "$RUNDIR")
+measure() {		# N REP LABEL REGEX TEMPLATE
+	local n=$1 rep=$2 label=$3 re=$4 tpl=$5
+	local args=(-l "$label" -n "$n" -r 1 -t "$TMO" -o "$RUNDIR/rep$rep")
 	[[ -n $TARGS ]] && args+=(-a "$TARGS")
 	[[ -n $re ]] && args+=(-c "$re")
 	echo
-	echo "== N=$n $label (x$r, $((EPOCHSECONDS - START)) s elapsed)"
+	echo "== N=$n round $rep $label ($((EPOCHSECONDS - START)) s elapsed," \
+		"load $(cut -d' ' -f1-3 /proc/loadavg))"
 	run_bg "$MEASURE" "${args[@]}" -- "$tpl" || {
 		warn "measure.sh failed for $label N=$n"
 		START_FAIL=1
@@ -382,18 +407,68 @@ measure() {		# N R LABEL REGEX TEMPLATE
 }
 
 for n in $NS; do
-	((RUN_FLOOR)) && measure "$n" "$R" limit "" "$Q_LIMIT {pid}"
-	measure "$n" "$R" tinspect "$TEXT_RE" "$Q_TINSPECT {pid}"
-	for i in "${!V_LABEL[@]}"; do
-		measure "$n" "$R" "${V_LABEL[$i]}" "${V_RE[$i]}" "$Q_TINSPECT ${V_ARGS[$i]} {pid}"
-	done
+	rounds=$R
+	cmp=0
 	if in_list "$n" "$COMPARE_NS"; then
-		((RUN_EU)) && measure "$n" "$COMPARE_R" eu-stack '^TID ' 'eu-stack -p {pid}'
-		((RUN_GDB)) && measure "$n" "$COMPARE_R" gdb '^Thread .*\(Thread 0x' \
-			"gdb -p {pid} -batch -ex 'thread apply all bt'"
+		cmp=1
+		((COMPARE_R > rounds)) && rounds=$COMPARE_R
 	fi
+	for ((rep = 1; rep <= rounds; rep++)); do
+		if ((rep <= R)); then
+			if ((RUN_FLOOR)); then
+				measure "$n" "$rep" limit "" "$Q_LIMIT {pid}"
+				measure "$n" "$rep" limit-par "" "$Q_LIMIT_PAR {pid}"
+			fi
+			measure "$n" "$rep" tinspect "$TEXT_RE" "$Q_TINSPECT {pid}"
+			for i in "${!V_LABEL[@]}"; do
+				measure "$n" "$rep" "${V_LABEL[$i]}" "${V_RE[$i]}" \
+					"$Q_TINSPECT ${V_ARGS[$i]} {pid}"
+			done
+		fi
+		if ((cmp && rep <= COMPARE_R)); then
+			((RUN_EU)) && measure "$n" "$rep" eu-stack '^TID ' 'eu-stack -s -i -p {pid}'
+			((RUN_GDB)) && measure "$n" "$rep" gdb '^Thread .*\(Thread 0x' \
+				"gdb -p {pid} -batch -ex 'thread apply all bt'"
+		fi
+	done
 done
 ELAPSED=$((EPOCHSECONDS - START))
+LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# Every round's RUN lines in DIR/all.tsv, and a MEDIAN line per inspector
+# and N over the rounds (the columns of measure.sh's).
+cat "$RUNDIR"/rep*/all.tsv 2>/dev/null | grep '^RUN' >"$RUNDIR/all.tsv"
+awk -F'\t' '
+function med(s,    v, n, i, j, x) {
+	n = split(s, v, " ")
+	for (i = 2; i <= n; i++) {
+		x = v[i]
+		for (j = i - 1; j >= 1 && v[j] + 0 > x + 0; j--) v[j + 1] = v[j]
+		v[j + 1] = x
+	}
+	if (n == 0) return "NA"
+	return (n % 2) ? v[(n + 1) / 2] : sprintf("%.3f", (v[n / 2] + v[n / 2 + 1]) / 2)
+}
+function lo(s,    v, n, i, m) { n = split(s, v, " "); m = ""; for (i = 1; i <= n; i++) if (m == "" || v[i] + 0 < m + 0) m = v[i]; return m == "" ? "NA" : m }
+function hi(s,    v, n, i, m) { n = split(s, v, " "); m = ""; for (i = 1; i <= n; i++) if (m == "" || v[i] + 0 > m + 0) m = v[i]; return m == "" ? "NA" : m }
+function num(x) { return (x == "NA" || x == "") ? "" : " " x }
+$1 == "RUN" {
+	k = $2 SUBSEP $3
+	if (!(k in cnt)) { order[++nk] = k; targ[k] = $16 }
+	cnt[k]++
+	fr[k] = fr[k] num($5); mg[k] = mg[k] num($6); wa[k] = wa[k] num($7)
+	rs[k] = rs[k] num($8); nz[k] = nz[k] num($10); se[k] = se[k] num($14)
+	rc[k] = rc[k] (rc[k] == "" ? "" : ",") $9
+}
+END {
+	for (i = 1; i <= nk; i++) {
+		k = order[i]
+		split(k, part, SUBSEP)
+		printf "MEDIAN\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			part[1], part[2], cnt[k], med(fr[k]), lo(fr[k]), hi(fr[k]), med(mg[k]),
+			med(wa[k]), med(rs[k]), rc[k], med(nz[k]), hi(nz[k]), med(se[k]), targ[k]
+	}
+}' "$RUNDIR/all.tsv" >>"$RUNDIR/all.tsv"
 
 # ---------------------------------------------------------------- self-reports
 # tinspect prints its own freeze ("target frozen X ms (capture Y ms)", or
@@ -407,15 +482,15 @@ median_of() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 }
 	END { if (NR == 0) print "NA"; else if (NR % 2) print v[(NR + 1) / 2];
 	      else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 labels=()
-((RUN_FLOOR)) && labels+=(limit)
+((RUN_FLOOR)) && labels+=(limit limit-par)
 labels+=(tinspect "${V_LABEL[@]}")
 for label in "${labels[@]}"; do
 	for n in $NS; do
 		fr="" ca="" k=0
-		for f in "$RUNDIR/${label}_N${n}_${TAG}"_r*.out.gz; do
+		for f in "$RUNDIR"/rep*/"${label}_N${n}_${TAG}"_r*.out.gz; do
 			[[ -e $f ]] || continue
 			line=$(gzip -dc "$f" 2>/dev/null | awk '
-				/^limit pid=/ { a = t = ""
+				/^limit(_par)? pid=/ { a = t = ""
 					for (i = 1; i <= NF; i++) {
 						if ($i ~ /^all_stopped_ms=/) a = substr($i, 16)
 						if ($i ~ /^total_ms=/) t = substr($i, 10) }
@@ -439,10 +514,16 @@ done
 
 # ---------------------------------------------------------------- table
 TABLE=$RUNDIR/table.txt
+FREEZE_GOAL=1.10
+[[ -n $CONTAINER ]] && FREEZE_GOAL=1.20
 awk -F'\t' -v ns="$NS" -v goal_ns="$GOAL_NS" -v labels="${labels[*]} eu-stack gdb" \
-	-v elapsed="$ELAPSED" -v rundir="$RUNDIR" '
+	-v elapsed="$ELAPSED" -v rundir="$RUNDIR" -v fgoal="$FREEZE_GOAL" \
+	-v load0="$LOAD_START" -v load1="$LOAD_END" -v ncpu="$(nproc)" \
+	-v rounds="$R" -v container="$CONTAINER" '
 function ratio(a, b) { return (a == "" || b == "" || a == "NA" || b == "NA" || b + 0 == 0) ? "" : a / b }
 function fmt(x, f) { return (x == "") ? "-" : sprintf(f, x) }
+function verdict(r, goal) { return (r == "") ? "n/a (no data)" : sprintf("%.3f  %s", r, (r <= goal) ? "PASS" : "FAIL") }
+function wall_goal(n) { return n >= 10000 ? 0.05 : n >= 1000 ? 0.12 : 0.5 }
 FILENAME ~ /self\.tsv$/ { SK[$2, $3] = $4; SF[$2, $3] = $5; SC[$2, $3] = $6; next }
 $1 == "MEDIAN" {
 	k = $2 SUBSEP $3
@@ -451,9 +532,14 @@ $1 == "MEDIAN" {
 }
 END {
 	nn = split(ns, N, " "); nl = split(labels, L, " "); ng = split(goal_ns, G, " ")
-	printf "tinspect benchmark  (raw data: %s; %d s of measurements)\n", rundir, elapsed
+	printf "tinspect benchmark  (raw data: %s; %d s of measurements, %d interleaved rounds)\n", rundir, elapsed, rounds
+	printf "load average at the start: %s, at the end: %s (%d CPUs)%s\n", load0, load1, ncpu,
+		(load0 + 0 > ncpu / 2 || load1 + 0 > ncpu / 2) ? "  -- A BUSY MACHINE: the figures are not the quiet-machine ones" : ""
+	if (container != "") printf "target inside the root %s (container-target.sh)\n", container
 	print "freeze = longest heartbeat stop of the target (harness); wall = inspector wall time;"
 	print "eu-stack stops one thread at a time, so its freeze is a per-thread stop."
+	print "limit = the floor (one tracer thread, ../shared/bench/limit.c); limit-par = the same with a"
+	print "tracer thread per CPU, each over a share of the threads (bench/limit_par.c)."
 	print "self = what the tool reports itself (tinspect: frozen/capture ms; limit: all_stopped/total ms),"
 	print "median over the saved outputs (k of them)."
 	for (i = 1; i <= nn; i++) {
@@ -467,7 +553,7 @@ END {
 			if (!(k in M)) continue
 			self = "-"
 			if ((l, n) in SK) {
-				if (l == "limit") self = sprintf("all_stopped %s / total %s (%d)", SF[l, n], SC[l, n], SK[l, n])
+				if (l ~ /^limit/) self = sprintf("all_stopped %s / total %s (%d)", SF[l, n], SC[l, n], SK[l, n])
 				else self = sprintf("frozen %s / capture %s (%d)", SF[l, n], SC[l, n], SK[l, n])
 			}
 			printf "  %-16s %4s %28s %9s %10s %9s %-12s %6s %15s  %s\n",
@@ -475,11 +561,15 @@ END {
 				sprintf("%s [%s-%s]", FR[k], FMIN[k], FMAX[k]), MG[k], WA[k], RSS[k],
 				RC[k], SEEN[k], sprintf("%s (%s)", NO[k], NOMAX[k]), self
 		}
+		if (("limit-par", n) in M)
+			printf "  ratios limit-par        freeze/floor %s\n",
+				fmt(ratio(FR["limit-par", n], FR["limit", n]), "%.2fx")
 		for (j = 1; j <= nl; j++) {
 			l = L[j]; k = l SUBSEP n
 			if (l !~ /^tinspect/ || !(k in M)) continue
-			printf "  ratios %-16s freeze/floor %s   wall/eu-stack %s   wall/gdb %s   gdb freeze/%s freeze %s\n", l,
+			printf "  ratios %-16s freeze/floor %s   freeze/limit-par %s   wall/eu-stack %s   wall/gdb %s   gdb freeze/%s freeze %s\n", l,
 				fmt(ratio(FR[k], FR["limit", n]), "%.2fx"),
+				fmt(ratio(FR[k], FR["limit-par", n]), "%.2fx"),
 				fmt(ratio(WA[k], WA["eu-stack", n]), "%.3f"),
 				fmt(ratio(WA[k], WA["gdb", n]), "%.3f"), l,
 				fmt(ratio(FR["gdb", n], FR[k]), "%.1fx")
@@ -487,22 +577,27 @@ END {
 	}
 	printf "\nGoals (judged at N = %s on the medians; a benchmark, not a test):\n", goal_ns
 	judged = 0
+	top = 0
+	for (i = 1; i <= ng; i++) if (G[i] + 0 > top + 0) top = G[i]
 	for (i = 1; i <= ng; i++) {
 		n = G[i]
 		for (j = 1; j <= nl; j++) {
 			l = L[j]; k = l SUBSEP n
 			if (l !~ /^tinspect/ || !(k in M)) continue
 			judged++
-			r = ratio(FR[k], FR["limit", n])
-			if (r == "") v = "n/a (no floor data)"
-			else v = sprintf("%.2f  %s", r, (r <= 2) ? "PASS" : "FAIL")
-			printf "  N=%-6d %-16s freeze %s ms / floor %s ms <= 2       : %s\n", n, l, FR[k],
-				(("limit", n) in M) ? FR["limit", n] : "-", v
-			r = ratio(WA[k], WA["eu-stack", n])
-			if (r == "") v = "n/a (no eu-stack data)"
-			else v = sprintf("%.3f  %s", r, (r <= 0.2) ? "PASS" : "FAIL")
-			printf "  N=%-6d %-16s wall %s ms / eu-stack %s ms <= 0.2 : %s\n", n, l, WA[k],
-				(("eu-stack", n) in M) ? WA["eu-stack", n] : "-", v
+			printf "  N=%-6d %-16s freeze %s ms / floor %s ms <= %.2f       : %s\n", n, l, FR[k],
+				(("limit", n) in M) ? FR["limit", n] : "-", fgoal,
+				verdict(ratio(FR[k], FR["limit", n]), fgoal)
+			if (n == top)
+				printf "  N=%-6d %-16s freeze %s ms / floor %s ms <= 0.70 (below the floor): %s\n",
+					n, l, FR[k], (("limit", n) in M) ? FR["limit", n] : "-",
+					verdict(ratio(FR[k], FR["limit", n]), 0.70)
+			printf "  N=%-6d %-16s wall %s ms / eu-stack -s -i %s ms <= %.2f : %s\n", n, l, WA[k],
+				(("eu-stack", n) in M) ? WA["eu-stack", n] : "-", wall_goal(n),
+				verdict(ratio(WA[k], WA["eu-stack", n]), wall_goal(n))
+			v = (RSS[k] + 0 <= 65536) ? "PASS" : "FAIL"
+			if (RSS[k] == "" || RSS[k] == "NA") v = "n/a (no data)"
+			printf "  N=%-6d %-16s peak RSS %s KiB <= 65536 KiB (64 MiB)  : %s\n", n, l, RSS[k], v
 		}
 	}
 	if (!judged) print "  none: tinspect was not measured at any of these N"

@@ -100,6 +100,11 @@ void dbs_crc_free(struct dbs_crc *c);
 int dbs_crc_file(struct dbs_crc *c, int fd, uint64_t *module_left, uint32_t *ret);
 uint64_t dbs_crc_bytes_read(const struct dbs_crc *c);
 
+/* dbgcache.c: the debug file fd (checked to have build-id id) or, in its
+ * place, its uncompressed copy from the cache directory (made now if
+ * there is none); fd is closed if the copy is returned. */
+int dbs_dbgcache_use(int fd, const unsigned char *id, size_t idlen);
+
 /* unwind.c: libdwfl over the frozen capture */
 struct dbs_unwinder;
 int dbs_unwinder_new(struct psvc_target *t, struct dbs_unwinder **ret);
@@ -137,6 +142,15 @@ struct dbs_go_walk {
 };
 void dbs_go_walk(struct psvc_target *t, const struct arch_desc *arch,
 		 struct dbs_go_walk *w);
+
+/* The parts of struct pthread libthread_db's descriptors name (its
+ * fields), merged where they nearly touch: what a copy of a thread's
+ * descriptor must hold for libthread_db (session.c). */
+#define DBS_MAX_PIECES 8
+struct dbs_pieces {
+	uint32_t n;
+	struct psvc_piece v[DBS_MAX_PIECES];
+};
 
 struct dbs_session {
 	pid_t pid;
@@ -179,6 +193,10 @@ struct dbs_session {
 	struct dbs_waits *waits;
 	/* stacktop.c: bytes below a descriptor the next copies leave out
 	 * (its static TLS), 0: none; off once a cut proved too short */
+	unsigned tracers;	/* psvc_stop_opts.tracers (TINSPECT_TRACERS) */
+	/* what a copy of a descriptor holds for libthread_db (tdbcheck.c;
+	 * n 0: whole) */
+	struct dbs_pieces desc_pieces;
 	uint64_t stacktop_cut;
 	bool stacktop_off;
 };
@@ -197,6 +215,7 @@ struct tdb_result {
 		__typeof__(((td_thrinfo_t *)0)->ti_startfunc) ti_startfunc;
 	} ti;
 	bool have_th;		/* th is valid (td_ta_map_lwp2thr worked) */
+	bool gathered;		/* libthread_db was asked (session.c) */
 	td_thrhandle_t th;
 	uint64_t stack_lo, stack_hi;	/* the stack bytes copied */
 };
@@ -219,6 +238,40 @@ void dbs_tls_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 	      struct dbs_thread *th, size_t task_index);
 void dbs_tls_finish(struct dbs_session *s, struct dbs_snapshot *snap);
 void dbs_tls_free(struct dbs_session *s);
+
+/* capture.c: what a capture copies while the target is stopped, and
+ * libthread_db over the copies (session.c's update_body() calls these). */
+/* Whether libthread_db must run while stopped: --tls, --errno, --keys
+ * follow pointers into the live process. */
+bool dbs_tdb_in_freeze(const struct dbs_session *s);
+/* Whether descriptors are copied in pieces (s->desc_pieces): unless
+ * libthread_db asked for a field the layout check does not know. */
+bool dbs_descriptor_pieces(const struct dbs_session *s);
+/* The bytes the copy of one descriptor takes. */
+size_t dbs_descriptor_copy_bytes(const struct dbs_session *s);
+/* The parts of one thread's read ranges (psvc_stack_copy_parts). */
+size_t dbs_copy_parts(const struct dbs_session *s);
+/* Every stopped task's descriptor, as the scratch set. */
+void dbs_copy_descriptors(struct dbs_session *s);
+/* While stopped: the top of every stack (cap[i].stack_lo/hi say what)
+ * and every descriptor. */
+void dbs_prefetch_capture(struct dbs_session *s, struct tdb_result *cap);
+/* Before the stop: what the stack copies will take, to map it first. */
+size_t dbs_expected_copy_bytes(struct dbs_session *s);
+/*
+ * Which tasks a call of dbs_gather_tdb() asks libthread_db about:
+ *   DBS_TDB_ALL    every one, during the stop (--tls, --errno, --keys);
+ *   DBS_TDB_PRIME  during the stop, the first task whose descriptor was
+ *                  copied (what libthread_db reads besides descriptors,
+ *                  the thread list head and its own descriptors in libc,
+ *                  comes into the stop's cache with it) and every task
+ *                  without a copied descriptor;
+ *   DBS_TDB_REST   after the resume, over the copies (psvc_frozen_reads),
+ *                  the tasks DBS_TDB_PRIME left.
+ */
+enum dbs_tdb_which { DBS_TDB_ALL, DBS_TDB_PRIME, DBS_TDB_REST };
+void dbs_gather_tdb(struct dbs_session *s, struct tdb_result *res,
+		    enum dbs_tdb_which which);
 
 /* keys.c: the layout of pthread keys, from libc's descriptors, every
  * field checked (psvc_field_*) */
@@ -293,6 +346,9 @@ struct tdb_check_io {
 	enum arch_id arch_id;
 	void (*pin)(void *ctx, uint64_t addr, const void *bytes, size_t len);
 	void *pin_ctx;
+	/* may be NULL: the fields of struct pthread, checked (n 0 when
+	 * they cannot all be placed in DBS_MAX_PIECES pieces) */
+	struct dbs_pieces *pieces;
 };
 int dbs_tdb_check_layouts(const struct tdb_check_io *io,
 		      uint32_t *ret_sizeof_pthread, char *why, size_t whylen);

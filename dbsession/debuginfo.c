@@ -58,6 +58,9 @@ struct dbg_files {
 	void *dfd_lib;
 	void *dfd_client;
 	bool dfd_tried;
+	/* the last file try_path() accepted was in tinspect's own file
+	 * system (not the target's root): it may be cached (dbgcache.c) */
+	bool found_here;
 };
 
 static void add_note(struct dbg_files *f, const char *fmt, ...)
@@ -301,6 +304,7 @@ static int try_path(struct dbg_files *f, const char *path, const struct want *w,
 		if (fd < 0)
 			continue;
 		if (id_matches(f, fd, p, w)) {
+			f->found_here = where == 0;
 			*ret_name = strdup(p);
 			if (*ret_name)
 				return fd;
@@ -451,9 +455,14 @@ int dbs_dbg_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modnam
 		   debuglink && !strcmp(altname, debuglink);
 	int fd = -1;
 	char dir[PATH_MAX], path[PATH_MAX];
+	const unsigned char *id = NULL;
+	size_t idlen = 0;
+	f->found_here = false;
 	/* what this search may read for CRCs (debugcrc.c) */
 	uint64_t module_left = DBS_CRC_MODULE_BUDGET;
 	if (alt) {
+		id = altid;
+		idlen = altidlen;
 		struct want w = { altid, altidlen, false, 0, &module_left };
 		fd = try_build_id(f, &w, ret_name);
 		if (fd < 0 && altname[0] == '/')
@@ -465,11 +474,10 @@ int dbs_dbg_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modnam
 		if (fd < 0)
 			fd = try_debuginfod(f, &w, ret_name);
 	} else if (!debugfile) {
-		const unsigned char *id = NULL;
 		GElf_Addr vaddr;
-		int idlen = dwfl_module_build_id(mod, &id, &vaddr);
-		struct want w = { id, idlen > 0 ? (size_t)idlen : 0, debuglink != NULL,
-				  crc, &module_left };
+		int n = dwfl_module_build_id(mod, &id, &vaddr);
+		idlen = n > 0 ? (size_t)n : 0;
+		struct want w = { id, idlen, debuglink != NULL, crc, &module_left };
 		fd = try_build_id(f, &w, ret_name);
 		/* a debuglink is a file name, not a path to wander along */
 		if (fd < 0 && debuglink && *debuglink && !strchr(debuglink, '/')) {
@@ -489,8 +497,11 @@ int dbs_dbg_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modnam
 		elf_end(from);
 	if (fd >= 0 || f->transient != transient) {
 		free(key);	/* found, or worth another search later */
-		if (fd >= 0)
+		if (fd >= 0) {
+			if (f->found_here && idlen)	/* kept inflated */
+				fd = dbs_dbgcache_use(fd, id, idlen);
 			return fd;
+		}
 	} else {
 		search_failed(f, key);
 	}

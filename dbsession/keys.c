@@ -278,7 +278,9 @@ void dbs_keys_gather(struct dbs_session *s, const struct tdb_result *res)
 		}
 		k->task_read[i] = ok;
 	}
-	psvc_prefetch(t, r, nr);
+	/* exact copies: the first block is in the descriptor (copied
+	 * already), a page each of the others would be kept otherwise */
+	psvc_copy_needed(t, r, nr);
 	bool out_of_time = false;
 	for (size_t i = 0; i < n; i++) {
 		if (!k->task_read[i])

@@ -45,7 +45,7 @@ void dbs_nb_learn_thread_pointers(struct dbs_session *s)
 	/* a few reads per thread (the list link, then get_info's) */
 	psvc_tdb_budget(s->t, TDB_READ_BUDGET + 64 * (uint64_t)psvc_ntasks(s->t));
 	/* nothing is frozen: each descriptor is read once, live, and not
-	 * kept (gather_tdb() reads them again, in batches) */
+	 * kept (dbs_gather_tdb() reads them again, from the copies) */
 	psvc_cache_bypass(s->t, true);
 	s->lib.td_ta_thr_iter(s->ta, learn_one, &l, TD_THR_ANY_STATE,
 			      TD_THR_LOWEST_PRIORITY, &none,

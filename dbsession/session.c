@@ -111,6 +111,7 @@ static void ta_setup(struct dbs_session *s)
 		.arch_id = psvc_arch(s->t)->id,
 		.pin = pin_checked,
 		.pin_ctx = s->t,
+		.pieces = &s->desc_pieces,
 	};
 	if (dbs_tdb_check_layouts(&io, &s->sizeof_pthread, why, sizeof why)) {
 		psvc_unpin_all(s->t);
@@ -173,6 +174,13 @@ static struct dbs_session *session_new(pid_t pid, const struct dbs_options *opts
 		s->opts.stack_bytes = DBS_DEFAULT_STACK_BYTES;
 	if (!s->opts.max_frames)
 		s->opts.max_frames = DBS_DEFAULT_MAX_FRAMES;
+	/* tracer threads (psvc_stop_opts.tracers): TINSPECT_TRACERS, else
+	 * one per CPU */
+	const char *tr = getenv("TINSPECT_TRACERS");
+	char *end;
+	unsigned long ntr = tr ? strtoul(tr, &end, 10) : 0;
+	if (tr && *tr && !*end && ntr >= 1 && ntr <= 64)
+		s->tracers = (unsigned)ntr;
 	s->clk_tck = sysconf(_SC_CLK_TCK);
 	if (s->clk_tck <= 0)
 		s->clk_tck = 100;
@@ -376,185 +384,6 @@ int dbs_session_wait(struct dbs_session *s, uint64_t deadline_ns,
 
 /* ---- one update ------------------------------------------------------------------ */
 
-/* Descriptors copied at a time for libthread_db (copy_descriptor_batch) */
-#define DESC_BATCH 256
-
-/*
- * The memory the analysis will need, read in as few process_vm_readv
- * calls as possible while everything is stopped, and kept byte-exact
- * (memruns.c): the top of every stack (the unwinder reads nothing else),
- * from sp up to stack_bytes, clipped to the end of the mapping that holds
- * sp and to the thread's own struct pthread (at the top of a glibc stack:
- * libthread_db reads it during the stop, in batches, gather_tdb(), and it
- * is not kept); and of each descriptor the one word the analysis after
- * the resume reads (the cleanup record's pointer, condwait.c).  With
- * --tls, --errno or --keys the descriptors are read more than once and are
- * cached whole instead.
- */
-static bool keep_descriptors(const struct dbs_session *s)
-{
-	return s->opts.ntls || s->opts.want_errno || s->opts.want_keys;
-}
-
-static uint64_t descriptor_addr(const struct dbs_session *s,
-				const struct psvc_task *k)
-{
-	return arch_thread_area(psvc_arch(s->t), k->tp, (int)s->sizeof_pthread);
-}
-
-static bool have_descriptor(const struct dbs_session *s, const struct psvc_task *k)
-{
-	return s->ta && k->tp && s->sizeof_pthread &&
-	       (k->flags & PSVC_TASK_HAVE_REGS);
-}
-
-static void prefetch_capture(struct dbs_session *s, struct tdb_result *cap)
-{
-	struct psvc_target *t = s->t;
-	const struct arch_desc *a = psvc_arch(t);
-	size_t n = psvc_ntasks(t);
-	struct psvc_range *r = calloc(2 * n + 1, sizeof *r);
-	struct psvc_range *d = keep_descriptors(s) ? calloc(n + 1, sizeof *d) : NULL;
-	if (!r) {
-		free(d);
-		return;
-	}
-	size_t nr = 0, nd = 0;
-	uint32_t cleanup_off = s->ta ? dbs_condwait_cleanup_offset(s) : 0;
-	for (size_t i = 0; i < n; i++) {
-		struct psvc_task *k = psvc_task_at(t, i);
-		if (!(k->flags & PSVC_TASK_HAVE_REGS))
-			continue;
-		uint64_t pd = have_descriptor(s, k) ? descriptor_addr(s, k) : 0;
-		if (pd && d)
-			d[nd++] = (struct psvc_range){ pd, s->sizeof_pthread };
-		else if (pd && cleanup_off)
-			r[nr++] = (struct psvc_range){ pd + cleanup_off, 8 };
-		if (!s->unwinder)
-			continue;
-		uint64_t sp = arch_sp(a, k->gregs);
-		uint64_t end = sp + s->opts.stack_bytes;
-		if (end < sp)
-			end = UINT64_MAX;
-		struct psvc_map m;
-		uint64_t lo = sp;
-		if (psvc_map_lookup(t, sp, &m, NULL) == 0) {
-			if (m.end < end)
-				end = m.end;
-			/* and the red zone below sp (x86_64: 128 bytes a leaf
-			 * function may use without moving sp; libdwfl's
-			 * frame-pointer fallback reads there too) */
-			lo = sp - m.start >= 128 ? sp - 128 : m.start;
-		} else {
-			/* a stack mapped after the maps were read (a thread
-			 * born during the stop): one page, nothing assumed */
-			end = (sp | 4095) + 1;
-		}
-		/* its descriptor: read apart, in batches; and the static
-		 * TLS under it, once learned (stacktop.c) */
-		if (pd > sp && pd < end && !d)
-			end = dbs_stacktop_end(s, pd, sp);
-		cap[i].stack_lo = sp;
-		cap[i].stack_hi = end;
-		r[nr++] = (struct psvc_range){ lo, end - lo };
-	}
-	psvc_copy_exact(t, r, nr);
-	if (d)
-		psvc_prefetch(t, d, nd);
-	free(r);
-	free(d);
-}
-
-/* What the exact copies of the next capture will take (memruns.c), from
- * the stack pointers the scan read in /proc/TID/syscall: room for them is
- * faulted in before the stop rather than during it.  A little under is
- * fine (the rest faults in), over would only add to the peak RSS. */
-static size_t expected_copy_bytes(struct dbs_session *s)
-{
-	struct psvc_target *t = s->t;
-	if (!s->unwinder)
-		return 0;
-	size_t sum = 0;
-	for (size_t i = 0, n = psvc_ntasks(t); i < n; i++) {
-		const struct psvc_taskinfo *ti = &psvc_task_at(t, i)->info;
-		struct psvc_map m;
-		if (ti->sc_kind == PSVC_SC_RUNNING || !ti->sc_sp ||
-		    psvc_map_lookup(t, ti->sc_sp, &m, NULL) != 0)
-			continue;
-		uint64_t len = m.end - ti->sc_sp;
-		if (len > s->opts.stack_bytes)
-			len = s->opts.stack_bytes;
-		else if (len > s->sizeof_pthread + s->stacktop_cut &&
-			 !keep_descriptors(s))
-			len -= s->sizeof_pthread + s->stacktop_cut;	/* not copied */
-		sum += (size_t)len + 128 + 16;
-	}
-	return sum;
-}
-
-/* The descriptors of tasks [from, to), copied for libthread_db as the
- * scratch set (each batch replaces the last). */
-static void copy_descriptor_batch(struct dbs_session *s, size_t from, size_t to)
-{
-	struct psvc_range r[DESC_BATCH];
-	size_t nr = 0;
-	for (size_t i = from; i < to && nr < DESC_BATCH; i++) {
-		struct psvc_task *k = psvc_task_at(s->t, i);
-		/* most lie at the top of the thread's stack, in its copy */
-		if (have_descriptor(s, k) &&
-		    psvc_read_frozen(s->t, descriptor_addr(s, k), &(char){ 0 }, 1) != 0)
-			r[nr++] = (struct psvc_range){ descriptor_addr(s, k),
-						       s->sizeof_pthread };
-	}
-	psvc_copy_scratch(s->t, r, nr);
-}
-
-static void gather_tdb(struct dbs_session *s, struct tdb_result *res)
-{
-	struct psvc_target *t = s->t;
-	size_t n = psvc_ntasks(t);
-	for (size_t i = 0; i < n; i++) {
-		struct psvc_task *k = psvc_task_at(t, i);
-		if (i % DESC_BATCH == 0 && !keep_descriptors(s))
-			copy_descriptor_batch(s, i, i + DESC_BATCH < n ? i + DESC_BATCH : n);
-		res[i].err = TD_NOTHR;
-		res[i].step = NULL;
-		if (!(k->flags & PSVC_TASK_HAVE_REGS))
-			continue;
-		if ((i & 63) == 63 && psvc_check_freeze(t))
-			return;	/* the caller sees it too and aborts */
-		if (!k->info.ns_tid && !psvc_same_pidns(t)) {
-			/* its TID in the target's namespace is unknown: any
-			 * number given to libthread_db would be a guess */
-			res[i].err = TD_NOTHR;
-			res[i].step = "td_ta_map_lwp2thr (the thread's TID in "
-				      "the target's namespace is unknown)";
-			continue;
-		}
-		td_thrhandle_t th;
-		lwpid_t lwp = k->info.ns_tid ? k->info.ns_tid : k->tid;
-		psvc_tdb_budget(t, TDB_READ_BUDGET);
-		td_err_e e = s->lib.td_ta_map_lwp2thr(s->ta, lwp, &th);
-		if (e != TD_OK) {
-			res[i].err = e;
-			res[i].step = "td_ta_map_lwp2thr";
-			continue;
-		}
-		res[i].th = th;
-		res[i].have_th = true;
-		psvc_tdb_budget(t, TDB_READ_BUDGET);
-		td_thrinfo_t ti;
-		e = s->lib.td_thr_get_info(&th, &ti);
-		res[i].ti.ti_tid = ti.ti_tid;
-		res[i].ti.ti_lid = ti.ti_lid;
-		res[i].ti.ti_state = ti.ti_state;
-		res[i].ti.ti_startfunc = ti.ti_startfunc;
-		res[i].err = e;
-		res[i].step = "td_thr_get_info";
-	}
-	psvc_drop_scratch(t);
-}
-
 static void fill_proc(struct dbs_session *s, struct dbs_thread *th,
 		      const struct psvc_taskinfo *ti)
 {
@@ -661,9 +490,12 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 	 * so what the lock analysis will read of the stacks is kept first,
 	 * while every copy is there (a cond's mutex may live on another
 	 * thread's stack). */
-	for (size_t i = 0; s->unwinder && res && s->ta && i < n; i++)
+	for (size_t i = 0; res && s->ta && i < n; i++)
 		if (res[i].err == TD_OK && res[i].ti.ti_tid)
 			dbs_condwait_retain(s, (uint64_t)res[i].ti.ti_tid, 48);
+	/* the descriptors have served (libthread_db, the TLS and key
+	 * readers, the word kept just above): their memory goes back */
+	psvc_drop_scratch(t);
 	for (size_t i = 0; i < n; i++) {
 		struct psvc_task *k = psvc_task_at(t, i);
 		if (k->flags & PSVC_TASK_GONE) {
@@ -827,17 +659,23 @@ static int update_body(struct dbs_session *s, bool nonblocking,
 	if (s->ta)
 		dbs_condwait_cleanup_offset(s);	/* symbols read now, not frozen */
 
+	size_t ntasks = psvc_ntasks(t);
 	struct psvc_stop_opts so = {
 		.max_freeze_ns = s->opts.max_freeze_ns,
 		.stop_timeout_ns = s->opts.stop_timeout_ns,
 		.cancel = s->opts.cancel,
 		.wake_signal = s->opts.wake_signal,
-		/* a struct pthread fits in a page or two, and lies inside
-		 * the stack copy of a typical idle thread (sp to the top of
-		 * its mapping: one or two pages); more is allocated if needed */
-		.reserve_per_task = keep_descriptors(s) ? 4096 : 0,
-		.reserve_bytes = expected_copy_bytes(s),
+		/* libthread_db's own reads of libc and ld.so, lock words:
+		 * mapping the first block would otherwise map (and fault
+		 * in) a 1 MiB chunk in the freeze */
+		.reserve_blocks = 64,
+		.reserve_bytes = dbs_expected_copy_bytes(s),
+		/* every descriptor, and the read list of the copies */
+		.reserve_scratch_bytes = s->ta ? ntasks * dbs_descriptor_copy_bytes(s) : 0,
+		.reserve_runs = 2 * ntasks + 16,
+		.reserve_parts = ntasks * dbs_copy_parts(s),
 		.nonblocking = nonblocking,
+		.tracers = s->tracers,
 	};
 	uint64_t t_stop = psvc_now_ns();
 	int err = psvc_stop(t, &so);
@@ -861,10 +699,16 @@ static int update_body(struct dbs_session *s, bool nonblocking,
 	struct tdb_result *res = calloc(psvc_ntasks(t) + 1, sizeof *res);
 	uint64_t t_mem = t_regs;
 	if (res) {
-		prefetch_capture(s, res);
+		dbs_prefetch_capture(s, res);
 		t_mem = psvc_now_ns();
-		if (s->ta)
-			gather_tdb(s, res);
+		if (s->ta) {
+			bool pieces = dbs_descriptor_pieces(s);
+			dbs_gather_tdb(s, res, dbs_tdb_in_freeze(s) ? DBS_TDB_ALL : DBS_TDB_PRIME);
+			if (pieces && !dbs_descriptor_pieces(s))
+				/* libthread_db read a field the pieces may
+				 * lack: whole descriptors, now and later */
+				dbs_copy_descriptors(s);
+		}
 	}
 	/* following: threads met at their first stop by this capture */
 	psvc_follow_resolve(t);
@@ -883,11 +727,18 @@ static int update_body(struct dbs_session *s, bool nonblocking,
 		err = -ESRCH;	/* it exited (was killed) while stopped */
 	if (err) {
 		free(res);
+		psvc_drop_scratch(t);
 		dbs_tls_finish(s, NULL);
 		dbs_keys_finish(s, NULL);
 		return err;
 	}
 
+	if (res && s->ta && !dbs_tdb_in_freeze(s)) {
+		/* libthread_db over the copies (the descriptors: scratch) */
+		psvc_frozen_reads(t, true);
+		dbs_gather_tdb(s, res, DBS_TDB_REST);
+		psvc_frozen_reads(t, false);
+	}
 	struct dbs_snapshot *snap = build_snapshot(s, res);
 	free(res);
 	dbs_tls_finish(s, snap);

@@ -126,6 +126,35 @@ static const struct {
 	{ "_thread_db___stack_user", S_VARIABLE, 1 },
 };
 
+/* Add [off, off + len) of struct pthread to the pieces, merging what
+ * lies within 64 bytes of another piece; false if they do not fit. */
+static bool add_piece(struct dbs_pieces *p, uint64_t off, uint64_t len)
+{
+	uint64_t lo = off, hi = off + len;
+	for (uint32_t i = 0; i < p->n;) {
+		uint64_t a = p->v[i].off, b = a + p->v[i].len;
+		if (lo <= b + 64 && a <= hi + 64) {
+			lo = lo < a ? lo : a;
+			hi = hi > b ? hi : b;
+			p->v[i] = p->v[--p->n];	/* merged: look again */
+			i = 0;
+			continue;
+		}
+		i++;
+	}
+	if (p->n == DBS_MAX_PIECES)
+		return false;
+	p->v[p->n++] = (struct psvc_piece){ (uint32_t)lo, (uint32_t)(hi - lo) };
+	/* kept sorted by offset */
+	for (uint32_t i = 1; i < p->n; i++)
+		for (uint32_t k = i; k > 0 && p->v[k - 1].off > p->v[k].off; k--) {
+			struct psvc_piece x = p->v[k];
+			p->v[k] = p->v[k - 1];
+			p->v[k - 1] = x;
+		}
+	return true;
+}
+
 static void pin(const struct tdb_check_io *io, const char *sym, const void *b,
 		size_t len)
 {
@@ -140,6 +169,9 @@ int dbs_tdb_check_layouts(const struct tdb_check_io *io, uint32_t *ret_sizeof_pt
 	const struct psvc_layout_src *src = &io->src;
 	uint64_t size[NSTRUCTS];
 	*ret_sizeof_pthread = 0;
+	bool pieces_ok = true;
+	if (io->pieces)
+		io->pieces->n = 0;
 	for (int i = 0; i < NSIZES; i++) {
 		uint32_t v;
 		int err = psvc_sizeof_read(src, sizes[i].sym, sizes[i].min,
@@ -198,7 +230,14 @@ int dbs_tdb_check_layouts(const struct tdb_check_io *io, uint32_t *ret_sizeof_pt
 			size[S_DTV_T] = f.elem_size;
 		uint32_t w[3] = { d.bits, d.count, d.offset };
 		pin(io, fields[i].sym, w, sizeof w);
+		/* checked inside struct pthread: offset + bytes fit */
+		if (in == S_PTHREAD && io->pieces && pieces_ok)
+			pieces_ok = add_piece(io->pieces, f.offset,
+					      (uint64_t)f.elem_size *
+						      (check.count ? check.count : 1));
 	}
+	if (io->pieces && (!pieces_ok || !size[S_PTHREAD]))
+		io->pieces->n = 0;
 
 	/* x86_64 and aarch64 find a thread's descriptor with
 	 * ps_get_thread_area(lwp, const_thread_area): FS (25) on x86_64, the

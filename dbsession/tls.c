@@ -467,7 +467,7 @@ void dbs_tls_gather(struct dbs_session *s, const struct tdb_result *res)
 						    st->vars[v].modid, &a) == 0)
 					r[nr++] = (struct psvc_range){ a, el };
 		}
-		psvc_prefetch(t, r, nr);
+		psvc_copy_needed(t, r, nr);
 	}
 
 	/* 2. The addresses. */
@@ -496,13 +496,14 @@ void dbs_tls_gather(struct dbs_session *s, const struct tdb_result *res)
 		}
 	}
 
-	/* 3. The values, in one batch, then copied out of the cache. */
+	/* 3. The values, in one batch (exact copies: a page each would
+	 * be kept otherwise), then read out of them. */
 	nr = 0;
 	for (size_t k = 0; k < n * nv; k++)
 		if (st->cells[k].tried && st->cells[k].err == TD_OK)
 			r[nr++] = (struct psvc_range){ st->cells[k].addr,
 						       st->vars[k % nv].pub.size };
-	psvc_prefetch(t, r, nr);
+	psvc_copy_needed(t, r, nr);
 	for (size_t k = 0; k < n * nv; k++) {
 		struct tls_cell *c = &st->cells[k];
 		const struct tls_var_int *var = &st->vars[k % nv];
@@ -522,7 +523,7 @@ void dbs_tls_gather(struct dbs_session *s, const struct tdb_result *res)
 	for (size_t k = 0; k < n * nv; k++)
 		if (string_pointer(st, k, &p))
 			r[nr++] = (struct psvc_range){ p, DBS_TLS_STRING_MAX };
-	psvc_prefetch(t, r, nr);
+	psvc_copy_needed(t, r, nr);
 	for (size_t k = 0; k < n * nv; k++) {
 		struct tls_cell *c = &st->cells[k];
 		if (!string_pointer(st, k, &p))

@@ -38,6 +38,13 @@
 struct psvc_target;
 struct psvc_mapping;
 
+/* One part of the local side of a run (struct psvc_run.segs): len bytes
+ * into buf, or read and dropped (buf NULL). */
+struct psvc_seg {
+	void *buf;
+	size_t len;
+};
+
 /* One run of target memory for a batched read (read_runs). */
 struct psvc_run {
 	uint64_t addr;
@@ -45,6 +52,12 @@ struct psvc_run {
 	size_t len;
 	size_t done;		/* set by the backend: bytes read from addr on
 				 * (a prefix; 0 if none could be) */
+	/* NULL: the run is read into buf.  Else into these, one after the
+	 * other (buf unused; their lens add up to len): several copies
+	 * taken from one range of the target in one go (a stack, and the
+	 * parts of the descriptor above it). */
+	const struct psvc_seg *segs;
+	size_t nsegs;
 };
 
 struct psvc_backend {
@@ -101,6 +114,11 @@ struct psvc_backend {
 	 * stopping it (pc, sp, the syscall's number and arguments), the
 	 * other registers 0 and tp 0. */
 	int (*regs)(struct psvc_target *t, struct psvc_task *k);
+	/* Optional.  regs for every task stop() marked STOPPED or observe()
+	 * OBSERVED, with psvc_task_regs(k, err) for each: for a backend
+	 * whose tasks must be read by the thread that holds them (live:
+	 * the tracer crew).  NULL: psvc_read_regs() calls regs per task. */
+	void (*regs_all)(struct psvc_target *t);
 	/* Its floating-point registers (NT_PRFPREG), len bytes.  Same
 	 * conditions as regs. */
 	int (*fpregs)(struct psvc_target *t, struct psvc_task *k, void *buf,
@@ -122,9 +140,9 @@ struct psvc_backend {
 	 * (not mapped / not readable), -ESRCH (gone). */
 	int (*read)(struct psvc_target *t, uint64_t addr, void *buf, size_t len);
 	/* As many bytes of each run as can be read, in as few operations as
-	 * the backend can (mem.c's prefetch hands up to IOV_MAX runs, each a
-	 * run of whole 4 KiB blocks): each run's done says how many bytes
-	 * from its start were read. */
+	 * the backend can (any number of runs: mem.c's prefetch hands runs
+	 * of whole 4 KiB blocks, memruns.c a whole capture's stacks): each
+	 * run's done says how many bytes from its start were read. */
 	void (*read_runs)(struct psvc_target *t, struct psvc_run *runs, size_t n);
 	/* Optional.  After a read of [addr, addr + len) failed: why, if the
 	 * backend refused to wait there (memory registered with userfaultfd,

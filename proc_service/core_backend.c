@@ -326,11 +326,31 @@ static int core_read(struct psvc_target *t, uint64_t addr, void *buf, size_t len
 	return 0;
 }
 
+/* A run read into its segments: each part that goes somewhere is read,
+ * the others checked readable; done is the prefix that was. */
+static void core_read_segs(struct psvc_target *t, struct psvc_run *r)
+{
+	uint64_t a = r->addr;
+	for (size_t s = 0; s < r->nsegs; s++) {
+		const struct psvc_seg *g = &r->segs[s];
+		bool ok = g->buf ? core_read(t, a, g->buf, g->len) == 0
+				 : psvc_core_extent(cb(t)->c, a, g->len) == g->len;
+		if (!ok)
+			return;
+		r->done += g->len;
+		a += g->len;
+	}
+}
+
 static void core_read_runs(struct psvc_target *t, struct psvc_run *runs, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		struct psvc_run *r = &runs[i];
 		r->done = 0;
+		if (r->segs) {
+			core_read_segs(t, r);
+			continue;
+		}
 		/* most runs are in the core whole: one copy */
 		if (psvc_core_extent(cb(t)->c, r->addr, r->len) == r->len &&
 		    psvc_core_read(cb(t)->c, r->addr, r->buf, r->len, NULL) == 0) {

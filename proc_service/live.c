@@ -82,9 +82,13 @@ static void scan_read_all(struct psvc_target *t)
 			nth++;	/* a reader that cannot start is not needed */
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
-	/* what a read could wait on, while the readers read the tasks: before
-	 * anything of this capture is read */
-	psvc_live_uffd_refresh(t);
+	/* what a read could wait on, while the readers read the tasks: read
+	 * afresh for this capture, now unless it will likely be nonblocking
+	 * as the last one was (it reads smaps only if a read fails; a stop
+	 * reads it before its first seizure if it was not read here) */
+	psvc_live_uffd_forget(t);
+	if (!t->last_nonblocking)
+		psvc_live_uffd_ensure(t);
 	scan_reader(&j);
 	for (size_t i = 0; i < nth; i++)
 		pthread_join(th[i], NULL);
@@ -144,6 +148,7 @@ static const struct psvc_backend live_backend = {
 	.resume = psvc_live_resume,
 	.tracer_exited = psvc_live_tracer_exited,
 	.regs = psvc_live_regs,
+	.regs_all = psvc_live_regs_all,
 	.fpregs = psvc_live_fpregs,
 	.task_facts = psvc_live_task_facts,
 	.follow_start = psvc_live_follow_start,
@@ -209,9 +214,14 @@ int psvc_open(pid_t pid, const struct psvc_open_opts *opts,
 	unsigned exe_machine;
 	err = psvc_live_exe_ident(t, &exe_class, &exe_machine);
 	if (err == -ENOENT) {
-		/* no executable: a kernel thread (or exiting) */
+		/* no executable: a kernel thread, or a process that exited
+		 * since it was looked at (a program that ends at once after
+		 * an execve a watch follows) */
+		int e = psvc_taskinfo_read_at(L->task_dirfd, pid, &ti);
+		bool gone = e == -ESRCH ||
+			    (!e && (ti.exiting || ti.state == 'Z' || ti.state == 'X'));
 		psvc_close(t);
-		return -ENOEXEC;
+		return gone ? -ESRCH : -ENOEXEC;
 	}
 	if (!err && (exe_class != ELFCLASS64 ||
 		     exe_machine != t->arch->elf_machine)) {

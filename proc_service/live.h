@@ -15,6 +15,8 @@
  *   live_observe.c  a nonblocking capture: nothing held, pc and sp from
  *                 /proc/TID/syscall
  *   live_mem.c    process_vm_readv, /proc/PID/mem
+ *   live_crew.c   the tracer threads of one capture: each seizes, reads
+ *                 and lets go a share of the tasks
  *   live_uffd.c   the ranges a read could wait on (userfaultfd)
  *   live_timer.c  the timer that ends blocking waits
  *   follow.c      staying attached between captures
@@ -40,6 +42,8 @@ struct follow_start {
 struct follow_parent {
 	pid_t child, parent;	/* parent 0: child's first stop seen first */
 };
+
+struct psvc_crew;
 
 /* live_uffd.c: a range registered with userfaultfd (smaps VmFlags) */
 enum {
@@ -78,6 +82,9 @@ struct psvc_live {
 	 * sleep): they stop when they wake and must be detached then */
 	pid_t *stragglers;
 	size_t nstragglers, stragglers_cap;
+	/* live_crew.c: the tracer threads of the capture under way; NULL
+	 * when the caller's thread is the only one */
+	struct psvc_crew *crew;
 
 	/* follow.c: attached between captures (t->follow) */
 	bool exec_traced;		/* a PTRACE_EVENT_EXEC was seen: the
@@ -140,6 +147,7 @@ void psvc_live_tracer_exited(struct psvc_target *t);
 int psvc_ptrace_regs(const struct arch_desc *a, pid_t tid, uint64_t *gregs,
 		     uint64_t *ret_tp);
 int psvc_live_regs(struct psvc_target *t, struct psvc_task *k);
+void psvc_live_regs_all(struct psvc_target *t);
 int psvc_live_fpregs(struct psvc_target *t, struct psvc_task *k, void *buf,
 		     size_t len);
 
@@ -154,15 +162,49 @@ int psvc_live_read(struct psvc_target *t, uint64_t addr, void *buf, size_t len);
 void psvc_live_read_runs(struct psvc_target *t, struct psvc_run *runs,
 			 size_t n);
 
+/* live_crew.c.  A capture's tasks are shared out by index: task i is
+ * traced by member i % psvc_crew_size(). */
+#define PSVC_CREW_MAX 8
+typedef void (*psvc_crew_fn)(struct psvc_target *t, unsigned me, void *arg);
+/* How many members a capture of t's tasks gets: asked (0: one per CPU
+ * this thread may run on, fewer for a small process), capped; 1 while
+ * following or while an earlier capture's stragglers are held. */
+unsigned psvc_crew_want(struct psvc_target *t, unsigned asked);
+/* Start n - 1 helpers (fewer if they cannot be made).  Their wake timers
+ * (signal wake_signal, 0: none) fire every wake_period_ns during the jobs
+ * that ask for them. */
+void psvc_crew_begin(struct psvc_target *t, unsigned n, int wake_signal,
+		     uint64_t wake_period_ns);
+/* Members of the crew under way (1: none). */
+unsigned psvc_crew_size(const struct psvc_target *t);
+/* fn(t, me, arg) on every member at once, the caller being member 0;
+ * returns when all have finished.  wake: the helpers' wake timers run. */
+void psvc_crew_run(struct psvc_target *t, psvc_crew_fn fn, void *arg, bool wake);
+/* Join the helpers (the kernel lets go whatever they still trace). */
+void psvc_crew_end(struct psvc_target *t);
 /* live_uffd.c */
 /* Read /proc/PID/smaps for the ranges registered with userfaultfd. */
 int psvc_live_uffd_refresh(struct psvc_target *t);
+/* A new capture: the ranges are read again when first needed ... */
+void psvc_live_uffd_forget(struct psvc_target *t);
+/* ... or now (if not yet for this capture). */
+void psvc_live_uffd_ensure(struct psvc_target *t);
 const struct psvc_uffd_range *psvc_live_uffd_find(struct psvc_target *t,
 						   uint64_t addr, uint64_t len);
 /* Could process_vm_readv of [addr, addr + len) wait for a fault to be
  * served?  (Then it is read through /proc/PID/mem, which never waits.) */
 bool psvc_live_read_may_wait(struct psvc_target *t, uint64_t addr,
 			     uint64_t len);
+/* Which reads could wait: none (stopped, and no range is registered),
+ * some (ask psvc_live_read_may_wait), or all (the target runs, or the
+ * ranges are not known).  The first call of a capture may read smaps:
+ * asked on the capture's own thread before its crew reads. */
+enum psvc_uffd_scope {
+	PSVC_UFFD_NONE,
+	PSVC_UFFD_SOME,
+	PSVC_UFFD_ALL,
+};
+enum psvc_uffd_scope psvc_live_uffd_scope(struct psvc_target *t);
 /* The backend's mem_hazard op: why a failed read of that range failed, if
  * the range is one a read would have waited on; NULL otherwise. */
 const char *psvc_live_mem_hazard(struct psvc_target *t, uint64_t addr,

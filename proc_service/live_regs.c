@@ -7,7 +7,8 @@
  * struct pthread: on x86_64 fs_base, one of the general registers; on
  * aarch64 TPIDR_EL0, a regset of its own (NT_ARM_TLS).  The capture reads
  * both for every stopped task; follow mode reads the thread pointer of a
- * new thread at its first stop.  This is the one place either is read.
+ * new thread at its first stop.  This is the one place either is read;
+ * by the tracer thread that holds the task (live_crew.c).
  */
 #include "live.h"
 
@@ -40,6 +41,23 @@ int psvc_live_regs(struct psvc_target *t, struct psvc_task *k)
 	if (!(k->flags & PSVC_TASK_STOPPED) && (k->flags & PSVC_TASK_OBSERVED))
 		return psvc_live_observed_regs(t, k);
 	return psvc_ptrace_regs(t->arch, k->tid, k->gregs, &k->tp);
+}
+
+static void regs_share(struct psvc_target *t, unsigned me, void *arg)
+{
+	(void)arg;
+	unsigned n = psvc_crew_size(t);
+	for (size_t i = me; i < t->ntasks; i += n) {
+		struct psvc_task *k = &t->tasks[i];
+		if (k->flags & (PSVC_TASK_STOPPED | PSVC_TASK_OBSERVED))
+			psvc_task_regs(k, -psvc_live_regs(t, k));
+	}
+}
+
+/* Every member reads the registers of the tasks it holds. */
+void psvc_live_regs_all(struct psvc_target *t)
+{
+	psvc_crew_run(t, regs_share, NULL, false);
 }
 
 int psvc_live_fpregs(struct psvc_target *t, struct psvc_task *k, void *buf,

@@ -8,7 +8,8 @@
  * process behind if we die), and waitpid(tid, __WALL) per task (never
  * waitpid(-1), O(N) per call in the kernel).  Because nothing is queued to
  * the target, the kernel's detach-on-tracer-exit lets it run on if tinspect
- * is killed at any point.
+ * is killed at any point.  A large process is stopped, and let go, by a
+ * crew of tracer threads, each over its share of the tasks (live_crew.c).
  */
 #include "live.h"
 
@@ -32,23 +33,25 @@
 static bool straggler_take(struct psvc_target *t, pid_t tid);
 static bool straggler_add(struct psvc_target *t, pid_t tid);
 
-/* Seize and interrupt one task found by a scan. */
-static int seize_one(struct psvc_target *t, pid_t tid, void *arg)
+/* A task /proc/PID/task lists that the capture does not know yet: one
+ * created since the scan (or since the last list), added now and seized
+ * by the next pass.  Only the caller's thread adds tasks. */
+static int note_late(struct psvc_target *t, pid_t tid, void *arg)
 {
-	unsigned *nseized = arg;
-	struct psvc_task *k = psvc_task_by_tid(t, tid);
-	if (k && (k->flags & (PSVC_TASK_SEIZED | PSVC_TASK_GONE)))
+	(void)arg;
+	if (psvc_task_by_tid(t, tid))
 		return 0;
-	if (k && k->seize_errno)
-		return 0;	/* refused once this capture: do not retry */
-	if (!k) {
-		/* created after the first scan */
-		k = psvc_task_add_late(t, tid);
-		if (!k)
-			return -ENOMEM;
-	}
-	if (!t->t_first_stop)
-		t->t_first_stop = psvc_now_ns();
+	return psvc_task_add_late(t, tid) ? 0 : -ENOMEM;
+}
+
+/* Seize and interrupt task k (by the member of the crew that owns it). */
+static void seize_task(struct psvc_target *t, struct psvc_task *k, unsigned *nseized)
+{
+	pid_t tid = k->tid;
+	if (k->flags & (PSVC_TASK_SEIZED | PSVC_TASK_GONE))
+		return;
+	if (k->seize_errno)
+		return;	/* refused once this capture: do not retry */
 	if (t->follow && (k->info.state == 'Z' || k->info.state == 'X') &&
 	    !(k->flags & PSVC_TASK_LATE) && tid == t->pid) {
 		/* a followed leader that called pthread_exit: a zombie
@@ -56,7 +59,7 @@ static int seize_one(struct psvc_target *t, pid_t tid, void *arg)
 		 * for one would hold the others for the whole stop
 		 * timeout); shown as in the unfollowed case */
 		psvc_task_refused(k, EPERM);
-		return 0;
+		return;
 	}
 	if (t->follow && psvc_follow_adopt(t, tid)) {
 		/* attached since follow began: interrupt is enough */
@@ -64,15 +67,16 @@ static int seize_one(struct psvc_target *t, pid_t tid, void *arg)
 		if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) != 0 && errno == ESRCH)
 			psvc_task_gone_held(k);
 		(*nseized)++;
-		return 0;
+		return;
 	}
 	if (ptrace(PTRACE_SEIZE, tid, 0,
 		   (void *)(long)(t->follow ? FOLLOW_PTRACE_OPTS : 0)) != 0) {
 		if (errno == EPERM && straggler_take(t, tid)) {
-			/* ours since an earlier capture, interrupt pending */
+			/* ours since an earlier capture, interrupt pending
+			 * (then the crew is the caller alone: psvc_crew_want) */
 			psvc_task_seized(t, k);
 			(*nseized)++;
-			return 0;
+			return;
 		}
 		int e = errno;
 		if (e == EPERM) {
@@ -92,17 +96,16 @@ static int seize_one(struct psvc_target *t, pid_t tid, void *arg)
 		}
 		if (e == ESRCH) {
 			psvc_task_gone(k);
-			return 0;
+			return;
 		}
 		psvc_task_refused(k, e);
-		return 0;
+		return;
 	}
 	psvc_task_seized(t, k);
 	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) != 0 && errno == ESRCH) {
 		/* it exited between the two calls; waitpid reaps it */
 	}
 	(*nseized)++;
-	return 0;
 }
 
 /* Record one wait status (in_capture false: seen while letting go, too
@@ -166,7 +169,7 @@ static bool leader_became_zombie(struct psvc_target *t, struct psvc_task *k)
 		return false;
 	k->info.state = ti.state;
 	if (t->follow) {
-		/* as seize_one() does for a zombie leader it sees: attached
+		/* as seize_task() does for a zombie leader it sees: attached
 		 * for following, not part of this capture */
 		psvc_task_refused(k, EPERM);
 	} else {
@@ -175,12 +178,18 @@ static bool leader_became_zombie(struct psvc_target *t, struct psvc_task *k)
 	return true;
 }
 
-/* Wait for the stop of every task from index `from`.  Returns 0, or the
- * freeze check's error. */
-static int wait_stops(struct psvc_target *t, size_t from, uint64_t timeout_ns,
-		      uint64_t batch_start)
+/* The first index at or after from that member me of n owns. */
+static size_t first_of(size_t from, unsigned me, unsigned n)
 {
-	for (size_t i = from; i < t->ntasks; i++) {
+	return from + (me + n - (unsigned)(from % n)) % n;
+}
+
+/* Wait for the stop of member me's tasks in [from, to).  Returns 0, or
+ * the freeze check's error. */
+static int wait_stops(struct psvc_target *t, size_t from, size_t to, unsigned me,
+		      unsigned n, uint64_t timeout_ns, uint64_t batch_start)
+{
+	for (size_t i = first_of(from, me, n); i < to; i += n) {
 		struct psvc_task *k = &t->tasks[i];
 		if (!(k->flags & PSVC_TASK_SEIZED))
 			continue;
@@ -223,6 +232,44 @@ static int wait_stops(struct psvc_target *t, size_t from, uint64_t timeout_ns,
 	return 0;
 }
 
+/* One pass of the stop: each member seizes and interrupts its tasks of
+ * [from, to), then waits for each of them to stop. */
+struct stop_pass {
+	size_t from, to;
+	uint64_t timeout_ns, batch_start;
+	unsigned nseized[PSVC_CREW_MAX];
+	int err[PSVC_CREW_MAX];
+};
+
+static void stop_share(struct psvc_target *t, unsigned me, void *arg)
+{
+	struct stop_pass *p = arg;
+	unsigned n = psvc_crew_size(t);
+	for (size_t i = first_of(p->from, me, n); i < p->to; i += n)
+		seize_task(t, &t->tasks[i], &p->nseized[me]);
+	p->err[me] = wait_stops(t, p->from, p->to, me, n, p->timeout_ns,
+				p->batch_start);
+}
+
+/* Stop tasks [from, t->ntasks) with the crew: the first error, and how
+ * many were seized. */
+static int stop_pass(struct psvc_target *t, size_t from, uint64_t timeout_ns,
+		     unsigned *ret_nseized)
+{
+	struct stop_pass p = { .from = from, .to = t->ntasks,
+			       .timeout_ns = timeout_ns,
+			       .batch_start = psvc_now_ns() };
+	psvc_crew_run(t, stop_share, &p, true);
+	*ret_nseized = 0;
+	int err = 0;
+	for (unsigned i = 0; i < PSVC_CREW_MAX; i++) {
+		*ret_nseized += p.nseized[i];
+		if (!err)
+			err = p.err[i];
+	}
+	return err;
+}
+
 int psvc_live_stop(struct psvc_target *t, const struct psvc_stop_opts *opts)
 {
 	uint64_t timeout = opts ? opts->stop_timeout_ns : 0;
@@ -230,33 +277,40 @@ int psvc_live_stop(struct psvc_target *t, const struct psvc_stop_opts *opts)
 	uint64_t period = 2000000;
 	if (t->max_freeze_ns && t->max_freeze_ns / 4 < period)
 		period = t->max_freeze_ns / 4 ? t->max_freeze_ns / 4 : 100000;
-	psvc_wake_timer_set(t, opts ? opts->wake_signal : 0, period, period, false);
+	int wake = opts ? opts->wake_signal : 0;
+	/* the ranges a read could wait on, before anything is held (read at
+	 * the scan, unless the last capture was nonblocking) */
+	psvc_live_uffd_ensure(t);
+	psvc_wake_timer_set(t, wake, period, period, false);
+	psvc_crew_begin(t, psvc_crew_want(t, opts ? opts->tracers : 0), wake, period);
 
+	/* From here on something may be held; written before any member
+	 * runs (they only read it). */
+	t->stopped = true;
+	t->t_first_stop = psvc_now_ns();
 	int err = 0;
 	size_t from = 0;
 	for (int pass = 0;; pass++) {
-		unsigned nseized = 0;
-		uint64_t batch_start = psvc_now_ns();
-		if (pass == 0) {
-			/* the tasks of psvc_scan(), in its order; tasks born
-			 * since then are found by the rescan after the waits
-			 * (listing /proc/PID/task again now would only add to
-			 * the freeze) */
-			size_t n0 = t->ntasks;
-			for (size_t i = 0; i < n0 && !err; i++)
-				err = seize_one(t, t->tasks[i].tid, &nseized);
-		} else {
-			int n = psvc_list_tids(t, seize_one, &nseized);
-			if (n < 0 && n != -ESRCH)
+		if (pass > 0) {
+			/* the tasks of psvc_scan() first, in its order; tasks
+			 * born since then are found by listing again after
+			 * the waits (listing before would only add to the
+			 * freeze), until a list finds none new: a stopped
+			 * process creates no threads */
+			int n = psvc_list_tids(t, note_late, NULL);
+			if (n < 0 && n != -ESRCH) {
 				err = n;
+				break;
+			}
+			if (from == t->ntasks)
+				break;
 		}
+		unsigned nseized;
+		err = stop_pass(t, from, timeout, &nseized);
+		from = t->ntasks;
 		if (err)
 			break;
 		if (nseized == 0 && pass > 0)
-			break;	/* a stopped process creates no threads */
-		err = wait_stops(t, from, timeout, batch_start);
-		from = t->ntasks;
-		if (err)
 			break;
 		if (pass > 10000) {	/* a bound on a hostile fork bomb */
 			err = -EAGAIN;
@@ -289,9 +343,12 @@ int psvc_live_stop(struct psvc_target *t, const struct psvc_stop_opts *opts)
 	return nstopped;
 }
 
-void psvc_live_resume(struct psvc_target *t)
+/* Let member me's tasks go. */
+static void resume_share(struct psvc_target *t, unsigned me, void *arg)
 {
-	for (size_t i = 0; i < t->ntasks; i++) {
+	(void)arg;
+	unsigned n = psvc_crew_size(t);
+	for (size_t i = me; i < t->ntasks; i += n) {
 		struct psvc_task *k = &t->tasks[i];
 		if (!(k->flags & PSVC_TASK_SEIZED))
 			continue;
@@ -320,19 +377,25 @@ void psvc_live_resume(struct psvc_target *t)
 				psvc_task_released(k);
 		}
 	}
+}
+
+void psvc_live_resume(struct psvc_target *t)
+{
+	unsigned n = psvc_crew_size(t);
+	psvc_crew_run(t, resume_share, NULL, false);
 	t->t_last_resume = psvc_now_ns();	/* the target runs again */
 	psvc_wake_timer_disarm(t);
 	for (size_t i = 0; i < t->ntasks; i++) {
 		struct psvc_task *k = &t->tasks[i];
-		/* a straggler that is followed stays ours: its interrupt
-		 * shows up in psvc_follow_wait() as a stop to continue */
-		if (t->follow && (k->flags & PSVC_TASK_SEIZED)) {
-			psvc_task_handed_over(k);
+		if (!(k->flags & PSVC_TASK_SEIZED))
 			continue;
-		}
-		if ((k->flags & PSVC_TASK_SEIZED) && straggler_add(t, k->tid))
+		/* a straggler that is followed stays ours: its interrupt
+		 * shows up in psvc_follow_wait() as a stop to continue; one
+		 * a helper holds is let go when the helper ends, below */
+		if (t->follow || i % n != 0 || straggler_add(t, k->tid))
 			psvc_task_handed_over(k);	/* kept in the list */
 	}
+	psvc_crew_end(t);
 }
 
 static bool straggler_take(struct psvc_target *t, pid_t tid)

@@ -184,6 +184,8 @@ static int cached_copy(struct psvc_target *t, uint64_t addr,
 		memcpy(out, exact, len);
 		return 0;
 	}
+	if (psvc_runs_sparse(t, addr, out, len))
+		return 0;	/* a whole descriptor, from its pieces */
 	while (len) {
 		uint64_t blk = addr >> BLK_SHIFT;
 		size_t off = (size_t)(addr & (BLK_SIZE - 1));
@@ -217,8 +219,24 @@ void psvc_cache_bypass(struct psvc_target *t, bool on)
 	t->cache_bypass = on;
 }
 
+void psvc_frozen_reads(struct psvc_target *t, bool on)
+{
+	t->frozen_reads = on;
+}
+
+uint64_t psvc_frozen_misses(const struct psvc_target *t)
+{
+	return t->frozen_misses;
+}
+
 int psvc_read(struct psvc_target *t, uint64_t addr, void *buf, size_t len)
 {
+	if (t->frozen_reads && !t->cache_active) {
+		int err = cached_copy(t, addr, buf, len, false);
+		if (err)
+			t->frozen_misses++;
+		return err;
+	}
 	if (!t->cache_active || t->cache_bypass) {
 		if (len == 0)
 			return 0;

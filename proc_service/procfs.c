@@ -171,6 +171,8 @@ bool psvc_parse_stat(const char *buf, size_t len, struct psvc_taskinfo *ti)
 	/* PF_KTHREAD (include/linux/sched.h): the one sign of a kernel
 	 * thread that any user can read (its exe and maps are not) */
 	ti->kthread = (uint64_t)f[9] & 0x00200000u;
+	/* PF_EXITING: in do_exit(), its memory about to go or gone */
+	ti->exiting = (uint64_t)f[9] & 0x00000004u;
 	ti->utime_ticks = (uint64_t)f[14];
 	ti->stime_ticks = (uint64_t)f[15];
 	ti->priority = (long)f[18];

@@ -53,6 +53,7 @@ struct psvc_taskinfo {
 	char state;		/* R S D T t Z X I P W K ... */
 	pid_t ppid;		/* parent process */
 	bool kthread;		/* a kernel thread (PF_KTHREAD in the flags) */
+	bool exiting;		/* exiting (PF_EXITING in the flags) */
 	uint64_t utime_ticks, stime_ticks;
 	long priority, nice;
 	unsigned rt_priority, policy;
@@ -236,19 +237,29 @@ struct psvc_stop_opts {
 	 * without SA_RESTART.  0: no timer (deadlines checked between waits
 	 * only). */
 	int wake_signal;
-	/* Bytes of target memory the caller expects to copy per task while
-	 * stopped: room for them is mapped and faulted in before the first
-	 * task is stopped. */
-	size_t reserve_per_task;
+	/* Blocks (4 KiB) of the page cache the caller expects to fill while
+	 * stopped (what libthread_db reads besides descriptors, lock words):
+	 * mapped and faulted in before the first task is stopped. */
+	size_t reserve_blocks;
 	/* Bytes the caller expects to copy with psvc_copy_exact() while
 	 * stopped: mapped and faulted in before the first stop. */
 	size_t reserve_bytes;
+	/* The same for the scratch set (psvc_copy_scratch), the number of
+	 * ranges the largest copy will have, and of the parts of its ranges
+	 * (psvc_copy_stacks: n * psvc_stack_copy_parts(npieces)). */
+	size_t reserve_scratch_bytes;
+	size_t reserve_runs;
+	size_t reserve_parts;
 	/* Hold nothing (a nonblocking capture, live_observe.c): no task is
 	 * stopped nor attached; a task blocked in the kernel is OBSERVED,
 	 * its pc and sp (and syscall arguments) taken from /proc, its memory
 	 * read live.  What is read is not one consistent state.  The freeze
 	 * is 0.  -EOPNOTSUPP if the backend cannot. */
 	bool nonblocking;
+	/* Tracer threads that stop, read and resume the tasks (live_crew.c):
+	 * 0 for one per CPU (fewer for a small process), 1 for the calling
+	 * thread alone.  Following always uses one. */
+	unsigned tracers;
 };
 
 /*
@@ -401,13 +412,62 @@ void psvc_prefetch(struct psvc_target *t, const struct psvc_range *r,
  * prefix that could be).  psvc_runs_bytes(): the kept bytes.
  */
 void psvc_copy_exact(struct psvc_target *t, const struct psvc_range *r, size_t n);
+/* The same for the ranges no copy holds whole yet: small reads spread
+ * over many pages (a DTV slot, a TLS variable, a key block per thread),
+ * which the page cache would keep a page each of. */
+void psvc_copy_needed(struct psvc_target *t, const struct psvc_range *r, size_t n);
 /* While on, psvc_read() reads the target directly, caching nothing: for a
  * nonblocking capture's one pass over every descriptor (nonblock.c),
  * which would otherwise leave a block per thread in the cache. */
 void psvc_cache_bypass(struct psvc_target *t, bool on);
 void psvc_copy_scratch(struct psvc_target *t, const struct psvc_range *r,
 		       size_t n);
+/*
+ * Copy, as the scratch set, only the pieces of the structs of `size`
+ * bytes at addrs[0..n): for descriptors of which a reader uses some
+ * fields only (libthread_db and struct pthread: the fields its
+ * descriptors name).  A read of a field answers from its piece; a read of
+ * a whole struct from its start (libthread_db copies the struct, then
+ * picks its fields out of the copy) is the pieces with zeros between
+ * them.  Anything else is not copied.
+ */
+struct psvc_piece {
+	uint32_t off, len;
+};
+void psvc_copy_pieces(struct psvc_target *t, const uint64_t *addrs, size_t n,
+		      uint32_t size, const struct psvc_piece *pieces,
+		      size_t npieces);
+/*
+ * Both at once, a thread at a time: keep bytes from addr kept as
+ * psvc_copy_exact() keeps them (its stack), and, if pd is not 0, the
+ * pieces of the struct at pd as the scratch set (its descriptor, as
+ * psvc_copy_pieces()).  Where the struct lies a little above the kept
+ * bytes (a glibc thread's descriptor tops its stack), both come from one
+ * range of the target read in one go, what lies between read and
+ * dropped: the kernel's cost of a read is mostly per range (at 10 000
+ * threads the copies take half the time they took as two reads a
+ * thread).  If that range ends short of the struct (something between
+ * could not be read), the struct's pieces are read again on their own.
+ * keep 0: no stack; pd 0: no struct.
+ */
+struct psvc_stack_copy {
+	uint64_t addr, keep, pd;
+};
+void psvc_copy_stacks(struct psvc_target *t, const struct psvc_stack_copy *c,
+		      size_t n, uint32_t size, const struct psvc_piece *pieces,
+		      size_t npieces);
+/* The parts of a thread's ranges in psvc_copy_stacks() with npieces
+ * pieces, at most (for psvc_stop_opts.reserve_parts). */
+size_t psvc_stack_copy_parts(size_t npieces);
+/* Let the scratch set go; its memory goes back to the system at once. */
 void psvc_drop_scratch(struct psvc_target *t);
+/* After psvc_resume(), while on: psvc_read() (and so libthread_db's
+ * ps_pdread) answers from the stop's copies only, as psvc_read_frozen()
+ * does; a read they cannot answer fails and is counted
+ * (psvc_frozen_misses): for libthread_db run over the copied
+ * descriptors after the target runs again. */
+void psvc_frozen_reads(struct psvc_target *t, bool on);
+uint64_t psvc_frozen_misses(const struct psvc_target *t);
 /* After psvc_resume(): the kept run that holds addr has been used (a
  * stack, unwound): give it and every kept run copied before it up, their
  * memory back to the system.  What is still needed of them must have been
@@ -864,6 +924,11 @@ void psvc_unpin_all(struct psvc_target *t);
  * cycle must not keep the target stopped for ever.
  */
 void psvc_tdb_budget(struct psvc_target *t, uint64_t reads);
+/* Whether libthread_db has looked up a descriptor of a struct pthread
+ * field that was not pinned (the layout check does not know it): then
+ * the fields it reads are not all known, and a copy of a thread's
+ * descriptor must be whole (psvc_copy_pieces would not do). */
+bool psvc_tdb_unknown_field(const struct psvc_target *t);
 
 /* Monotonic clock in ns (shared by the session for its own timings). */
 uint64_t psvc_now_ns(void);

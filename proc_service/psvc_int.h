@@ -73,8 +73,17 @@ struct psvc_runs {
 	struct runs_set kept, scratch;
 	struct runs_chunk *chunks;	/* kept runs' storage */
 	size_t nchunks, chunks_cap;
-	unsigned char *scratch_buf;	/* scratch runs' storage */
+	unsigned char *scratch_buf;	/* scratch runs' storage (mapped) */
 	size_t scratch_cap;
+	struct psvc_run *io;		/* the read list of copy_into() */
+	size_t io_cap;
+	struct psvc_seg *segs;		/* and its runs' parts */
+	size_t segs_cap;
+	/* psvc_copy_pieces(): the scratch set holds these pieces of structs
+	 * of sparse_size bytes (0: it holds plain runs) */
+	uint32_t sparse_size;
+	struct psvc_piece sparse[8];
+	size_t nsparse;
 	/* kept runs given up (psvc_frozen_done): every run below this point
 	 * of the arena (chunk, then address) is gone */
 	size_t dead_chunk;
@@ -117,6 +126,9 @@ struct psvc_target {
 
 	/* the capture (target.c; the backend sets stopped and the times) */
 	bool stopped;		/* some task may be held by us */
+	bool tdb_unknown_field;	/* psvc_tdb_unknown_field() */
+	bool frozen_reads;	/* psvc_frozen_reads() */
+	uint64_t frozen_misses;
 	bool observing;		/* a nonblocking capture is open: nothing is
 				 * held, the page cache is in use */
 	bool last_nonblocking;	/* the last capture was nonblocking */
@@ -214,6 +226,11 @@ void psvc_cache_reserve(struct mem_cache *c, size_t nblocks);
 /* memruns.c: the run that covers [addr, addr + len) whole (NULL: none);
  * how many bytes from addr one kept run gives (0: none); pre-fault room
  * for bytes of kept runs; free everything. */
+/* A whole struct of psvc_copy_pieces() at addr, len bytes of it: its
+ * pieces and zeros between them into out.  false if addr is not the start
+ * of such a struct or len is more than one. */
+bool psvc_runs_sparse(const struct psvc_target *t, uint64_t addr,
+		      unsigned char *out, uint64_t len);
 const unsigned char *psvc_runs_find(const struct psvc_target *t, uint64_t addr,
 				    uint64_t len);
 uint64_t psvc_runs_extent(const struct psvc_target *t, uint64_t addr, uint64_t len);
@@ -224,6 +241,10 @@ bool psvc_runs_retained(const struct psvc_runs *rs, uint64_t addr, size_t len);
 void psvc_runs_retain(struct psvc_runs *rs, uint64_t addr, const void *tmp,
 		      size_t len);
 void psvc_runs_reserve(struct psvc_target *t, size_t bytes);
+/* Room for a scratch set of this many bytes, and a read list of nruns
+ * runs, mapped and faulted in now (before a stop). */
+void psvc_runs_reserve_scratch(struct psvc_target *t, size_t bytes, size_t nruns,
+			       size_t nparts);
 void psvc_runs_free(struct psvc_runs *rs);
 
 /* modules.c */

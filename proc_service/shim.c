@@ -62,6 +62,15 @@ void psvc_unpin_all(struct psvc_target *t)
 	t->npins = t->pins_cap = 0;
 }
 
+/* Whether a pin starts at addr (a descriptor the layout check read). */
+static bool pinned(const struct psvc_target *t, uint64_t addr)
+{
+	for (size_t i = 0; i < t->npins; i++)
+		if (t->pins[i].addr == addr)
+			return true;
+	return false;
+}
+
 void psvc_tdb_budget(struct psvc_target *t, uint64_t reads)
 {
 	t->tdb_budget = reads;
@@ -176,8 +185,17 @@ ps_err_e ps_pglobal_lookup(struct ps_prochandle *ph, const char *object,
 	uint64_t a;
 	if (psvc_lookup_symbol(ph->t, name, &a))
 		return PS_NOSYM;
+	if (!strncmp(name, "_thread_db_pthread_", 19) && !pinned(ph->t, a))
+		/* a field of struct pthread the layout check did not see:
+		 * copies of descriptors must be whole (session.c) */
+		ph->t->tdb_unknown_field = true;
 	*addr = (psaddr_t)(uintptr_t)a;
 	return PS_OK;
+}
+
+bool psvc_tdb_unknown_field(const struct psvc_target *t)
+{
+	return t->tdb_unknown_field;
 }
 
 /* Never called by glibc's libthread_db; defined so that it links against

@@ -205,11 +205,14 @@ int psvc_stop(struct psvc_target *t, const struct psvc_stop_opts *opts)
 	hold_update(t, true);	/* before the first task is held */
 	t->t_first_stop = t->t_last_resume = 0;
 	psvc_cache_begin(t);
-	if (opts && opts->reserve_per_task)
-		psvc_cache_reserve(&t->cache, t->ntasks *
-				   ((opts->reserve_per_task + 4095) / 4096));
+	if (opts && opts->reserve_blocks)
+		psvc_cache_reserve(&t->cache, opts->reserve_blocks);
 	if (opts && opts->reserve_bytes)
 		psvc_runs_reserve(t, opts->reserve_bytes);
+	if (opts && (opts->reserve_scratch_bytes || opts->reserve_runs ||
+		     opts->reserve_parts))
+		psvc_runs_reserve_scratch(t, opts->reserve_scratch_bytes,
+					  opts->reserve_runs, opts->reserve_parts);
 	int n = t->backend->stop(t, opts);
 	if (n < 0)
 		psvc_resume(t);
@@ -244,6 +247,10 @@ int psvc_check_freeze(struct psvc_target *t)
 
 void psvc_read_regs(struct psvc_target *t)
 {
+	if (t->backend->regs_all) {
+		t->backend->regs_all(t);
+		return;
+	}
 	for (size_t i = 0; i < t->ntasks; i++) {
 		struct psvc_task *k = &t->tasks[i];
 		if (k->flags & (PSVC_TASK_STOPPED | PSVC_TASK_OBSERVED))

@@ -111,7 +111,10 @@ struct psvc_task *psvc_task_add_late(struct psvc_target *t, pid_t tid)
 void psvc_task_seized(struct psvc_target *t, struct psvc_task *k)
 {
 	k->flags |= PSVC_TASK_SEIZED;
-	t->stopped = true;	/* from now on something may be held */
+	/* from now on something may be held (a live stop says so before
+	 * its tracer threads seize anything: then this only reads it) */
+	if (!t->stopped)
+		t->stopped = true;
 }
 
 void psvc_task_refused(struct psvc_task *k, int err)

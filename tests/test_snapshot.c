@@ -374,6 +374,28 @@ Test(snapshot, sigkill_mid_capture_leaves_target_running)
 	}
 }
 
+/* The same with a crew of four tracer threads (one per CPU by default:
+ * none on a machine of one), each holding a share of the tasks. */
+Test(snapshot, sigkill_mid_capture_with_four_tracers)
+{
+	const char *args[] = { "--idle", "1000", NULL };
+	fx_start(&fx, "fx_threads", args, 60);
+	setenv("TINSPECT_TRACERS", "4", 1);
+	int hits = 0;
+	for (int i = 0; i < 20; i++) {
+		struct run r;
+		bool seen = signal_mid_capture(fx.pid, SIGKILL, (i % 5) * 200, NULL, &r);
+		if (r.pid > 0)
+			run_wait(&r, 60);
+		hits += seen;
+		cr_assert(!any_task_stopped(fx.pid),
+			  "iteration %d: target left stopped after SIGKILL", i);
+		cr_assert_eq(kill(fx.pid, 0), 0, "target died");
+		run_free(&r);
+	}
+	cr_assert(hits > 0, "never caught tinspect with the target stopped");
+}
+
 static void signal_test(int sig)
 {
 	const char *args[] = { "--idle", "1000", NULL };

@@ -588,3 +588,44 @@ Test(tls, removed_no_target_thread_db_is_a_usage_error)
 	cr_assert(!any_task_stopped(fx.pid));
 	run_free(&r);
 }
+
+/* Peak RSS (KiB) of tinspect --json [extra] PID. */
+static long peak_rss(const char *const *extra)
+{
+	const char *args[8];
+	size_t n = 0;
+	args[n++] = "--json";
+	for (; extra && *extra && n < 6; extra++)
+		args[n++] = *extra;
+	args[n++] = pidstr(fx.pid);
+	args[n] = NULL;
+	struct run r;
+	run_tinspect(&r, args, 240);
+	cr_assert(!r.timed_out && (r.status == 0 || r.status == 1),
+		  "exit %d; stderr: %s", r.status, r.err ? r.err : "");
+	long k = r.maxrss_kib;
+	run_free(&r);
+	return k;
+}
+
+/* --keys and --errno read a few words per thread (its key block, a DTV
+ * slot, errno): what they cost in memory must be about that, not a page
+ * of target memory per thread and per read (at 10 000 threads that was
+ * 121 MiB against 58 without them). */
+Test(tls, keys_and_errno_keep_words_not_pages)
+{
+	const char *san = getenv("TINSPECT_SANITIZE");
+	if (san && *san && strcmp(san, "none") != 0)
+		cr_skip_test("RSS is measured in the unsanitized build (this one: %s)", san);
+	const char *wrap = getenv("TINSPECT_WRAPPER");
+	if (wrap && *wrap)
+		cr_skip_test("RSS is not measured under %s", wrap);
+	const char *args[] = { "--idle", "3000", NULL };
+	fx_start(&fx, "fx_threads", args, 120);
+	long plain = peak_rss(NULL);
+	const char *ke[] = { "--keys", "--errno", NULL };
+	long both = peak_rss(ke);
+	cr_log_info("3000 threads: peak RSS %ld KiB, with --keys --errno %ld KiB", plain, both);
+	/* a page a thread would be 11.7 MiB more */
+	cr_assert_lt(both - plain, 4 * 1024, "--keys --errno cost %ld KiB more", both - plain);
+}

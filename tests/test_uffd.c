@@ -231,6 +231,35 @@ Test(uffd, nonblocking_neither_waits_nor_makes_pages_served)
 	one_shot("outside", extra);
 }
 
+/* A process large enough for a crew of tracers, whose members split the
+ * reads among them (two, whatever the CPUs): each member must leave the
+ * reads that could wait to /proc/PID/mem as the caller does. */
+static void crew_one_shot(const char *mode)
+{
+	need_userfaultfd();
+	const char *args[] = { mode, "400", NULL };
+	fx_start(&fx, "fx_uffd", args, 120);
+	setenv("TINSPECT_TRACERS", "2", 1);
+	json_t *doc = inspect(NULL);
+	unsetenv("TINSPECT_TRACERS");
+	cr_assert_geq(json_array_size(json_object_get(doc, "threads")), 400);
+	check_document(doc, !strcmp(mode, "outside"));
+	json_decref(doc);
+	check_running();
+	if (!strcmp(mode, "inside"))
+		cr_assert_eq(foreign_faults(), 0, "tinspect made the target serve pages");
+}
+
+Test(uffd, crew_served_by_a_stopped_thread)
+{
+	crew_one_shot("inside");
+}
+
+Test(uffd, crew_served_by_nobody)
+{
+	crew_one_shot("outside");
+}
+
 Test(uffd, tls_keys_errno_say_why)
 {
 	start("inside");
