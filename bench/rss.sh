@@ -85,7 +85,11 @@ watch_run() {	# -> "hwm_at_10 hwm_at_last peak"
 	done
 	wait "$IPID" 2>/dev/null
 	IPID=""
-	echo "${at10:-NA} ${atlast:-NA} $(tail -1 "$work/time")"
+	# the high-water mark at exit is the peak: it stands for the last
+	# update's when the process ended between two looks
+	local peak
+	peak=$(tail -1 "$work/time")
+	echo "${at10:-NA} ${atlast:-$peak} $peak"
 }
 
 median() { tr ' ' '\n' | grep -v '^$' | grep -v NA | sort -g | awk '{ v[NR] = $1 } END {

@@ -46,10 +46,21 @@ static uint64_t descriptor_addr(const struct dbs_session *s,
 	return arch_thread_area(psvc_arch(s->t), k->tp, (int)s->sizeof_pthread);
 }
 
+/* Task k's descriptor where the checked layout puts it, with or without
+ * libthread_db (whose version may not serve the target's glibc): a glibc
+ * thread's stack copy ends there.  0 if not known. */
+static uint64_t stack_descriptor(const struct dbs_session *s, const struct psvc_task *k)
+{
+	if (!s->layout_ok || !s->sizeof_pthread || !k->tp ||
+	    !(k->flags & PSVC_TASK_HAVE_REGS))
+		return 0;
+	return descriptor_addr(s, k);
+}
+
+/* Task k's descriptor is copied for libthread_db. */
 static bool have_descriptor(const struct dbs_session *s, const struct psvc_task *k)
 {
-	return s->ta && k->tp && s->sizeof_pthread &&
-	       (k->flags & PSVC_TASK_HAVE_REGS);
+	return s->ta && stack_descriptor(s, k);
 }
 
 /* The stack range of task k to copy, into cap->stack_lo/hi and *ret_lo
@@ -142,9 +153,10 @@ void dbs_prefetch_capture(struct dbs_session *s, struct tdb_result *cap)
 		struct psvc_task *k = psvc_task_at(t, i);
 		if (!(k->flags & PSVC_TASK_HAVE_REGS))
 			continue;
-		uint64_t pd = have_descriptor(s, k) ? descriptor_addr(s, k) : 0;
+		uint64_t top = stack_descriptor(s, k);
+		uint64_t pd = have_descriptor(s, k) ? top : 0;
 		uint64_t lo = 0;
-		if (s->unwinder && !stack_range(s, k, pd, &cap[i], &lo))
+		if (s->unwinder && !stack_range(s, k, top, &cap[i], &lo))
 			lo = 0;
 		if (!lo && !pd)
 			continue;
@@ -177,7 +189,7 @@ size_t dbs_expected_copy_bytes(struct dbs_session *s)
 		uint64_t len = m.end - ti->sc_sp;
 		if (len > s->opts.stack_bytes)
 			len = s->opts.stack_bytes;
-		else if (len > s->sizeof_pthread + s->stacktop_cut)
+		else if (s->layout_ok && len > s->sizeof_pthread + s->stacktop_cut)
 			len -= s->sizeof_pthread + s->stacktop_cut;	/* not copied */
 		sum += (size_t)len + 128 + 16;
 	}

@@ -164,6 +164,8 @@ struct dbs_session {
 	char *tdb_detail;
 	uint64_t ta_generation;		/* module generation of ta */
 	uint32_t sizeof_pthread;
+	bool layout_ok;		/* tdbcheck.c passed: sizeof_pthread and
+				 * desc_pieces hold, libthread_db or not */
 	char glibc_version[16];
 	const char *glibc_version_src;	/* static: where it was read */
 	long clk_tck;

@@ -92,6 +92,7 @@ static void ta_setup(struct dbs_session *s)
 {
 	ta_release(s);
 	psvc_unpin_all(s->t);
+	s->layout_ok = false;
 	s->ta_generation = psvc_modules_generation(s->t);
 	if (!s->lib_loaded) {
 		s->tdb_status = DBS_TDB_UNAVAILABLE;
@@ -123,6 +124,7 @@ static void ta_setup(struct dbs_session *s)
 					    "/proc only", why);
 		return;
 	}
+	s->layout_ok = true;
 
 	psvc_tdb_budget(s->t, TDB_READ_BUDGET);
 	td_err_e e = s->lib.td_ta_new(psvc_prochandle(s->t), &s->ta);

@@ -37,7 +37,7 @@
 static uint64_t descriptor_on_stack(const struct dbs_session *s,
 				    const struct dbs_thread *th, uint64_t addr)
 {
-	if (!s->ta || !s->sizeof_pthread || !th->have_regs || !th->tp || !addr)
+	if (!s->layout_ok || !s->sizeof_pthread || !th->have_regs || !th->tp || !addr)
 		return 0;
 	uint64_t pd = arch_thread_area(psvc_arch(s->t), th->tp,
 				       (int)s->sizeof_pthread);
