@@ -289,7 +289,8 @@ static bool get_time(struct reader *r, json_t *o, const char *k, bool nullable,
 	tm.tm_year -= 1900;
 	tm.tm_mon -= 1;
 	time_t t = timegm(&tm);
-	if (t < 0)
+	/* nanoseconds in 64 bits: 1970 to 2262 */
+	if (t < 0 || t >= INT64_MAX / 1000000000)
 		return fail(r, "%s is not a time", k);
 	*ret = (int64_t)t * 1000000000 + (int64_t)us * 1000;
 	return true;

@@ -327,6 +327,10 @@ Test(lockgraph_file, damaged_documents_are_refused_with_the_reason)
 	refused("count is not an integer");
 	write_damaged("\"time\":\"", "\"time\":\"x");
 	refused("time is not a time");
+	/* a time whose nanoseconds do not fit in 64 bits (found by
+	 * fuzz_lockgraph) */
+	write_damaged("\"time\":\"2023", "\"time\":\"9999");
+	refused("time is not a time");
 	write_damaged("\"kind\":\"mutex\"", "\"kind\":\"spinlock\"");
 	refused("no kind mutex/rwlock");
 }
