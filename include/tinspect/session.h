@@ -84,7 +84,7 @@ enum tinspect_option_flags {
 	 * that tinspect_thread_held() knows the locks a thread holds beyond
 	 * those others wait on now: what a lock-order graph is learned from
 	 * (tinspect_locks(3), "Held locks").  A few dozen bytes per lock in
-	 * one batched read; at most 4096 locks, the one seen least recently
+	 * one batched read; at most 1024 locks, the one seen least recently
 	 * forgotten first (tinspect_snapshot_locks_forgotten()). */
 	TINSPECT_OPT_TRACK_LOCKS = 1u << 9,
 };
