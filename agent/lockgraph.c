@@ -62,21 +62,28 @@ static char *dup_or_null(const char *s, bool *failed)
 
 void lg_seen_clear(struct lg_seen *s)
 {
-	free(s->thread.name);
-	for (size_t i = 0; i < s->stack.n; i++) {
-		free(s->stack.v[i].symbol);
-		free(s->stack.v[i].module);
-	}
 	free(s->stack.v);
 	memset(s, 0, sizeof *s);
 }
 
-int lg_seen_copy(struct lg_seen *dst, const struct lg_seen *src)
+/* s as g's own string (NULL stays NULL); *failed when out of memory. */
+static const char *intern(struct lockgraph *g, const char *s, bool *failed)
+{
+	if (!s)
+		return NULL;
+	bool added;
+	struct blob *b = btab_get(&g->strings, s, strlen(s), 0, true, &added);
+	if (!b)
+		*failed = true;
+	return b ? b->key : NULL;
+}
+
+int lg_seen_copy(struct lockgraph *g, struct lg_seen *dst, const struct lg_seen *src)
 {
 	bool failed = false;
 	memset(dst, 0, sizeof *dst);
 	dst->thread = src->thread;
-	dst->thread.name = dup_or_null(src->thread.name, &failed);
+	dst->thread.name = intern(g, src->thread.name, &failed);
 	dst->time_ns = src->time_ns;
 	dst->update = src->update;
 	size_t n = src->stack.n < LG_MAX_FRAMES ? src->stack.n : LG_MAX_FRAMES;
@@ -84,8 +91,8 @@ int lg_seen_copy(struct lg_seen *dst, const struct lg_seen *src)
 		failed = true;
 	for (size_t i = 0; !failed && i < n; i++) {
 		const struct lg_frame *f = &src->stack.v[i];
-		dst->stack.v[i].symbol = dup_or_null(f->symbol, &failed);
-		dst->stack.v[i].module = dup_or_null(f->module, &failed);
+		dst->stack.v[i].symbol = intern(g, f->symbol, &failed);
+		dst->stack.v[i].module = intern(g, f->module, &failed);
 		dst->stack.v[i].offset = f->offset;
 		dst->stack.n = i + 1;
 	}
@@ -126,6 +133,7 @@ void lg_free(struct lockgraph *g)
 	free(g->edges);
 	free(g->inv);
 	free(g->kidx);
+	btab_free(&g->strings);
 	free(g);
 }
 
@@ -243,7 +251,7 @@ void lg_lock_site(struct lockgraph *g, size_t li, const char *caller,
 			return;
 	bool failed = false;
 	char *c = dup_or_null(caller, &failed);
-	if (failed || lg_seen_copy(&l->sites[l->nsites], seen)) {
+	if (failed || lg_seen_copy(g, &l->sites[l->nsites], seen)) {
 		free(c);
 		return;
 	}
@@ -351,9 +359,9 @@ unsigned lg_observe(struct lockgraph *g, size_t from, size_t to,
 		return news;
 	struct lg_evidence *ev = &ed->ev[ed->nev];
 	memset(ev, 0, sizeof *ev);
-	if (lg_seen_copy(&ev->seen, seen))
+	if (lg_seen_copy(g, &ev->seen, seen))
 		return news | LG_NEWS_ERROR;
-	if (held_site && lg_seen_copy(&ev->held_site, held_site)) {
+	if (held_site && lg_seen_copy(g, &ev->held_site, held_site)) {
 		lg_seen_clear(&ev->seen);
 		return news | LG_NEWS_ERROR;
 	}

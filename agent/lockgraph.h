@@ -21,11 +21,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "formats.h"	/* struct btab: the graph's strings, interned */
+
 #define LG_MAX_FRAMES 32	/* frames kept of a stack, innermost first */
 #define LG_EDGE_THREADS 4	/* evidence kept per order: one per thread */
 #define LG_LOCK_SITES 4		/* waits kept per lock: one per stack */
 #define LG_MAX_LOCKS 4096
-#define LG_MAX_EDGES 16384
+#define LG_MAX_EDGES 4096
 #define LG_MAX_INVERSIONS 1024
 #define LG_MAX_CYCLE 8		/* locks in a cycle looked for */
 
@@ -35,9 +37,12 @@ const char *lg_kind_name(enum lg_kind k);	/* "mutex", "rwlock" */
 /* 0 and *ret, or -1 for a name that is neither */
 int lg_kind_parse(const char *name, enum lg_kind *ret);
 
+/* Strings of frames and thread names in a graph are the graph's (interned:
+ * thousands of stacks share a few dozen names); in a view passed to
+ * lg_observe() or lg_lock_site(), the caller's. */
 struct lg_frame {
-	char *symbol;		/* NULL: none */
-	char *module;		/* NULL: outside any module */
+	const char *symbol;	/* NULL: none */
+	const char *module;	/* NULL: outside any module */
 	uint64_t offset;	/* from the symbol, else from the module */
 };
 
@@ -49,7 +54,7 @@ struct lg_stack {
 struct lg_thread {
 	pid_t pid, tid;
 	uint64_t pthread;	/* 0: not known */
-	char *name;		/* NULL: not known */
+	const char *name;	/* NULL: not known */
 };
 bool lg_same_thread(const struct lg_thread *a, const struct lg_thread *b);
 
@@ -139,6 +144,7 @@ struct lockgraph {
 	/* the lock index by key (open addressing), rebuilt as it grows */
 	size_t *kidx;
 	size_t kidx_cap;
+	struct btab strings;	/* of frames and thread names */
 };
 
 struct lockgraph *lg_new(void);
@@ -196,9 +202,9 @@ size_t lg_find_inversions(struct lockgraph *g, size_t e, int64_t now_ns);
 /* Every edge searched (after a graph was read from a file). */
 size_t lg_find_all_inversions(struct lockgraph *g, int64_t now_ns);
 
-/* Deep copies of what lg_observe() and lg_lock_site() take, and their
- * release (used by the readers that build observations). */
-int lg_seen_copy(struct lg_seen *dst, const struct lg_seen *src);
+/* A copy of an observation into g (its strings interned in g), and its
+ * release. */
+int lg_seen_copy(struct lockgraph *g, struct lg_seen *dst, const struct lg_seen *src);
 void lg_seen_clear(struct lg_seen *s);
 
 #endif

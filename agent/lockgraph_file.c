@@ -320,7 +320,7 @@ static bool read_thread(struct reader *r, json_t *o, struct lg_thread *t)
 		return false;
 	t->pid = (pid_t)pid;
 	t->tid = (pid_t)tid;
-	t->name = (char *)name;	/* a view: copied by lg_seen_copy() */
+	t->name = name;	/* a view: the graph interns what it keeps */
 	return true;
 }
 
@@ -348,8 +348,8 @@ static bool read_seen(struct reader *r, json_t *o, const char *stack_key,
 		    !get_count(r, f, "offset", INT64_MAX, &frames[i].offset))
 			return fail(r, "%s: a frame is not {symbol, module, offset}",
 				    stack_key);
-		frames[i].symbol = (char *)sym;
-		frames[i].module = (char *)mod;
+		frames[i].symbol = sym;
+		frames[i].module = mod;
 		s->stack.n = i + 1;
 	}
 	return true;

@@ -73,8 +73,8 @@ int lockorder_open(const char *path, struct lockorder **ret, char *why,
 
 /* ---- one update's observations ---------------------------------------------------- */
 
-/* The stack of a thread as a view (borrowed strings: lg_seen_copy() takes
- * copies of what is kept). */
+/* The stack of a thread as a view (the snapshot's strings: the graph
+ * interns what it keeps). */
 static void stack_view(const tinspect_thread *th, struct lg_frame *v, size_t *n)
 {
 	size_t nf = tinspect_thread_nframes(th);
@@ -83,8 +83,8 @@ static void stack_view(const tinspect_thread *th, struct lg_frame *v, size_t *n)
 		const tinspect_frame *f = tinspect_thread_frame(th, i);
 		const char *sym = tinspect_frame_symbol(f);
 		v[i] = (struct lg_frame){
-			.symbol = (char *)sym,
-			.module = (char *)tinspect_frame_module(f),
+			.symbol = sym,
+			.module = tinspect_frame_module(f),
 			.offset = sym ? tinspect_frame_offset(f)
 				      : tinspect_frame_module_offset(f),
 		};
@@ -104,7 +104,7 @@ static void seen_view(const tinspect_snapshot *snap, const tinspect_thread *th,
 		pthread = 0;
 	*s = (struct lg_seen){
 		.thread = { tinspect_snapshot_pid(snap), tinspect_thread_tid(th),
-			    pthread, (char *)tinspect_thread_name(th, NULL) },
+			    pthread, tinspect_thread_name(th, NULL) },
 		.time_ns = sec * 1000000000 + nsec,
 		.update = update,
 		.stack = { frames, 0 },

@@ -23,14 +23,14 @@
 
 static struct lg_frame F(const char *sym, uint64_t off)
 {
-	return (struct lg_frame){ (char *)sym, (char *)"/bin/prog", off };
+	return (struct lg_frame){ sym, "/bin/prog", off };
 }
 
 /* An observation of thread tid at update u with frames f[0..n). */
 static struct lg_seen seen(pid_t tid, uint64_t u, struct lg_frame *f, size_t n)
 {
 	return (struct lg_seen){
-		.thread = { 100, tid, 0x7f0000000000ull + (uint64_t)tid, (char *)"worker" },
+		.thread = { 100, tid, 0x7f0000000000ull + (uint64_t)tid, "worker" },
 		.time_ns = 1700000000000000000ll + (int64_t)u * 1000000000,
 		.update = u,
 		.stack = { f, n },
