@@ -5,7 +5,7 @@
  * glibc records the owner of every mutex in the mutex (__owner, set right
  * after the acquisition and cleared before the release; the TID in
  * __lock of a robust or PI mutex) and the writer of an rwlock
- * (__cur_writer, the same way): docs/GLIBC.md §5.  So a thread that the
+ * (__cur_writer, the same way): docs/GLIBC.md §5.2.  So a thread that the
  * words of lock A name as its owner holds A at the moment they were read,
  * as long as it cannot have run since: in an all-stop capture every
  * thread is stopped while the words are copied; in a nonblocking one
