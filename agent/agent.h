@@ -28,9 +28,13 @@ enum agent_exit {
 	EXIT_DEADLOCK = 10,		/* --check: a deadlock was found */
 	EXIT_UNCONFIRMED = 11,		/* --check --nonblocking=strict: a
 					 * candidate deadlock, not proven */
+	EXIT_LOCK_ORDER = 12,		/* --check --lock-order: the lock-order
+					 * graph holds a potential deadlock
+					 * (an inversion); no deadlock found */
 };
 
 struct formats;		/* formats.h */
+struct lockorder;	/* lockorder.h */
 
 struct agent_opts {
 	bool json;
@@ -43,6 +47,9 @@ struct agent_opts {
 				 * "update"); 0 outside watch mode */
 	struct formats *formats;	/* the files for other tools
 					 * (formats.h); NULL: none */
+	/* the lock-order graph of a watch or of --lock-order (lockorder.h);
+	 * NULL: none */
+	struct lockorder *lockorder;
 };
 
 /* --watch */
@@ -113,7 +120,7 @@ int agent_core(const char *core, const char *exe, const char *sysroot,
 
 /* JSON document format; bump the minor for additions, the major for
  * changes that break readers. */
-#define TINSPECT_FORMAT_VERSION "2.3"
+#define TINSPECT_FORMAT_VERSION "2.4"
 
 int render_text(FILE *out, const tinspect_snapshot *snap,
 		const struct agent_opts *o);

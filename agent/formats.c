@@ -57,6 +57,12 @@ int formats_open(const struct format_opts *o, struct formats **ret,
 	return 0;
 }
 
+void formats_set_lockorder(struct formats *f, const struct lockorder *lo)
+{
+	if (f)
+		f->prom.lockorder = lo;
+}
+
 static void write_prom(struct formats *f, const tinspect_snapshot *snap)
 {
 	int err = prom_write(f->o.prometheus, &f->prom, snap, f->mode);

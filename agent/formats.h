@@ -47,6 +47,10 @@ int formats_open(const struct format_opts *o, struct formats **ret,
 		 const char **ret_path);
 /* After every successful update. */
 void formats_snapshot(struct formats *f, const tinspect_snapshot *snap);
+/* The lock-order graph whose counts the Prometheus file carries (it
+ * outlives f); NULL: none. */
+struct lockorder;
+void formats_set_lockorder(struct formats *f, const struct lockorder *lo);
 /* After an update that failed but the run goes on (the freeze limit). */
 void formats_update_failed(struct formats *f);
 /* Write the folded and pprof files and free everything; f may be NULL.
@@ -151,6 +155,7 @@ struct prom_state {
 	char *info;			/* tinspect_target_info */
 	bool wait_ages;			/* see struct format_opts */
 	uint64_t hung_after_ns;
+	const struct lockorder *lockorder;	/* NULL: no lock-order graph */
 };
 /* Render snap's gauges into st (NULL snap: keep the last ones) and write
  * the whole exposition to path.  0 or -errno. */

@@ -11,6 +11,7 @@
  * not lose address bits.
  */
 #include "agent.h"
+#include "lockorder.h"
 #include "overtime.h"
 
 #include <inttypes.h>
@@ -763,6 +764,8 @@ static void snapshot_json(struct jw *w, const tinspect_snapshot *snap,
 	jw_arr_end(w);
 	json_locks(w, snap);
 	json_verdict(w, snap, o->update);
+	/* a watch's (or --lock-order's) lock-order graph, when there is one */
+	lockorder_json(w, o->lockorder);
 	jw_obj_end(w);
 }
 

@@ -7,6 +7,7 @@
 #include "agent.h"
 #include "formats.h"
 #include "guard.h"
+#include "lockorder.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -106,6 +107,7 @@ static const char usage_text[] =
 "Usage: tinspect [OPTIONS] PID\n"
 "       tinspect --diff [--json] OLD.json NEW.json\n"
 "       tinspect --core FILE [--exe PATH] [--sysroot DIR] [OPTIONS]\n"
+"       tinspect --lock-order FILE [--json] [--check]\n"
 "Stop every thread of process PID together for as short a time as possible,\n"
 "record what each thread is doing, let the process go, and report.  With\n"
 "--core, the same report from a core file (post-mortem).  With\n"
@@ -122,7 +124,9 @@ static const char usage_text[] =
 "  --verbose            text: also CPU, signals, registers and stack bounds\n"
 "                       of every thread, every stack in full, every lock\n"
 "  --check              exit with status 10 if a deadlock was found (after\n"
-"                       printing the report as usual)\n"
+"                       printing the report as usual); with --lock-order,\n"
+"                       12 if none was but the lock-order graph holds a\n"
+"                       potential deadlock\n"
 "  --max-freeze MS      abandon the capture and resume the target if it would\n"
 "                       stay stopped longer than MS milliseconds\n"
 "  --stop-timeout MS    leave out threads that do not stop within MS ms\n"
@@ -159,6 +163,12 @@ static const char usage_text[] =
 "  --folded-by thread-name  put the thread's name at the root of each stack\n"
 "  --pprof FILE         the same samples as a gzip'ed pprof profile\n"
 "                       (go tool pprof, Parca, Pyroscope)\n"
+"  --lock-order FILE    keep the lock-order graph (a watch keeps one in\n"
+"                       memory anyway) in FILE: read at the start, merged\n"
+"                       with what this run learns, replaced atomically\n"
+"                       (JSON); without a PID, print the saved graph\n"
+"  --no-lock-order      in watch mode, keep no lock-order graph (and read\n"
+"                       no lock words beyond those waited on)\n"
 "  --nonblocking[=strict]  stop no thread and attach to none: threads\n"
 "                       blocked in the kernel are read from /proc (pc, sp,\n"
 "                       syscall) and their stacks copied live; running\n"
@@ -219,6 +229,8 @@ static const char usage_text[] =
 "      held by each other); the report says which\n"
 "  11  --check with --nonblocking=strict: a candidate deadlock was seen\n"
 "      but, nothing being stopped, not proven (reported as unconfirmed)\n"
+"  12  --check with --lock-order: no deadlock, but the lock-order graph\n"
+"      holds a potential deadlock (a lock order inversion)\n"
 "  128+N  killed by signal N (after resuming the target)\n"
 "The target is never left stopped, whatever the exit status.\n";
 
@@ -468,13 +480,15 @@ int main(int argc, char **argv)
 	       OPT_NO_TARGET_TDB, OPT_TARGET_TDB, OPT_CHECK, OPT_WATCH, OPT_COUNT, OPT_SUMMARY,
 	       OPT_FOLLOW, OPT_BRIEF, OPT_VERBOSE, OPT_HUNG_AFTER, OPT_MAX_DUTY,
 	       OPT_DIFF, OPT_PROMETHEUS, OPT_FOLDED, OPT_FOLDED_BY, OPT_PPROF, OPT_CORE, OPT_EXE, OPT_SYSROOT, OPT_NONBLOCKING,
-	       OPT_UPDATE_PRIORITY };
+	       OPT_UPDATE_PRIORITY, OPT_LOCK_ORDER, OPT_NO_LOCK_ORDER };
 	struct format_opts fo = { 0 };
 	const char *core = NULL, *exe = NULL, *sysroot = NULL;
 	/* options that make no sense for a core, refused with --core */
 	const char *live_only = NULL;
 	struct watch_opts wo = { 0 };
 	bool watch = false, diff = false, hung_after_set = false;
+	const char *lock_order_path = NULL;
+	bool no_lock_order = false;
 	int idle_updates = -1;	/* --update-priority; -1: the default */
 	bool debuginfod = false;
 	enum { MAX_TLS = 64 };
@@ -498,6 +512,8 @@ int main(int argc, char **argv)
 		{ "diff", no_argument, NULL, OPT_DIFF },
 		{ "nonblocking", optional_argument, NULL, OPT_NONBLOCKING },
 		{ "update-priority", required_argument, NULL, OPT_UPDATE_PRIORITY },
+		{ "lock-order", required_argument, NULL, OPT_LOCK_ORDER },
+		{ "no-lock-order", no_argument, NULL, OPT_NO_LOCK_ORDER },
 		{ "max-freeze", required_argument, NULL, OPT_MAX_FREEZE },
 		{ "stop-timeout", required_argument, NULL, OPT_STOP_TIMEOUT },
 		{ "thread-db", required_argument, NULL, OPT_THREAD_DB },
@@ -652,6 +668,12 @@ int main(int argc, char **argv)
 			dopts.flags |= optarg ? TINSPECT_OPT_NONBLOCKING_STRICT
 					      : TINSPECT_OPT_NONBLOCKING;
 			break;
+		case OPT_LOCK_ORDER:
+			lock_order_path = optarg;
+			break;
+		case OPT_NO_LOCK_ORDER:
+			no_lock_order = true;
+			break;
 		case OPT_UPDATE_PRIORITY:
 			if (strcmp(optarg, "idle") && strcmp(optarg, "normal")) {
 				fprintf(stderr, "tinspect: --update-priority is idle "
@@ -725,6 +747,18 @@ int main(int argc, char **argv)
 		}
 		return agent_diff(argv[optind], argv[optind + 1], ao.json);
 	}
+	if (lock_order_path && no_lock_order) {
+		fprintf(stderr, "tinspect: --lock-order and --no-lock-order do not "
+			"go together\n");
+		return EXIT_USAGE;
+	}
+	if (lock_order_path && (core || diff)) {
+		fprintf(stderr, "tinspect: --lock-order learns from a live process "
+			"(or, without a PID, prints a saved graph)\n");
+		return EXIT_USAGE;
+	}
+	if (lock_order_path && optind == argc && !core)
+		return lockorder_show(lock_order_path, ao.json, ao.check);
 	if ((exe || sysroot) && !core) {
 		fprintf(stderr, "tinspect: --exe and --sysroot go with --core\n");
 		return EXIT_USAGE;
@@ -783,9 +817,10 @@ int main(int argc, char **argv)
 	if (!debuginfod)
 		unsetenv("DEBUGINFOD_URLS");
 	if (!watch && (wo.count || wo.summary || wo.follow || hung_after_set ||
-		       wo.max_duty_percent > 0)) {
+		       wo.max_duty_percent > 0 || no_lock_order)) {
 		fprintf(stderr, "tinspect: --count, --summary, --follow-threads, "
-			"--hung-after and --max-duty go with --watch\n");
+			"--hung-after, --max-duty and --no-lock-order go with "
+			"--watch\n");
 		return EXIT_USAGE;
 	}
 	if (watch && !hung_after_set)
@@ -840,6 +875,24 @@ int main(int argc, char **argv)
 		ao.formats = formats;
 		finish_first = watch && (fo.folded || fo.pprof);
 	}
+	/* the lock-order graph: every watch keeps one unless told not to
+	 * (its locks' words are then read in every update), and --lock-order
+	 * keeps it in a file, also for a one-shot capture */
+	if ((watch && !no_lock_order) || lock_order_path) {
+		char why[1024];
+		int e = lockorder_open(lock_order_path, &ao.lockorder, why, sizeof why);
+		if (e) {
+			fprintf(stderr, "tinspect: --lock-order: %s\n", why);
+			formats_close(formats);
+			return e == -ENOMEM ? EXIT_INTERNAL : EXIT_USAGE;
+		}
+		formats_set_lockorder(formats, ao.lockorder);
+		if (watch)
+			dopts.flags |= TINSPECT_OPT_TRACK_LOCKS;
+		/* a signal between updates ends the loop, so that the file
+		 * keeps the last counts */
+		finish_first |= watch && lock_order_path;
+	}
 
 	raise_fd_limit();
 	install_signals(dopts.max_freeze_ns);
@@ -849,6 +902,7 @@ int main(int argc, char **argv)
 	if (err) {
 		capturing = 0;
 		formats_close(formats);
+		lockorder_close(ao.lockorder);
 		if (err == -ENOEXEC)
 			return report_unsupported(pid);
 		return report_error(pid, err, false, dopts.max_freeze_ns);
@@ -864,6 +918,8 @@ int main(int argc, char **argv)
 		/* the samples of every update made, also when a signal ended
 		 * the run */
 		int ferr = formats_close(formats);
+		/* and the lock-order graph with its last counts */
+		ferr |= lockorder_close(ao.lockorder);
 		if (got_signal)
 			reraise();
 		if (err == -EPIPE)
@@ -880,18 +936,24 @@ int main(int argc, char **argv)
 		reraise();
 	/* once, without --watch: the files of this one update (or, after
 	 * the freeze limit, a textfile that counts the failure) */
+	if (snap && ao.lockorder)
+		lockorder_sample(ao.lockorder, snap, 0);
 	if (snap)
 		formats_snapshot(formats, snap);
 	else if (err == -ETIMEDOUT)
 		formats_update_failed(formats);
 	int ferr = formats_close(formats);
-	if (err)
+	if (err) {
+		lockorder_close(ao.lockorder);
 		return report_error(pid, err, true, dopts.max_freeze_ns);
+	}
 
 	int status = agent_report(snap, &ao);
+	/* --lock-order FILE: this update merged into it */
+	ferr |= lockorder_close(ao.lockorder);
 	/* a file of --prometheus/--folded/--pprof not written: an internal
 	 * error, unless the deadlock the caller asked about was found */
-	if (ferr && status != EXIT_DEADLOCK)
+	if (ferr && status != EXIT_DEADLOCK && status != EXIT_LOCK_ORDER)
 		status = EXIT_INTERNAL;
 	return status;
 }
@@ -907,6 +969,9 @@ int agent_report(tinspect_snapshot *snap, const struct agent_opts *ao)
 	if (ao->check && tinspect_snapshot_ncycles(snap))
 		status = tinspect_snapshot_capture_mode(snap) == TINSPECT_CAPTURE_NONBLOCKING
 				 ? EXIT_UNCONFIRMED : EXIT_DEADLOCK;
+	/* then a potential deadlock in the lock-order graph (--lock-order) */
+	else if (ao->check && lockorder_ninversions(ao->lockorder))
+		status = EXIT_LOCK_ORDER;
 	tinspect_snapshot_free(snap);
 	if (fflush(stdout) != 0 || r != 0) {
 		if (got_signal)

@@ -17,6 +17,7 @@
  * is no tinspect_deadlock_cycles, because 0 would claim "no deadlock".
  */
 #include "formats.h"
+#include "lockorder.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -279,6 +280,29 @@ static void put_wait_ages(FILE *f, const tinspect_snapshot *snap,
 	fprintf(f, "tinspect_longest_wait_seconds %.3f\n", (double)longest / 1e9);
 }
 
+/* The lock-order graph's counts (a watch, or --lock-order). */
+static void put_lock_order(FILE *f, const struct lockorder *lo)
+{
+	if (!lo || !lo->sampled)
+		return;
+	uint64_t none = 0;
+	for (size_t c = LG_WAIT_COND; c < LG_WAIT_CLASSES; c++)
+		none += lo->waits[c];
+	family(f, "tinspect_lock_order_inversions", "gauge",
+	       "Potential deadlocks in the lock-order graph: cycles of lock orders "
+	       "(a thread holding A seen waiting for B) not all seen in one thread, "
+	       "over every update of the run and the --lock-order file.");
+	fprintf(f, "tinspect_lock_order_inversions %zu\n", lockorder_ninversions(lo));
+	family(f, "tinspect_lock_order_edges", "gauge",
+	       "Lock orders learned (a thread holding A seen waiting for B).");
+	fprintf(f, "tinspect_lock_order_edges %zu\n", lo->g->nedges);
+	family(f, "tinspect_lock_order_waits_no_owner", "gauge",
+	       "Waits at the last update that could give no lock order: on objects "
+	       "that record no owner (condition variables, semaphores, barriers, "
+	       "unidentified futexes, joins).");
+	fprintf(f, "tinspect_lock_order_waits_no_owner %" PRIu64 "\n", none);
+}
+
 static char *render_gauges(const tinspect_snapshot *snap,
 			   const struct prom_state *st)
 {
@@ -289,6 +313,7 @@ static char *render_gauges(const tinspect_snapshot *snap,
 		return NULL;
 	put_threads(f, snap);
 	put_locks(f, snap);
+	put_lock_order(f, st->lockorder);
 	put_wait_ages(f, snap, st);
 	put_capture(f, snap);
 	if (fclose(f)) {

@@ -9,6 +9,7 @@
  * to move the cursor of the engineer's terminal.
  */
 #include "agent.h"
+#include "lockorder.h"
 #include "overtime.h"
 
 #include <inttypes.h>
@@ -659,6 +660,8 @@ int render_text(FILE *out, const tinspect_snapshot *snap,
 
 	/* first screen: the verdict, counts, the most contended locks */
 	report_summary(out, snap, o);
+	/* the lock order learned so far, with any potential deadlock */
+	lockorder_text(out, o->lockorder);
 	if (o->brief) {
 		brief_threads(out, snap);
 		return ferror(out) ? -1 : 0;

@@ -15,6 +15,7 @@
  */
 #include "agent.h"
 #include "formats.h"
+#include "lockorder.h"
 #include "overtime.h"
 
 #include <errno.h>
@@ -279,7 +280,8 @@ static void summary_locks_json(struct jw *w, const tinspect_snapshot *snap)
 	jw_arr_end(w);
 }
 
-static void summary_json(const tinspect_snapshot *snap, unsigned long update)
+static void summary_json(const tinspect_snapshot *snap, unsigned long update,
+			 const struct lockorder *lo)
 {
 	int64_t sec;
 	long nsec;
@@ -315,10 +317,12 @@ static void summary_json(const tinspect_snapshot *snap, unsigned long update)
 	verdict_make(snap, update, &v);
 	jw_kstr(w, "verdict", verdict_deadlock_word(&v));
 	jw_kint(w, "threads_undecided", (int64_t)v.undecided);
+	lockorder_summary_json(w, lo);
 	jline_put(&l);
 }
 
-static void summary_text(const tinspect_snapshot *snap, unsigned long update)
+static void summary_text(const tinspect_snapshot *snap, unsigned long update,
+			 const struct lockorder *lo)
 {
 	struct membuf m;
 	FILE *f = mb_open(&m);
@@ -347,7 +351,7 @@ static void summary_text(const tinspect_snapshot *snap, unsigned long update)
 	size_t dl = tinspect_snapshot_ncycles(snap);
 	enum tinspect_capture_mode mode = tinspect_snapshot_capture_mode(snap);
 	fprintf(f, "), %zu blocked on futexes, %zu %sdeadlock%s, %zu hung, frozen %.3f ms%s, "
-		"duty %.3f%% (last %.3f%%)\n",
+		"duty %.3f%% (last %.3f%%)",
 		blocked, dl, mode == TINSPECT_CAPTURE_NONBLOCKING ? "unconfirmed " : "",
 		dl == 1 ? "" : "s", overtime_nhung(ot),
 		(double)tinspect_snapshot_freeze_ns(snap) / 1e6,
@@ -355,6 +359,12 @@ static void summary_text(const tinspect_snapshot *snap, unsigned long update)
 		mode == TINSPECT_CAPTURE_NONBLOCKING ? " (nonblocking)" :
 		" (stopped to confirm a nonblocking capture)",
 		duty.total * 100, duty.last * 100);
+	if (lo) {
+		size_t ni = lockorder_ninversions(lo);
+		fprintf(f, ", %zu lock order inversion%s (potential deadlock%s)", ni,
+			ni == 1 ? "" : "s", ni == 1 ? "" : "s");
+	}
+	fputc('\n', f);
 	mb_put(&m);
 }
 
@@ -486,11 +496,11 @@ static void snapshot_out(const tinspect_snapshot *snap, unsigned long update,
 			 const struct watch_opts *w, const struct agent_opts *ao)
 {
 	if (w->summary && w->json) {
-		summary_json(snap, update);
+		summary_json(snap, update, ao->lockorder);
 		return;
 	}
 	if (w->summary) {
-		summary_text(snap, update);
+		summary_text(snap, update, ao->lockorder);
 		return;
 	}
 	/* not following, nothing of the target waits for the output: the
@@ -526,8 +536,11 @@ static void overtime_out(const tinspect_snapshot *snap, unsigned long update,
 	if (fb)
 		duty_note(&duty, snap, now_ns(), pid, w->json, fb);
 	FILE *fa = mb_open(&after);
-	if (fa)
+	if (fa) {
 		overtime_update(ot, snap, w->json, fa);
+		/* a potential deadlock the moment its last order is seen */
+		lockorder_events(ao->lockorder, pid, w->json, fa);
+	}
 	snapshot_out(snap, update, w, ao);
 	mb_put(&before);	/* interval_changed: says when the next comes */
 	mb_put(&after);
@@ -586,8 +599,12 @@ static int watch_loop(tinspect_session **sp, pid_t pid,
 		} else if (err) {
 			return err;
 		} else {
+			if (ao->lockorder)
+				lockorder_sample(ao->lockorder, snap, update);
 			formats_snapshot(ao->formats, snap);
 			overtime_out(snap, update, w, ao);
+			/* --lock-order FILE: what is new, at once */
+			lockorder_save(ao->lockorder, false);
 			tinspect_snapshot_free(snap);
 			/* give the freed snapshot back before the next capture
 			 * copies stacks: else the two add up in the peak RSS

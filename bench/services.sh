@@ -27,6 +27,16 @@
 #   node-exporter  Debian's prometheus-node-exporter (a stripped Go binary)
 #                  scraped in a loop: also Go recognised, with its version.
 #
+# Then, on MariaDB, memcached, db_bench and redis still under load, the
+# lock-order graph (issue 25): a watch of LOCKORDER_SECONDS (default 600;
+# 0: none) per mode of LOCKORDER_MODES (default "stop"; "stop
+# nonblocking" for both, nonblocking at --update-priority normal) at
+# --watch LOCKORDER_INTERVAL (default 1) with --lock-order: at least 10
+# updates, every line valid, no lock_order_inversion, the saved graph
+# without inversion; what it learned and the waits that could not
+# contribute are printed.  The loads run for up to an hour, killed by PID
+# after the watches.
+#
 #   bench/services.sh [mariadb] [jvm] [cpython] [memcached] [dbbench]
 #                     [redis] [node-exporter]        (default: all)
 #
@@ -46,6 +56,9 @@ SCHEMA=${SCHEMA:-$top/schema/tinspect-snapshot.schema.json}
 PY=/usr/bin/python3
 CHECK=$top/bench/services/check.py
 SNAPSHOTS=${SNAPSHOTS:-20}
+LOCKORDER_SECONDS=${LOCKORDER_SECONDS:-600}
+LOCKORDER_MODES=${LOCKORDER_MODES:-stop}
+LOCKORDER_INTERVAL=${LOCKORDER_INTERVAL:-1}
 
 services=("$@")
 ((${#services[@]})) || services=(mariadb jvm cpython memcached dbbench redis node-exporter)
@@ -111,6 +124,40 @@ stop_pid() {	# pid: TERM, then KILL after 20 s
 	PIDS=("${k[@]}")
 }
 
+# The lock-order graph of a service under load: a watch per mode of
+# LOCKORDER_MODES for LOCKORDER_SECONDS, ended by SIGTERM (the graph is
+# saved, then tinspect dies of it), then check.py lockorder.  Its lines
+# go to stdout, its results to RESULT_LO; 1 if a check failed.
+RESULT_LO=""
+lockorder_run() {	# name pid dir
+	local name=$1 pid=$2 d=$3 mode rc=0 out
+	RESULT_LO=""
+	((LOCKORDER_SECONDS > 0)) || return 0
+	for mode in $LOCKORDER_MODES; do
+		local extra=() f=$d/lockorder-$mode.json s=$d/lockorder-$mode.ndjson
+		# nonblocking at normal priority: at SCHED_IDLE (a watch's default)
+		# a service that keeps the CPUs busy leaves it few updates, and the
+		# check is about what the updates say
+		[[ $mode == nonblocking ]] && extra=(--nonblocking --update-priority normal)
+		"$TINSPECT" --watch "$LOCKORDER_INTERVAL" --json --summary --lock-order "$f" \
+			"${extra[@]}" "$pid" >"$s" 2>"$d/lockorder-$mode.err" &
+		local tpid=$!
+		PIDS+=("$tpid")
+		local end=$((SECONDS + LOCKORDER_SECONDS))
+		while ((SECONDS < end)) && kill -0 "$tpid" 2>/dev/null &&
+			kill -0 "$pid" 2>/dev/null; do
+			sleep 1
+		done
+		kill -0 "$pid" 2>/dev/null || echo "services: note: $name ended during the lock-order watch"
+		stop_pid "$tpid"
+		out=$("$PY" "$CHECK" lockorder "$name" "$mode" "$SCHEMA" "$s" "$f" \
+			"$LOCKORDER_SECONDS") || rc=1
+		echo "$out"
+		RESULT_LO+="; lock order ($mode): $(echo "$out" | sed -n "s/^RESULT-lockorder $name $mode: //p" | head -1)"
+	done
+	return $rc
+}
+
 run_mariadb() {
 	local need
 	for need in mariadb-install-db mariadbd mysqlslap; do
@@ -144,8 +191,10 @@ run_mariadb() {
 		stop_pid "$mpid"
 		return
 	fi
-	mysqlslap --socket="$d/sock" -uroot --concurrency=200 --iterations=50 \
-		--number-of-queries=20000 --auto-generate-sql \
+	# iterations enough for the snapshots and the lock-order watch; killed
+	# by its PID after them, bounded in time anyway
+	timeout 3600 mysqlslap --socket="$d/sock" -uroot --concurrency=200 \
+		--iterations=100000 --number-of-queries=20000 --auto-generate-sql \
 		--auto-generate-sql-load-type=mixed --auto-generate-sql-add-autoincrement \
 		</dev/null >"$d/slap.log" 2>&1 &
 	local spid=$!
@@ -167,6 +216,9 @@ run_mariadb() {
 	bias=0x$(awk -v e="$exe" '$6 == e && $3 == "00000000" { split($1, a, "-"); print a[1]; exit }' \
 		"/proc/$mpid/maps")
 	kill -0 "$spid" 2>/dev/null || echo "services: note: mysqlslap ended before the last snapshot"
+	local lorc=0
+	lockorder_run mariadb "$mpid" "$d" || lorc=1
+	kill -0 "$spid" 2>/dev/null || echo "services: note: mysqlslap ended before the lock-order watch did"
 	stop_pid "$spid"
 	stop_pid "$mpid"
 	local out
@@ -175,9 +227,10 @@ run_mariadb() {
 	echo "$out"
 	echo "  exit statuses of tinspect --check: $(printf '%s\n' "${codes[@]}" | sort | uniq -c | tr -s ' ' | tr '\n' ',')"
 	echo "  $nthreads threads in the last snapshot; $(text_shape "$d/text.txt" "$d/brief.txt")"
-	RESULT[mariadb]=$(echo "$out" | sed -n 's/^RESULT mariadb: //p' | head -1)
+	RESULT[mariadb]=$(echo "$out" | sed -n 's/^RESULT mariadb: //p' | head -1)$RESULT_LO
 	local c
 	for c in "${codes[@]}"; do [[ $c == 0 ]] || rc=1; done
+	((lorc == 0)) || rc=1
 	((rc == 0)) || failed=$((failed + 1))
 }
 
@@ -279,8 +332,8 @@ wait_port() {	# port seconds
 # SNAPSHOTS snapshots of a healthy service (JSON and text, with tinspect's
 # exit status), and eu-stack between two more JSON snapshots; then the
 # check's RESULT line.  1 if a check failed.
-healthy_run() {	# name pid dir [go]
-	local name=$1 pid=$2 d=$3 go=${4:-} i rc
+healthy_run() {	# name pid dir [go|lockorder]
+	local name=$1 pid=$2 d=$3 go=${4:-} i rc lorc=0
 	: >"$d/codes"
 	for i in $(seq "$SNAPSHOTS"); do
 		timeout 120 "$TINSPECT" --json "$pid" >"$d/snap-$i.json" 2>"$d/snap-$i.err"
@@ -297,14 +350,19 @@ healthy_run() {	# name pid dir [go]
 	fi
 	timeout 120 "$TINSPECT" --json "$pid" >"$d/around-2.json" 2>/dev/null
 	timeout 120 "$TINSPECT" --brief "$pid" >"$d/brief.txt" 2>/dev/null
+	RESULT_LO=""
+	if [[ $go == lockorder ]]; then
+		go=""
+		lockorder_run "$name" "$pid" "$d" || lorc=1
+	fi
 	local out
 	out=$("$PY" "$CHECK" healthy "$name" "$SCHEMA" "$d" $go)
 	rc=$?
 	echo "$out"
 	echo "  exit statuses: $(sort "$d/codes" | uniq -c | tr -s ' ' | tr '\n' ',');" \
 		"$(text_shape "$d/text-1.txt" "$d/brief.txt")"
-	RESULT[$name]=$(echo "$out" | sed -n "s/^RESULT $name: //p" | head -1)
-	((rc == 0)) || failed=$((failed + 1))
+	RESULT[$name]=$(echo "$out" | sed -n "s/^RESULT $name: //p" | head -1)$RESULT_LO
+	((rc == 0 && lorc == 0)) || failed=$((failed + 1))
 }
 
 run_memcached() {
@@ -331,11 +389,11 @@ run_memcached() {
 		return
 	fi
 	# bounded in time; killed by its PID after the snapshots anyway
-	memcaslap -s "127.0.0.1:$port" -T 2 -c 32 -t 1800s </dev/null >"$d/load.log" 2>&1 &
+	memcaslap -s "127.0.0.1:$port" -T 2 -c 32 -t 3600s </dev/null >"$d/load.log" 2>&1 &
 	local lpid=$!
 	PIDS+=("$lpid")
 	sleep 3
-	healthy_run memcached "$mpid" "$d"
+	healthy_run memcached "$mpid" "$d" lockorder
 	kill -0 "$lpid" 2>/dev/null || echo "services: note: memaslap ended before the last snapshot"
 	stop_pid "$lpid"
 	stop_pid "$mpid"
@@ -350,7 +408,7 @@ run_dbbench() {
 	mkdir -p "$d"
 	# --num large: the readers end after num reads; --duration first
 	db_bench --benchmarks=readwhilewriting --threads=32 --num=1000000000 \
-		--duration=1800 --db="$d/db" --disable_wal=1 --progress_reports=false \
+		--duration=3600 --db="$d/db" --disable_wal=1 --progress_reports=false \
 		</dev/null >"$d/bench.log" 2>&1 &
 	local bpid=$!
 	PIDS+=("$bpid")
@@ -368,7 +426,7 @@ run_dbbench() {
 		return
 	fi
 	sleep 2
-	healthy_run dbbench "$bpid" "$d"
+	healthy_run dbbench "$bpid" "$d" lockorder
 	kill -0 "$bpid" 2>/dev/null || echo "services: note: db_bench ended before the last snapshot"
 	stop_pid "$bpid"
 }
@@ -395,12 +453,12 @@ run_redis() {
 		stop_pid "$rpid"
 		return
 	fi
-	timeout 1800 redis-benchmark -h 127.0.0.1 -p "$port" -c 50 -n 100000000 \
+	timeout 3600 redis-benchmark -h 127.0.0.1 -p "$port" -c 50 -n 2000000000 \
 		-t set,get -P 4 -q </dev/null >"$d/load.log" 2>&1 &
 	local lpid=$!
 	PIDS+=("$lpid")
 	sleep 3
-	healthy_run redis "$rpid" "$d"
+	healthy_run redis "$rpid" "$d" lockorder
 	kill -0 "$lpid" 2>/dev/null || echo "services: note: redis-benchmark ended before the last snapshot"
 	stop_pid "$lpid"
 	stop_pid "$rpid"

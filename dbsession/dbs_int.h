@@ -193,6 +193,9 @@ struct dbs_session {
 	char *tid_off_why;		/* why it is unknown (NULL: known) */
 	/* waits.c: what each thread waited on at the last update */
 	struct dbs_waits *waits;
+	/* lock_held.c: the mutexes and rwlocks the session has seen waited
+	 * on (opts.track_locks), whose words every update reads again */
+	struct dbs_known_locks *known;
 	/* stacktop.c: bytes below a descriptor the next copies leave out
 	 * (its static TLS), 0: none; off once a cut proved too short */
 	unsigned tracers;	/* psvc_stop_opts.tracers (TINSPECT_TRACERS) */
@@ -402,6 +405,22 @@ struct dbs_lock_input {
 	 * layout is not verified). */
 	const char *undecoded_note;
 };
+
+/* lock_held.c: which thread holds which mutex or rwlock.  During the stop
+ * (after dbs_locks_prefetch): copy the words of every lock the session
+ * remembers.  After dbs_locks_run(): every stopped (or, nonblocking,
+ * observed) thread's held locks, from the words of the locks waited on now
+ * and of those remembered; then remember this update's.  0 or -ENOMEM. */
+void dbs_held_prefetch(struct dbs_session *s);
+int dbs_held_run(struct dbs_session *s, struct dbs_snapshot *snap);
+void dbs_held_forget_all(struct dbs_session *s);
+/* Free what dbs_held_run() added to a snapshot.  Idempotent. */
+void dbs_held_free(struct dbs_snapshot *snap);
+/* The TID (as the target's PID namespace numbers it) that the words of a
+ * mutex or rwlock, decoded in l, record as holding it; 0 when they prove
+ * none (not held, held by readers, being acquired or released, elided,
+ * or words no lock of that kind has).  Pure. */
+pid_t dbs_held_recorded_holder(const struct dbs_lock *l);
 
 /* While the target is stopped: read (batched) the words of every lock a
  * blocked thread waits on, nothing else (lock_prefetch.c). */

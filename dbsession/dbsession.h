@@ -108,6 +108,12 @@ struct dbs_options {
 	} mode;
 	/* the nonblocking capture at SCHED_IDLE (nonblock.c) */
 	bool idle_priority;
+	/* Remember every mutex and rwlock an update saw waited on, and read
+	 * their words again in every later update (in the same stop, or
+	 * without stopping), so that each thread's held locks are known
+	 * beyond the locks waited on now (lock_held.c): what a lock-order
+	 * graph is learned from. */
+	bool track_locks;
 };
 
 /* Whose libthread_db served the snapshot. */
@@ -347,6 +353,13 @@ struct dbs_thread {
 	 * of the first update of the session that saw it in it; 0: in no
 	 * wait, or not known */
 	int64_t waiting_since_ns;
+	/* The mutexes and rwlocks (for writing) it holds, as the words read
+	 * in this update record it (lock_held.c), by address; held_known
+	 * false when they cannot be known: the thread did not stop (or, in a
+	 * nonblocking capture, it ran while it was looked at). */
+	bool held_known;
+	struct dbs_held *held;
+	size_t nheld;
 };
 
 /* A language runtime whose locks are not pthread objects (runtimes.c):
@@ -432,6 +445,13 @@ struct dbs_snapshot {
 	size_t nruntimes;
 	/* locks waited on, wait-for graph, deadlocks; NULL if not analysed */
 	struct dbs_locks *locks;
+	/* the threads' held locks were worked out (lock_held.c); how many
+	 * locks' words that read (those waited on now, and with track_locks
+	 * those the session remembers), and how many the session forgot
+	 * for lack of room since it began */
+	bool held_analysed;
+	size_t locks_tracked;
+	size_t locks_forgotten;
 
 	/* a core file (dbs_session_init_core): no stop, no /proc */
 	bool from_core;
@@ -646,6 +666,14 @@ struct dbs_lock {
 	size_t nwaiters;
 	bool orphaned;		/* owner DEAD */
 	const char *note;	/* static text, or NULL */
+};
+
+/* A lock a thread holds (lock_held.c): a mutex whose words record it as
+ * the owner, or an rwlock whose words record it as the writer. */
+struct dbs_held {
+	enum dbs_lock_kind kind;	/* DBS_LOCK_MUTEX or DBS_LOCK_RWLOCK */
+	uint64_t addr;			/* the object's start */
+	struct dbs_symbol sym;		/* name NULL: no symbol covers it */
 };
 
 /* What one blocked thread waits on. */

@@ -277,6 +277,7 @@ void dbs_session_destroy(struct dbs_session *s)
 	s->tdb_detail = NULL;
 	free(s->tid_off_why);
 	dbs_waits_free(s->waits);
+	dbs_held_forget_all(s);
 	dbs_unwinder_free(s->unwinder);
 	s->unwinder = NULL;
 	psvc_close(s->t);
@@ -719,8 +720,10 @@ static int update_body(struct dbs_session *s, bool nonblocking,
 	uint64_t t_tdb = psvc_now_ns();
 	tm.memory_ns = t_mem - t_regs;
 	tm.thread_db_ns = t_tdb - t_mem;	/* with --tls, --errno, --keys */
-	/* the words of the locks blocked threads wait on (locks.c) */
+	/* the words of the locks blocked threads wait on (locks.c), and of
+	 * those the session remembers (lock_held.c) */
 	dbs_locks_prefetch(s);
+	dbs_held_prefetch(s);
 	err = psvc_check_freeze(t);
 	psvc_resume(t);
 	uint64_t t_resumed = psvc_now_ns();
@@ -749,6 +752,10 @@ static int update_body(struct dbs_session *s, bool nonblocking,
 	if (snap && dbs_locks_run(s, snap))
 		dbs_add_error(&snap->errors, &snap->nerrors,
 			       "lock analysis: out of memory");
+	/* who holds what: the locks' words, read in this stop */
+	if (snap && snap->locks && dbs_held_run(s, snap))
+		dbs_add_error(&snap->errors, &snap->nerrors,
+			       "held locks: out of memory");
 	if (snap)
 		dbs_stacktop_learn(s, snap);	/* for the next copies */
 	psvc_release_capture(t);	/* the copies are analysed: let go */

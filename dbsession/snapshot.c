@@ -19,6 +19,7 @@ void dbs_snapshot_free(struct dbs_snapshot *snap)
 {
 	if (!snap)
 		return;
+	dbs_held_free(snap);
 	dbs_locks_free(snap);
 	for (size_t i = 0; i < snap->nthreads; i++) {
 		struct dbs_thread *th = &snap->threads[i];

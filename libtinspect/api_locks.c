@@ -15,6 +15,8 @@ _Static_assert(TINSPECT_EV_PAIR == (int)DBS_EV_PAIR &&
 
 /* ---- locks ------------------------------------------------------------------------ */
 
+#define tin_held(h) TIN_CAST(const struct dbs_held *, h)
+
 bool tinspect_snapshot_locks_analysed(const tinspect_snapshot *snap)
 {
 	return snap->d->locks != NULL;
@@ -416,4 +418,47 @@ size_t tinspect_snapshot_norphans(const tinspect_snapshot *snap)
 const tinspect_lock *tinspect_snapshot_orphan(const tinspect_snapshot *snap, size_t i)
 {
 	return i < snap->norphans ? snap->orphans[i] : NULL;
+}
+
+/* ---- locks held ------------------------------------------------------------------- */
+
+bool tinspect_thread_held_known(const tinspect_thread *th)
+{
+	return th->snap->d->held_analysed && th->d->held_known;
+}
+
+size_t tinspect_thread_nheld(const tinspect_thread *th)
+{
+	return th->d->nheld;
+}
+
+const tinspect_held *tinspect_thread_held(const tinspect_thread *th, size_t i)
+{
+	return i < th->d->nheld ? TIN_CAST(const tinspect_held *, &th->d->held[i]) : NULL;
+}
+
+enum tinspect_lock_kind tinspect_held_kind(const tinspect_held *h)
+{
+	return (enum tinspect_lock_kind)tin_held(h)->kind;
+}
+
+uint64_t tinspect_held_addr(const tinspect_held *h)
+{
+	return tin_held(h)->addr;
+}
+
+const tinspect_symbol *tinspect_held_symbol(const tinspect_held *h)
+{
+	const struct dbs_held *d = tin_held(h);
+	return d->sym.name ? TIN_CAST(const tinspect_symbol *, &d->sym) : NULL;
+}
+
+size_t tinspect_snapshot_locks_tracked(const tinspect_snapshot *snap)
+{
+	return snap->d->locks_tracked;
+}
+
+size_t tinspect_snapshot_locks_forgotten(const tinspect_snapshot *snap)
+{
+	return snap->d->locks_forgotten;
 }

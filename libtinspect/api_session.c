@@ -27,7 +27,7 @@ _Static_assert(TINSPECT_EPERM_NOT_DUMPABLE == (int)PSVC_EPERM_NOT_DUMPABLE &&
 		     TINSPECT_OPT_NO_TARGET_THREAD_DB | TINSPECT_OPT_PROC_MEM | \
 		     TINSPECT_OPT_TARGET_THREAD_DB | \
 		     TINSPECT_OPT_NONBLOCKING | TINSPECT_OPT_NONBLOCKING_STRICT | \
-		     TINSPECT_OPT_IDLE_PRIORITY)
+		     TINSPECT_OPT_IDLE_PRIORITY | TINSPECT_OPT_TRACK_LOCKS)
 #define DEFAULT_STOP_TIMEOUT_NS 1000000000ull
 
 /*
@@ -78,6 +78,7 @@ static int options_to_dbs(tinspect_session *s, const struct tinspect_options *o,
 			(o->flags & TINSPECT_OPT_NONBLOCKING) ? DBS_MODE_NONBLOCKING :
 			DBS_MODE_STOP,
 		.idle_priority = o->flags & TINSPECT_OPT_IDLE_PRIORITY,
+		.track_locks = o->flags & TINSPECT_OPT_TRACK_LOCKS,
 	};
 	if (o->thread_db_path && !(s->thread_db_path = strdup(o->thread_db_path)))
 		return -ENOMEM;

@@ -9,6 +9,8 @@
  *  - lock_fit.c: how an rwlock's futex words read.
  *  - lock_graph.c (and stalls.c): cycles and stalls from wait-for edges
  *    given directly.
+ *  - lock_held.c: which TID a mutex's or rwlock's words record as holding
+ *    it, and which word patterns prove no holder.
  *  - the whole analysis through the dbs_lock_input seam: a three-way
  *    cycle through three kinds of owned lock, and the two rules by which
  *    waiters share what they found (cond pairs, shared objects), ending
@@ -111,6 +113,71 @@ Test(lockparts, table_rows_by_glibc_version)
 	cr_assert_eq(l.u.cond.g_signals[0], 6);
 	cr_assert_eq(l.u.cond.g_signals[1], 7);
 	cr_assert_eq(l.u.cond.g_refs[0], 0, "2.41 has no __g_refs");
+}
+
+/* ---- who holds a lock, by its words (lock_held.c) ------------------------------ */
+
+/* A mutex of these words at glibc 2.36's offsets, decoded. */
+static pid_t mutex_holder(uint32_t lock, uint32_t count, int32_t owner,
+			  uint32_t nusers, uint32_t kind)
+{
+	struct dbs_lock l = { .kind = DBS_LOCK_MUTEX, .nwords = 40 };
+	put32(l.words, 0, lock);
+	put32(l.words, 4, count);
+	put32(l.words, 8, (uint32_t)owner);
+	put32(l.words, 12, nusers);
+	put32(l.words, 16, kind);
+	l.decoded = dbs_lock_decode_with(x86(), &l);
+	cr_assert(l.decoded);
+	return dbs_held_recorded_holder(&l);
+}
+
+Test(lockparts, held_only_where_the_words_are_a_held_lock)
+{
+	/* normal mutex: locked (1, or 2 with waiters), __owner, __nusers */
+	cr_assert_eq(mutex_holder(1, 0, 0x1234, 1, 0), 0x1234);
+	cr_assert_eq(mutex_holder(2, 0, 0x1234, 3, 0), 0x1234);
+	cr_assert_eq(mutex_holder(0, 0, 0x1234, 1, 0), 0, "not locked");
+	cr_assert_eq(mutex_holder(1, 0, 0, 1, 0), 0, "locked, owner not recorded yet");
+	cr_assert_eq(mutex_holder(1, 0, 0x1234, 0, 0), 0, "no user: not a held mutex");
+	cr_assert_eq(mutex_holder(7, 0, 0x1234, 1, 0), 0, "no mutex's lock word");
+	cr_assert_eq(mutex_holder(1, 0, -5, 1, 0), 0, "no TID");
+	cr_assert_eq(mutex_holder(1, 0, 0x1234, 1, 0x8000), 0, "__kind bits no mutex has");
+	cr_assert_eq(mutex_holder(1, 0, 0x1234, 1, 256), 0, "elided: owner not recorded");
+	/* recursive: held once at least */
+	cr_assert_eq(mutex_holder(1, 2, 0x1234, 1, 1), 0x1234);
+	cr_assert_eq(mutex_holder(1, 0, 0x1234, 1, 1), 0, "recursive with depth 0");
+	/* errorcheck, adaptive */
+	cr_assert_eq(mutex_holder(1, 0, 0x1234, 1, 2), 0x1234);
+	cr_assert_eq(mutex_holder(2, 0, 0x1234, 1, 3), 0x1234);
+	/* robust and PI: the kernel's word is the TID, __owner the same */
+	cr_assert_eq(mutex_holder(0x80000065u, 0, 0x65, 1, 16), 0x65);
+	cr_assert_eq(mutex_holder(0x65, 0, 0x65, 1, 32), 0x65);
+	cr_assert_eq(mutex_holder(0x65, 0, 0, 1, 16), 0, "robust: __owner not set yet");
+	cr_assert_eq(mutex_holder(0x65, 0, 0x7fffffff, 1, 16), 0, "inconsistent");
+	cr_assert_eq(mutex_holder(0x40000000u, 0, 0, 0, 16), 0, "owner died");
+
+	/* rwlock: the writer of a write phase, from __cur_writer */
+	struct dbs_lock r = { .kind = DBS_LOCK_RWLOCK, .nwords = 56 };
+	put32(r.words, 0, 1 | 2);	/* WRPHASE | WRLOCKED */
+	put32(r.words, 24, 0x68);
+	r.decoded = dbs_lock_decode_with(x86(), &r);
+	cr_assert_eq(dbs_held_recorded_holder(&r), 0x68);
+	put32(r.words, 24, 0);
+	r.decoded = dbs_lock_decode_with(x86(), &r);
+	cr_assert_eq(dbs_held_recorded_holder(&r), 0, "writer not recorded yet");
+	put32(r.words, 0, 3u << 3);	/* read phase, 3 readers */
+	put32(r.words, 24, 0x68);
+	r.decoded = dbs_lock_decode_with(x86(), &r);
+	cr_assert_eq(dbs_held_recorded_holder(&r), 0, "readers are not recorded");
+	r.decoded = false;
+	cr_assert_eq(dbs_held_recorded_holder(&r), 0, "words not read");
+
+	/* no owner recorded: nothing is held */
+	struct dbs_lock c = { .kind = DBS_LOCK_COND, .nwords = 48 };
+	put32(c.words, 8, 0x1234);
+	c.decoded = dbs_lock_decode_with(x86(), &c);
+	cr_assert_eq(dbs_held_recorded_holder(&c), 0);
 }
 
 /* ---- the decoders ---------------------------------------------------------- */

@@ -9,7 +9,9 @@ every document of every file is valid, 1 otherwise (the first errors are
 printed, and "FILE: invalid" on stdout for each file that is not).  A line
 with "kind" (a --watch summary or event line) is checked against
 tinspect-stream.schema.json from SCHEMA's directory, one with "kind": "diff"
-(tinspect --diff --json) against tinspect-diff.schema.json.  Uses Debian's
+(tinspect --diff --json) against tinspect-diff.schema.json, one with "kind":
+"lock_order" (a --lock-order FILE) against tinspect-lockorder.schema.json.
+Uses Debian's
 python3-jsonschema (Draft 2020-12).
 """
 import json
@@ -36,15 +38,21 @@ def main():
         diff_schema = json.load(f)
     jsonschema.Draft202012Validator.check_schema(diff_schema)
     diff = jsonschema.Draft202012Validator(diff_schema)
+    with open(os.path.join(os.path.dirname(schema_path),
+                           "tinspect-lockorder.schema.json")) as f:
+        lockorder_schema = json.load(f)
+    jsonschema.Draft202012Validator.check_schema(lockorder_schema)
+    lockorder = jsonschema.Draft202012Validator(lockorder_schema)
+    others = {"diff": diff, "lock_order": lockorder}
     bad = 0
     for path in doc_paths:
-        if check(path, validator, stream, diff):
+        if check(path, validator, stream, others):
             print(f"{path}: invalid")
             bad += 1
     return 1 if bad else 0
 
 
-def check(doc_path, validator, stream, diff):
+def check(doc_path, validator, stream, others):
     with open(doc_path, "rb") as f:
         raw = f.read()
     try:
@@ -64,7 +72,7 @@ def check(doc_path, validator, stream, diff):
             print(f"{doc_path}: document {i}: not JSON: {e}", file=sys.stderr)
             return 1
         kind = doc.get("kind") if isinstance(doc, dict) else None
-        v = diff if kind == "diff" else stream if kind else validator
+        v = others.get(kind) or (stream if kind else validator)
         errors = sorted(v.iter_errors(doc), key=lambda e: list(e.path))
         for e in errors[:5]:
             print(f"{doc_path}: document {i}: {'/'.join(map(str, e.path))}: {e.message}",

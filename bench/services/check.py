@@ -12,7 +12,16 @@ starting with "RESULT <service>:" and exits non-zero if a check failed.
       of each snapshot, one a line), eu.txt (eu-stack -p) between
       around-1.json and around-2.json; with "go", the Go runtime and its
       version must be recognised.
+  check.py lockorder SERVICE MODE SCHEMA STREAM.ndjson GRAPH.json SECONDS
+      a watch of SECONDS with --lock-order GRAPH.json (issue 25): every
+      line valid (tinspect-stream.schema.json), no lock_order_inversion
+      event, no inversion in any summary line nor in the saved graph
+      (tinspect-lockorder.schema.json); what the graph learned, and the
+      waits that could not contribute, said.  Prints "RESULT-lockorder
+      SERVICE MODE: ...".
 """
+import os
+import statistics
 import bisect
 import json
 import re
@@ -266,9 +275,66 @@ def healthy(service, schema, d, want_go):
     return ok
 
 
+def lockorder(service, mode, schema_path, stream_path, graph_path, seconds):
+    base = os.path.dirname(schema_path)
+    with open(os.path.join(base, "tinspect-stream.schema.json")) as f:
+        stream_schema = json.load(f)
+    with open(os.path.join(base, "tinspect-lockorder.schema.json")) as f:
+        graph_schema = json.load(f)
+    stream = jsonschema.Draft202012Validator(stream_schema)
+    bad, events, most, freezes = [], 0, 0, []
+    with open(stream_path) as f:
+        for n, line in enumerate(f):
+            try:
+                d = json.loads(line)
+            except ValueError:
+                bad.append(f"line {n + 1} is no JSON")
+                continue
+            for e in stream.iter_errors(d):
+                bad.append(f"line {n + 1}: {e.message}")
+                break
+            if d.get("event") == "lock_order_inversion":
+                events += 1
+            if d.get("kind") == "summary":
+                most = max(most, d.get("lock_order_inversions", 0))
+                freezes.append(d["freeze_us"])
+    ok = not bad and events == 0 and most == 0
+    try:
+        with open(graph_path) as f:
+            g = json.load(f)
+        jsonschema.validate(g, graph_schema)
+    except (OSError, ValueError, jsonschema.ValidationError) as e:
+        bad.append(f"the saved graph: {e}")
+        g = None
+    if g is None or g["inversions"]:
+        ok = False
+    enough = len(freezes) >= 10
+    ok = ok and enough
+    w = g["waits"] if g else {}
+    none = sum(w.get(k, 0) for k in ("cond", "sem", "barrier", "futex", "join"))
+    kinds = ", ".join(f"{w[k]} {k}" for k in ("cond", "sem", "barrier", "futex", "join")
+                      if w.get(k))
+    line = (f"RESULT-lockorder {service} {mode}: {len(freezes)} updates in {seconds} s"
+            + (f" (freeze median {statistics.median(freezes)} us)" if freezes else "")
+            + (f", {len(g['locks'])} locks, {len(g['edges'])} orders learned, "
+               f"{w.get('contributed', 0)} waits on mutexes/rwlocks used, "
+               f"{w.get('held_unknown', 0)} not (thread could have run), {none} could "
+               f"not contribute ({kinds or 'none'}); {len(g['inversions'])} inversions "
+               f"in the graph" if g else "")
+            + f", {events} lock_order_inversion events")
+    for b in bad[:5]:
+        print("  " + b)
+    if not enough:
+        print("  fewer than 10 updates: the watch did not run")
+    print(line + " -> " + ("ok" if ok else "FAIL"))
+    return ok
+
+
 def main():
     what = sys.argv[1]
     args = sys.argv[2:]
+    if what == "lockorder":
+        sys.exit(0 if lockorder(*args[:5], int(args[5])) else 1)
     if what == "healthy":	# check.py healthy SERVICE SCHEMA DIR [go]
         args = [args[1], args[0]] + args[2:]
     schema_path = args[0]

@@ -241,6 +241,41 @@ bool tinspect_wait_untimed(const tinspect_wait *w);
  */
 int tinspect_wait_is_idle(const tinspect_wait *w);
 
+/* ---- locks held ------------------------------------------------------------------ */
+
+/*
+ * The mutexes and the rwlocks held for writing that a thread holds, as
+ * their own words record it (glibc writes the owner's TID into a mutex's
+ * __owner and an rwlock's __cur_writer right after taking it, and clears
+ * it before letting go).  The words read are those of every lock some
+ * thread waits on now and, with TINSPECT_OPT_TRACK_LOCKS, of every mutex
+ * and rwlock an earlier update of the session saw waited on.  A lock is
+ * said held only by a thread that could not run while the words were
+ * read: a stopped one, or in a nonblocking capture one observed blocked
+ * (tinspect_thread_observation()); for the others
+ * tinspect_thread_held_known() is false.  Never listed: rwlocks held for
+ * reading (glibc counts readers, it does not record them), locks whose
+ * words the session never read, and what no word records (semaphores,
+ * condition variables).
+ */
+/* Whether tinspect_thread_held() is what the thread holds of the locks
+ * read (false: the thread could have run meanwhile, or the analysis could
+ * not be made). */
+bool tinspect_thread_held_known(const tinspect_thread *th);
+/* Its held locks, by address. */
+size_t tinspect_thread_nheld(const tinspect_thread *th);
+const tinspect_held *tinspect_thread_held(const tinspect_thread *th, size_t i);
+/* TINSPECT_LOCK_MUTEX, or TINSPECT_LOCK_RWLOCK (held for writing). */
+enum tinspect_lock_kind tinspect_held_kind(const tinspect_held *h);
+/* The object's address. */
+uint64_t tinspect_held_addr(const tinspect_held *h);
+/* The variable that holds it; NULL if no symbol covers it. */
+const tinspect_symbol *tinspect_held_symbol(const tinspect_held *h);
+/* How many locks' words this update read to tell who holds them, and how
+ * many the session has forgotten, for lack of room, since it began. */
+size_t tinspect_snapshot_locks_tracked(const tinspect_snapshot *snap);
+size_t tinspect_snapshot_locks_forgotten(const tinspect_snapshot *snap);
+
 /* ---- deadlocks ---------------------------------------------------------------- */
 
 /* The cycles of the wait-for graph, by their smallest tid. */

@@ -78,6 +78,15 @@ enum tinspect_option_flags {
 	 * priority (a slow capture there is a long freeze).  Ignored while
 	 * following threads (the tracer must stay the caller's thread). */
 	TINSPECT_OPT_IDLE_PRIORITY = 1u << 8,
+	/* Remember every mutex and rwlock an update sees waited on, and read
+	 * their words again in every later update of the session (in the
+	 * same stop; with TINSPECT_OPT_NONBLOCKING, without stopping), so
+	 * that tinspect_thread_held() knows the locks a thread holds beyond
+	 * those others wait on now: what a lock-order graph is learned from
+	 * (tinspect_locks(3), "Held locks").  A few dozen bytes per lock in
+	 * one batched read; at most 1024 locks, the one seen least recently
+	 * forgotten first (tinspect_snapshot_locks_forgotten()). */
+	TINSPECT_OPT_TRACK_LOCKS = 1u << 9,
 };
 
 /*

@@ -32,6 +32,8 @@ typedef struct tinspect_frame tinspect_frame;
 typedef struct tinspect_wait tinspect_wait;
 /* One object (mutex, rwlock, ...) that some thread of a snapshot waits on. */
 typedef struct tinspect_lock tinspect_lock;
+/* A mutex or rwlock a thread of a snapshot holds (tinspect_thread_held()). */
+typedef struct tinspect_held tinspect_held;
 /* A deadlock: a cycle in the wait-for graph. */
 typedef struct tinspect_cycle tinspect_cycle;
 /* A stall: a chain of waits that ends in a thread that cannot move on. */
