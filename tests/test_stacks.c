@@ -129,6 +129,46 @@ Test(stacks, known_chain_stripped_binary) { check_chain("fx_stack_stripped", fal
 /* no .eh_frame, no .debug_frame for the fixture's code: frame pointers */
 Test(stacks, known_chain_frame_pointer_fallback) { check_chain("fx_stack_nocfi", false); }
 
+/* A thread blocked in a signal handler: the stack goes through the
+ * kernel's signal frame (glibc's __restore_rt on x86_64, the vDSO's
+ * __kernel_rt_sigreturn on aarch64) back into syscall(), a leaf whose own
+ * caller was only in the saved registers, and on to start_thread. */
+static void check_signal_frame(const char *name)
+{
+	fx_start(&fx, name, NULL, 30);
+	int tid = fx_int("signal ", 0);
+	int status;
+	json_t *doc = inspect_json(fx.pid, NULL, &status);
+	cr_assert_eq(status, 0);
+	json_t *t = thread_by_tid(doc, tid);
+	json_t *stack = json_object_get(t, "stack");
+	json_t *f[64];
+	size_t n = physical(t, f, 64);
+	char all[2048] = "";
+	for (size_t i = 0; i < n; i++) {
+		const char *s = jstr(f[i], "symbol");
+		size_t l = strlen(all);
+		snprintf(all + l, sizeof all - l, " %s", s ? s : "?");
+	}
+	cr_assert_str_eq(jstr(stack, "end"), "complete", "%s:%s", name, all);
+	long h = index_of(f, n, "fx_sig_handler");
+	cr_assert(h >= 1 && index_of(f, (size_t)h, "fx_sig_wait") >= 0,
+		  "%s: no fx_sig_wait under fx_sig_handler:%s", name, all);
+	const char *tramp = jstr(f[h + 1], "symbol");
+	cr_assert(tramp && (!strcmp(tramp, "__restore_rt") ||
+			    !strcmp(tramp, "__kernel_rt_sigreturn")),
+		  "%s: the frame after the handler is not the trampoline:%s", name, all);
+	cr_assert_str_eq(jstr(f[h + 2], "symbol"), "syscall", "%s:%s", name, all);
+	cr_assert_str_eq(jstr(f[h + 3], "symbol"), "fx_sig_outer", "%s:%s", name, all);
+	cr_assert(index_of(f, n, "start_thread") > h + 3, "%s:%s", name, all);
+	cr_assert(ends_with(jstr(f[n - 1], "symbol"), "clone3"), "%s:%s", name, all);
+	json_decref(doc);
+	cr_assert(!any_task_stopped(fx.pid));
+}
+
+Test(stacks, through_a_signal_frame) { check_signal_frame("fx_stack"); }
+Test(stacks, through_a_signal_frame_cfi_only) { check_signal_frame("fx_stack_o2"); }
+
 Test(stacks, garbage_frame_chain_stops_cleanly)
 {
 	fx_start(&fx, "fx_badstack", NULL, 30);
