@@ -473,7 +473,7 @@ Test(overtime, diff_of_a_changing_fixture)
 	}
 	json_t *pw = json_object_get(entry_of(same, poller), "wait");
 	cr_assert_str_eq(jstr(pw, "kind"), "syscall");
-	cr_assert_str_eq(jstr(pw, "syscall"), "epoll_wait");
+	cr_assert_str_eq(jstr(pw, "syscall"), SC_EPOLL_WAIT);
 	cr_assert(entry_of(same, holder), "the holder sleeps in read() in both");
 
 	json_t *locks = json_object_get(d, "locks_held");

@@ -245,7 +245,7 @@ Test(psvc, open_errors)
 {
 	cr_assert_eq(psvc_open(0, NULL, &tgt), -ESRCH);
 	cr_assert_eq(psvc_open(-5, NULL, &tgt), -ESRCH);
-	fx_start(&fx, "fx_i386", NULL, 30);
+	fx_start(&fx, FX_32BIT, NULL, 30);
 	cr_assert_eq(psvc_open(fx.pid, NULL, &tgt), -ENOEXEC);
 	tgt = NULL;
 }
