@@ -132,6 +132,15 @@ void arch_decode_syscall(const struct arch_desc *a, const uint64_t *gregs,
 	}
 }
 
+long arch_syscall_at_insn(const struct arch_desc *a, const uint64_t *gregs,
+			  uint32_t insn)
+{
+	if (a->id != ARCH_AARCH64 || insn != 0xd4000001u)	/* svc #0 */
+		return -1;
+	int64_t nr = (int64_t)gregs[A64_X8];
+	return nr >= 0 && nr < 0x10000 ? (long)nr : -1;
+}
+
 const char *arch_syscall_name(const struct arch_desc *a, long nr)
 {
 	if (nr < 0)

@@ -64,6 +64,19 @@ uint64_t arch_sp(const struct arch_desc *a, const uint64_t *gregs);
 void arch_decode_syscall(const struct arch_desc *a, const uint64_t *gregs,
 			 long nr_hint, struct arch_syscall *ret);
 
+/*
+ * A core has no /proc to read before a stop.  On aarch64 a thread whose
+ * system call a signal (or the dump) interrupted has had its pc moved back
+ * onto the svc instruction (to make the call again when it resumes), x0
+ * given back its first argument, and the kernel's own record of the call
+ * cleared: so insn, the 4 bytes at its pc (little-endian), being svc #0
+ * says that it is in the system call x8 names.  Returns that number as a
+ * hint for arch_decode_syscall(), or -1 (any other instruction; x86_64,
+ * whose orig_rax says it).
+ */
+long arch_syscall_at_insn(const struct arch_desc *a, const uint64_t *gregs,
+			  uint32_t insn);
+
 /* Name of syscall nr on this arch, NULL if unknown. */
 const char *arch_syscall_name(const struct arch_desc *a, long nr);
 
