@@ -112,6 +112,28 @@ void arch_gregs_from_syscall(const struct arch_desc *a, long nr,
 /* The DWARF number of the stack pointer. */
 unsigned arch_dwarf_sp(const struct arch_desc *a);
 
+/*
+ * Pointer authentication (aarch64): the bits of a code address that hold
+ * its PAC, for a process whose highest mapped address is below top (the
+ * end of its highest mapping).  Linux enables top-byte-ignore for user
+ * addresses, so the PAC field is bits 54 down to the virtual address
+ * size, for instructions and data alike (what PTRACE_GETREGSET
+ * NT_ARM_PAC_MASK reports; docs/ARCH.md); the size is taken as the bits
+ * the highest mapping needs.  0 on x86_64.  A signed address is
+ * stripped with addr & ~mask.
+ */
+uint64_t arch_pac_mask(const struct arch_desc *a, uint64_t top);
+
+/*
+ * Where a signal handler's frame keeps the interrupted registers: the
+ * kernel's rt_sigframe (siginfo, then the ucontext whose uc_mcontext
+ * holds them) starts at the sp the handler returns to its trampoline
+ * with.  Returns the offset from that sp of a block of *ret_n words laid
+ * out as gregs[0..n), or 0 when the arch has no such rule (x86_64: glibc's
+ * trampoline __restore_rt carries CFI for every register).
+ */
+unsigned arch_sigframe_gregs(const struct arch_desc *a, unsigned *ret_n);
+
 /* Names of the general registers, for text and JSON output. */
 const char *arch_greg_name(const struct arch_desc *a, unsigned idx);
 

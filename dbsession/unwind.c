@@ -13,6 +13,14 @@
  * (dlopen, dlclose, exec): libdwfl keeps modules that are re-reported at
  * the same place.  Symbolization is cached per pc for the same
  * generation: thousands of idle threads share a handful of frames.
+ *
+ * aarch64 (docs/ARCH.md): return addresses saved by code built with
+ * pointer authentication carry a PAC in their top bits, which libdwfl
+ * does not strip; the words it reads and the link register are stripped
+ * here when what remains is an address in executable memory.  And the
+ * vDSO's signal trampoline only describes the frame record the kernel
+ * left (the interrupted pc and x29, no sp, no link register): at that
+ * frame the walk starts again from the registers the signal frame saved.
  */
 #include "dbs_int.h"
 
@@ -55,8 +63,16 @@ struct dbs_unwinder {
 	size_t cache_cap, cache_n;
 	struct sym_entry scratch;	/* a pc outside every module */
 
+	/* aarch64: the PAC bits of code addresses (0: none) and the vDSO's
+	 * signal trampoline (0: none), for this module generation */
+	uint64_t pac_mask;
+	uint64_t sigtramp;
+
 	/* the thread being unwound */
 	const struct dbs_thread *cur;
+	/* the registers a signal frame saved, to start the next part of the
+	 * walk from (NULL: the thread's own) */
+	const uint64_t *restart_gregs;
 	bool missed;		/* a memory read missed the capture */
 	uint64_t miss_addr;
 };
@@ -98,6 +114,20 @@ static bool cb_get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
 	return true;
 }
 
+/* v without its PAC bits if that is an address in executable memory (a
+ * signed return address), else v as it is: the unwinder reads saved
+ * registers of every kind, and only code addresses may be changed. */
+static uint64_t strip_pac(struct dbs_unwinder *u, uint64_t v)
+{
+	if (!(v & u->pac_mask))
+		return v;
+	uint64_t a = v & ~u->pac_mask;
+	struct psvc_map m;
+	if (psvc_map_lookup(u->t, a, &m, NULL) == 0 && m.perms[2] == 'x')
+		return a;
+	return v;
+}
+
 static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result,
 			   void *arg)
 {
@@ -110,14 +140,14 @@ static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result,
 		u->missed = true;
 		return false;
 	}
-	*result = v;
+	*result = strip_pac(u, v);
 	return true;
 }
 
 static bool cb_set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
 {
 	struct dbs_unwinder *u = thread_arg;
-	if (u->cur->observed) {
+	if (u->cur->observed && !u->restart_gregs) {
 		/* nonblocking: only pc and sp are known; every other register
 		 * stays undefined, so a frame whose CFA needs one ends the
 		 * stack instead of being computed from a made-up 0 */
@@ -127,13 +157,17 @@ static bool cb_set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
 		dwfl_thread_state_register_pc(thread, u->cur->pc);
 		return true;
 	}
+	const uint64_t *gregs = u->restart_gregs ? u->restart_gregs : u->cur->gregs;
 	Dwarf_Word dw[64];
-	unsigned n = arch_gregs_to_dwarf(u->arch, u->cur->gregs, dw, 64);
+	unsigned n = arch_gregs_to_dwarf(u->arch, gregs, dw, 64);
+	/* aarch64's link register (x30) may hold a signed return address */
+	if (u->pac_mask && n > 30)
+		dw[30] = strip_pac(u, dw[30]);
 	if (!dwfl_thread_state_registers(thread, 0, n, dw))
 		return false;
 	/* x86_64's DWARF 16 is rip; aarch64 has no DWARF pc column */
 	if (u->arch->id == ARCH_AARCH64)
-		dwfl_thread_state_register_pc(thread, u->cur->pc);
+		dwfl_thread_state_register_pc(thread, arch_pc(u->arch, gregs));
 	return true;
 }
 
@@ -249,6 +283,29 @@ void dbs_unwinder_free(struct dbs_unwinder *u)
 	free(u);
 }
 
+/* The PAC mask from the highest module (arch_pac_mask: the address space
+ * the process uses) and the vDSO's signal trampoline, if any. */
+static void find_arch_marks(struct dbs_unwinder *u)
+{
+	u->pac_mask = 0;
+	u->sigtramp = 0;
+	if (u->arch->id != ARCH_AARCH64)
+		return;
+	uint64_t top = 0;
+	for (size_t i = 0; i < psvc_nmodules(u->t); i++) {
+		const struct psvc_module *m = psvc_module_at(u->t, i);
+		if (m->end > top)
+			top = m->end;
+	}
+	u->pac_mask = arch_pac_mask(u->arch, top);
+	uint64_t a;
+	const struct psvc_module *m;
+	if (psvc_lookup_symbol(u->t, "__kernel_rt_sigreturn", &a) == 0 &&
+	    (m = psvc_module_for_addr(u->t, a)) && m->path &&
+	    !strcmp(m->path, "[vdso]"))
+		u->sigtramp = a;
+}
+
 int dbs_unwinder_sync(struct dbs_unwinder *u)
 {
 	uint64_t gen = psvc_modules_generation(u->t);
@@ -263,6 +320,7 @@ int dbs_unwinder_sync(struct dbs_unwinder *u)
 			return -ENOEXEC;
 		u->attached = true;
 	}
+	find_arch_marks(u);
 	/* new modules, new names: a fresh cache and pool (snapshots that
 	 * still use the old pool keep it alive) */
 	cache_clear(u);
@@ -479,6 +537,9 @@ struct walk {
 	unsigned unknown_run;	/* frames in a row outside any module */
 	enum dbs_stack_end end;
 	const char *why;
+	/* the registers of the signal frame the walk stopped at */
+	bool sigframe;
+	uint64_t sig_gregs[ARCH_MAX_GREGS];
 };
 
 /* The address to symbolize for frame i: a return address points after
@@ -486,6 +547,26 @@ struct walk {
 static uint64_t look_pc(const struct walk *w, unsigned i)
 {
 	return w->activation[i] ? w->pcs[i] : w->pcs[i] - 1;
+}
+
+/* At the vDSO's signal trampoline, sp is the kernel's rt_sigframe: take
+ * the interrupted registers from it (from the capture only), to walk on
+ * from there. */
+static bool read_sigframe(struct walk *w, uint64_t sp)
+{
+	unsigned n;
+	uint64_t off = arch_sigframe_gregs(w->u->arch, &n);
+	if (!off || n > ARCH_MAX_GREGS || sp + off < sp)
+		return false;
+	uint64_t g[ARCH_MAX_GREGS];
+	if (psvc_read_frozen(w->u->t, sp + off, g, n * sizeof *g))
+		return false;
+	/* the interrupted context is older, so higher on the stack */
+	if (arch_sp(w->u->arch, g) <= sp)
+		return false;
+	memcpy(w->sig_gregs, g, n * sizeof *g);
+	w->sigframe = true;
+	return true;
 }
 
 static int frame_cb(Dwfl_Frame *frame, void *arg)
@@ -534,6 +615,13 @@ static int frame_cb(Dwfl_Frame *frame, void *arg)
 	w->sps[w->n] = have_sp ? sp : 0;
 	w->activation[w->n] = act;
 	w->n++;
+	if (w->u->sigtramp && pc == w->u->sigtramp && have_sp &&
+	    read_sigframe(w, sp)) {
+		/* nothing called the trampoline: the handler returns to it,
+		 * so its pc is its own (not a return address after a call) */
+		w->activation[w->n - 1] = true;
+		return DWARF_CB_ABORT;
+	}
 	return DWARF_CB_OK;
 }
 
@@ -560,6 +648,15 @@ void dbs_unwinder_unwind(struct dbs_unwinder *u, struct dbs_thread *th,
 	u->cur = th;
 	u->missed = false;
 	int rc = u->attached ? dwfl_getthread_frames(u->dwfl, th->tid, frame_cb, w) : -1;
+	/* a walk that stopped at a signal frame goes on from the registers
+	 * it saved; nested signals as many times as frames are left */
+	while (rc != -1 && w->sigframe && w->end == DBS_STACK_COMPLETE &&
+	       w->n < w->max) {
+		w->sigframe = false;
+		u->restart_gregs = w->sig_gregs;
+		rc = dwfl_getthread_frames(u->dwfl, th->tid, frame_cb, w);
+		u->restart_gregs = NULL;
+	}
 	u->cur = NULL;
 	/* libdwfl takes a return address it could not read, or a register
 	 * lost to an earlier failed read, for the end of the stack

@@ -2,7 +2,9 @@
  * test_arch: the arch/ rules checked against the kernel, on a real stopped
  * thread: what a ptrace stop leaves of a system call the stop interrupted
  * (the number arch_decode_syscall finds, and on aarch64 what the kernel's
- * own syscallno regset says then; docs/ARCH.md).
+ * own syscallno regset says then), and the pointer authentication mask
+ * arch_pac_mask derives from the address space against the one the
+ * kernel reports (docs/ARCH.md).
  */
 #include <criterion/criterion.h>
 #include <elf.h>
@@ -21,6 +23,9 @@
 
 #ifndef NT_ARM_SYSTEM_CALL
 #define NT_ARM_SYSTEM_CALL 0x404
+#endif
+#ifndef NT_ARM_PAC_MASK
+#define NT_ARM_PAC_MASK 0x406
 #endif
 
 static struct fixture fx;
@@ -114,4 +119,48 @@ Test(arch, syscall_of_a_stopped_futex_wait)
 	cr_assert_gt(sc.args[0], 4096);
 	/* the instruction after the svc is not one */
 	cr_assert_eq(arch_syscall_at_insn(a, r, insn_at(fx.pid, arch_pc(a, r) + 4)), -1);
+}
+
+/* The highest end of the mappings /proc/PID/maps lists under name. */
+static uint64_t map_end(pid_t pid, const char *name)
+{
+	char path[64], line[512];
+	snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+	FILE *f = fopen(path, "r");
+	cr_assert(f);
+	uint64_t end = 0;
+	while (fgets(line, sizeof line, f)) {
+		unsigned long long s, e;
+		if (strstr(line, name) && sscanf(line, "%llx-%llx", &s, &e) == 2 && e > end)
+			end = e;
+	}
+	fclose(f);
+	return end;
+}
+
+Test(arch, pac_mask_is_the_kernels)
+{
+	const struct arch_desc *a = arch_host();
+	if (a->id != ARCH_AARCH64) {
+		cr_assert_eq(arch_pac_mask(a, 1ull << 47), 0);
+		cr_skip_test("no pointer authentication on %s", a->name);
+	}
+	fx_start(&fx, "fx_stack", NULL, 30);
+	pid_t tid = chain_tid();
+	stop_thread(tid);
+	uint64_t m[2] = { 0, 0 };	/* struct user_pac_mask: data, insn */
+	struct iovec iov = { m, sizeof m };
+	if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_ARM_PAC_MASK, &iov) != 0) {
+		cr_assert_eq(errno, EINVAL);
+		cr_skip_test("this CPU has no pointer authentication");
+	}
+	cr_assert_eq(m[0], m[1], "data %#llx, insn %#llx", (unsigned long long)m[0],
+		     (unsigned long long)m[1]);
+	/* from the top of the address space the process uses: its stack,
+	 * or the highest module (the vDSO), as the unwinder takes it */
+	uint64_t stack = map_end(fx.pid, "[stack]"), vdso = map_end(fx.pid, "[vdso]");
+	cr_assert(stack && vdso);
+	cr_assert_eq(arch_pac_mask(a, stack), m[1], "%#llx from the stack, kernel %#llx",
+		     (unsigned long long)arch_pac_mask(a, stack), (unsigned long long)m[1]);
+	cr_assert_eq(arch_pac_mask(a, vdso), m[1]);
 }

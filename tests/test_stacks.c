@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -127,6 +128,24 @@ Test(stacks, known_chain_cfi_only) { check_chain("fx_stack_o2", true); }
 Test(stacks, known_chain_non_pie) { check_chain("fx_stack_nopie", true); }
 Test(stacks, known_chain_stripped_binary) { check_chain("fx_stack_stripped", false); }
 /* no .eh_frame, no .debug_frame for the fixture's code: frame pointers */
+/* aarch64 code built with -mbranch-protection=pac-ret: every saved return
+ * address carries a pointer authentication code in its top bits, which the
+ * unwinder must strip (docs/ARCH.md). */
+Test(stacks, known_chain_signed_return_addresses)
+{
+#if defined(__aarch64__)
+	if (!(getauxval(AT_HWCAP) & HWCAP_PACA))
+		cr_skip_test("this CPU has no pointer authentication");
+	check_chain("fx_stack_pac", true);
+	const char *l = fx_line(&fx, "saved_lr ");
+	cr_assert(l, "fx_stack_pac did not report its saved return address");
+	unsigned long lr = strtoul(l + 9, NULL, 16);
+	cr_assert(lr & 0x007f000000000000ul, "%#lx is not signed: the test shows nothing", lr);
+#else
+	cr_skip_test("pointer authentication is aarch64's");
+#endif
+}
+
 Test(stacks, known_chain_frame_pointer_fallback) { check_chain("fx_stack_nocfi", false); }
 
 /* A thread blocked in a signal handler: the stack goes through the
