@@ -299,8 +299,12 @@ done
 
 # ---------------------------------------------------------------- builds
 echo "== build"
+# limit.c names x86_64's registers; aarch64's struct user_regs_struct has
+# the two it reads as sp and pc
+ARCH_CFLAGS=()
+[[ $(uname -m) == aarch64 ]] && ARCH_CFLAGS=(-Drsp=sp -Drip=pc)
 for p in target limit; do
-	cc -O2 -Wall -pthread -o "$BIN/$p.new" "$SHARED_BENCH/$p.c" ||
+	cc -O2 -Wall -pthread "${ARCH_CFLAGS[@]}" -o "$BIN/$p.new" "$SHARED_BENCH/$p.c" ||
 		die "cannot build $p from $SHARED_BENCH/$p.c"
 	mv -f "$BIN/$p.new" "$BIN/$p"
 done
