@@ -22,6 +22,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "test_config.h"	/* TEST_TIME_SCALE */
+
 #define FX_MAX_LINES 4096
 
 /* The 32-bit fixture of the host's architecture: a process of another

@@ -39,7 +39,7 @@ static void teardown(void)
 	fx_kill(&fx);
 }
 
-TestSuite(arch, .fini = teardown, .timeout = 120);
+TestSuite(arch, .fini = teardown, .timeout = 120 * TEST_TIME_SCALE);
 
 /* Seize tid and stop it with PTRACE_INTERRUPT, as a capture does. */
 static void stop_thread(pid_t tid)

@@ -80,7 +80,7 @@ static void teardown(void)
 		remove_tree(tmpdir);
 }
 
-TestSuite(corefile, .init = setup, .fini = teardown, .timeout = 600);
+TestSuite(corefile, .init = setup, .fini = teardown, .timeout = 600 * TEST_TIME_SCALE);
 
 /* ---- the fixture ------------------------------------------------------------- */
 

@@ -36,7 +36,7 @@ static void teardown(void)
 	tmp_a[0] = tmp_b[0] = '\0';
 }
 
-TestSuite(overtime, .fini = teardown, .timeout = 300);
+TestSuite(overtime, .fini = teardown, .timeout = 300 * TEST_TIME_SCALE);
 
 static long long jint(json_t *o, const char *k)
 {
@@ -226,7 +226,7 @@ Test(overtime, hung_then_recovered_and_lock_held)
 	double t_block = fx_answer_time("blocking ");
 	free(fx_answer("blocked"));
 	/* until both events came, and a little more */
-	double deadline = now_real() + 60;
+	double deadline = now_real() + 60 * TEST_TIME_SCALE;
 	while (!find_event(&w, "thread_hung", NULL) || !find_event(&w, "lock_held", NULL)) {
 		cr_assert(now_real() < deadline, "no thread_hung or lock_held");
 		read_until(&w, now_real());

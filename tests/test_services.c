@@ -22,7 +22,7 @@ static void teardown(void)
 	fx_kill(&fx);
 }
 
-TestSuite(services, .fini = teardown, .timeout = 600);
+TestSuite(services, .fini = teardown, .timeout = 600 * TEST_TIME_SCALE);
 
 /* "tid ROLE TID" */
 static pid_t role_tid(const char *role)

@@ -29,7 +29,7 @@ static void teardown(void)
 	fx_kill(&fx);
 }
 
-TestSuite(snapshot, .fini = teardown, .timeout = 300);
+TestSuite(snapshot, .fini = teardown, .timeout = 300 * TEST_TIME_SCALE);
 
 static void hex_of(const char *s, char *out)
 {

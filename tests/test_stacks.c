@@ -31,7 +31,7 @@ static void teardown(void)
 	}
 }
 
-TestSuite(stacks, .fini = teardown, .timeout = 300);
+TestSuite(stacks, .fini = teardown, .timeout = 300 * TEST_TIME_SCALE);
 
 static int fx_int(const char *prefix, int field)
 {

@@ -22,7 +22,7 @@ static void teardown(void)
 	fx_kill(&fx);
 }
 
-TestSuite(tls, .fini = teardown, .timeout = 300);
+TestSuite(tls, .fini = teardown, .timeout = 300 * TEST_TIME_SCALE);
 
 /* "thread TID I PTHREAD" lines of fx_tls / fx_oldglibc. */
 struct worker {

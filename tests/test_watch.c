@@ -33,7 +33,7 @@ static void teardown(void)
 	kept_free(&stream);
 }
 
-TestSuite(watch, .fini = teardown, .timeout = 300);
+TestSuite(watch, .fini = teardown, .timeout = 300 * TEST_TIME_SCALE);
 
 /* The next line of the stream, parsed (and kept for validate_stream()).
  * NULL at its end. */
