@@ -298,12 +298,23 @@ static void find_arch_marks(struct dbs_unwinder *u)
 			top = m->end;
 	}
 	u->pac_mask = arch_pac_mask(u->arch, top);
-	uint64_t a;
-	const struct psvc_module *m;
-	if (psvc_lookup_symbol(u->t, "__kernel_rt_sigreturn", &a) == 0 &&
-	    (m = psvc_module_for_addr(u->t, a)) && m->path &&
-	    !strcmp(m->path, "[vdso]"))
-		u->sigtramp = a;
+	/* the vDSO's own symbols only: a dozen */
+	for (size_t i = 0; i < psvc_nmodules(u->t) && !u->sigtramp; i++) {
+		const struct psvc_module *m = psvc_module_at(u->t, i);
+		Dwfl_Module *dm = m->path && !strcmp(m->path, "[vdso]")
+					  ? dwfl_addrmodule(u->dwfl, m->start) : NULL;
+		int n = dm ? dwfl_module_getsymtab(dm) : -1;
+		for (int k = 1; k < n; k++) {
+			GElf_Sym sym;
+			GElf_Addr addr;
+			const char *name = dwfl_module_getsym_info(dm, k, &sym, &addr,
+								   NULL, NULL, NULL);
+			if (name && !strcmp(name, "__kernel_rt_sigreturn")) {
+				u->sigtramp = addr;
+				break;
+			}
+		}
+	}
 }
 
 int dbs_unwinder_sync(struct dbs_unwinder *u)
