@@ -60,6 +60,27 @@ static void get_gregs(pid_t tid, const struct arch_desc *a, uint64_t *r)
 	cr_assert_eq(iov.iov_len, a->ngregs * sizeof *r);
 }
 
+/* With TINSPECT_RECORD_DIR set (tools/record-blobs.sh), the registers
+ * are also written there as ARCH-futex-wait.gregs, the blob the unit
+ * suite decodes on any host. */
+static void record_gregs(const struct arch_desc *a, const uint64_t *r)
+{
+	const char *dir = getenv("TINSPECT_RECORD_DIR");
+	if (!dir)
+		return;
+	char path[4096];
+	snprintf(path, sizeof path, "%s/%s-futex-wait.gregs", dir, a->name);
+	FILE *f = fopen(path, "w");
+	cr_assert(f, "%s: %s", path, strerror(errno));
+	fprintf(f, "# NT_PRSTATUS (%u words: %s .. %s) of fx_stack's chain thread,\n"
+		"# stopped by PTRACE_SEIZE + PTRACE_INTERRUPT while it sleeps in\n"
+		"# pthread_cond_wait's futex wait; recorded by tools/record-blobs.sh\n",
+		a->ngregs, arch_greg_name(a, 0), arch_greg_name(a, a->ngregs - 1));
+	for (unsigned i = 0; i < a->ngregs; i++)
+		fprintf(f, "0x%016llx\n", (unsigned long long)r[i]);
+	cr_assert_eq(fclose(f), 0);
+}
+
 static uint32_t insn_at(pid_t pid, uint64_t addr)
 {
 	char path[64];
@@ -90,6 +111,7 @@ Test(arch, syscall_of_a_stopped_futex_wait)
 	stop_thread(tid);
 	uint64_t r[ARCH_MAX_GREGS] = { 0 };
 	get_gregs(tid, a, r);
+	record_gregs(a, r);
 	struct arch_syscall sc;
 	if (a->id == ARCH_X86_64) {
 		/* orig_rax keeps the number, rax the restart code */
