@@ -760,6 +760,7 @@ static void snapshot_json(struct jw *w, const tinspect_snapshot *snap,
 		thread_json(w, snap, tk, tinspect_snapshot_thread(snap, i));
 	jw_arr_end(w);
 	json_locks(w, snap);
+	json_verdict(w, snap, o->update);
 	jw_obj_end(w);
 }
 

@@ -6,6 +6,7 @@
  */
 #include "agent.h"
 #include "formats.h"
+#include "guard.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -49,7 +50,11 @@ static void on_wake(int sig)
 	(void)sig;	/* only there to interrupt a blocking waitpid() */
 }
 
-static void install_signals(void)
+/* SIGINT, SIGTERM, SIGHUP and SIGQUIT go to the guard thread (guard.c),
+ * which ends tinspect on them even while the capture waits in the kernel;
+ * the handler takes them only if that thread cannot be made.  SIGPIPE,
+ * raised by a write in the thread that wrote, stays with the handler. */
+static void install_signals(uint64_t max_freeze_ns)
 {
 	struct sigaction sa = { 0 };
 	sigemptyset(&sa.sa_mask);
@@ -59,6 +64,12 @@ static void install_signals(void)
 		sigaction(sigs[i], &sa, NULL);
 	sa.sa_handler = on_wake;
 	sigaction(WAKE_SIGNAL, &sa, NULL);
+	struct guard_opts g = {
+		.got_signal = &got_signal, .capturing = &capturing,
+		.holding = &holding, .finish_first = &finish_first,
+		.max_freeze_ns = max_freeze_ns, .wake_signal = WAKE_SIGNAL,
+	};
+	guard_start(&g);
 }
 
 /* Die of the signal that interrupted us, now that the target runs. */
@@ -178,7 +189,9 @@ static const char usage_text[] =
 "                       by the kernel (systemd-coredump: coredumpctl dump PID\n"
 "                       -o FILE) or by gdb (gcore PID); plain, zstd, xz or\n"
 "                       lz4.  --watch, --follow-threads, --max-freeze,\n"
-"                       --stop-timeout, --proc-mem do not apply to a core\n"
+"                       --stop-timeout, --proc-mem, --prometheus do not\n"
+"                       apply to a core; --folded and --pprof take its\n"
+"                       stacks, one sample per thread\n"
 "  --exe PATH           with --core: the executable (when it was deleted or\n"
 "                       moved since the crash)\n"
 "  --sysroot DIR        with --core: look up the core's files under DIR (a\n"
@@ -714,9 +727,25 @@ int main(int argc, char **argv)
 				"together\n");
 			return EXIT_USAGE;
 		}
+		if (fo.prometheus) {
+			fprintf(stderr, "tinspect: --prometheus does not apply to a "
+				"core file: its gauges are a live process's state "
+				"for a textfile collector (--folded and --pprof "
+				"take a core's stacks)\n");
+			return EXIT_USAGE;
+		}
 		if (!debuginfod)
 			unsetenv("DEBUGINFOD_URLS");
 		raise_fd_limit();
+		if (formats_wanted(&fo)) {
+			const char *bad = NULL;
+			int e = formats_open(&fo, &ao.formats, &bad);
+			if (e) {
+				fprintf(stderr, "tinspect: cannot write %s: %s\n",
+					bad ? bad : "the output files", strerror(-e));
+				return e == -ENOMEM ? EXIT_INTERNAL : EXIT_USAGE;
+			}
+		}
 		return agent_core(core, exe, sysroot, &dopts, &ao);
 	}
 	pid_t pid;
@@ -795,7 +824,7 @@ int main(int argc, char **argv)
 	}
 
 	raise_fd_limit();
-	install_signals();
+	install_signals(dopts.max_freeze_ns);
 	tinspect_session *s = NULL;
 	capturing = 1;
 	int err = tinspect_session_init(pid, &dopts, &s);

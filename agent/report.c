@@ -3,11 +3,11 @@
  * incident (issue 9), and the lock texts the other views share.
  *
  *   Verdict: deadlocks (jstack's "Found one Java-level deadlock" shape),
- *            orphaned locks, stalls; or, when none is proven, what one
- *            snapshot cannot prove: threads in untimed waits on
- *            primitives that record no owner (a Python threading.Lock
- *            ABBA is two semaphore waits), instead of a clean bill of
- *            health.
+ *            orphaned locks, stalls, a process stopped by job control;
+ *            the waits on primitives that record no owner when they are
+ *            worth a line (verdict.c: no thread can make progress, or
+ *            nothing moved since the previous update of a watch), else
+ *            "No deadlock found" with those waits counted below it.
  *   Threads by state and by what they wait on.
  *   The most contended locks, with owner and waiters, and the function
  *   that waits on them (an unidentified futex reads "called from
@@ -252,36 +252,6 @@ static void put_lock_line(FILE *out, const tinspect_snapshot *snap,
 
 /* ---- what one snapshot cannot prove ------------------------------------------ */
 
-/*
- * A thread in an untimed wait on something that records no owner: a
- * condvar, a semaphore, a barrier, an unidentified futex, an rwlock held
- * by readers, a lock held outside the process.  Whether such threads wait
- * for each other cannot be told from one snapshot.  A timed wait ends by
- * itself (restart_syscall only ever continues a timed one).
- */
-static bool undecided_wait(const tinspect_thread *th)
-{
-	const tinspect_wait *b = tinspect_thread_wait(th);
-	const tinspect_lock *l = b ? tinspect_wait_lock(b) : NULL;
-	if (!l || !tinspect_wait_in_graph(b) || tinspect_wait_parked(b) ||
-	    !tinspect_wait_untimed(b))
-		return false;
-	switch (tinspect_lock_kind(l)) {
-	case TINSPECT_LOCK_COND:
-	case TINSPECT_LOCK_SEM:
-	case TINSPECT_LOCK_BARRIER:
-		return true;
-	case TINSPECT_LOCK_FUTEX:
-	case TINSPECT_LOCK_RWLOCK:
-	case TINSPECT_LOCK_MUTEX:
-		return tinspect_lock_owner_state(l) == TINSPECT_OWNER_UNKNOWN ||
-		       tinspect_lock_owner_state(l) == TINSPECT_OWNER_OUTSIDE;
-	case TINSPECT_LOCK_JOIN:
-		break;
-	}
-	return false;
-}
-
 static int cmp_by_waiters(const void *a, const void *b)
 {
 	const tinspect_lock *x = *(const tinspect_lock *const *)a;
@@ -329,28 +299,47 @@ static void put_lock_caller(FILE *out, const tinspect_snapshot *snap,
 		fprintf(out, ", called from %s%s", first, same ? "" : " and others");
 }
 
+/* Why the undecided waits are a line of the verdict, and what they are. */
+static void put_undecided_why(FILE *out, const struct agent_verdict *v)
+{
+	size_t n = v->undecided;
+	if (v->why == VERDICT_NO_PROGRESS)
+		fprintf(out, "  No thread of the process can make progress: none runs, "
+			"none sleeps with a timeout,\n  none waits for anything from "
+			"outside the process.  Nothing in it will post or signal\n"
+			"  what these %zu thread%s wait%s for with no timeout, on "
+			"primitives that record no owner:\n  they may be waiting for "
+			"each other", n, n == 1 ? "" : "s", n == 1 ? "s" : "");
+	else
+		fprintf(out, "  Nothing in the process moved since the previous update: "
+			"every thread is in the wait\n  it was in then.  These %zu "
+			"thread%s in the same untimed waits on the same words, on\n"
+			"  primitives that record no owner, may be waiting for each "
+			"other", n, n == 1 ? "" : "s");
+	if (v->cpython)
+		fputs(" (a Python threading.Lock\n  ABBA is two semaphore waits; "
+		      "py-spy dump --pid PID shows the Python stacks)", out);
+	fputs(":\n", out);
+}
+
 static void put_undecided(FILE *out, const tinspect_snapshot *snap,
-			  const struct agent_opts *o, size_t nthreads)
+			  const struct agent_opts *o, const struct agent_verdict *v)
 {
 	const tinspect_lock **order = locks_by_waiters(snap);
 	size_t nobj = 0, nlocks = tinspect_snapshot_nlocks(snap);
-	fprintf(out, "  Not provable from one snapshot: %zu thread%s in untimed waits on "
-		"primitives that record no owner\n  (condition variables, semaphores, "
-		"barriers, unidentified futexes, rwlocks held by readers).\n  Whether "
-		"they wait for each other (a Python threading.Lock ABBA is two "
-		"semaphore waits)\n  cannot be proven or ruled out from one snapshot; "
-		"the same waits on the same words\n  in a second snapshot "
-		"(tinspect --watch 2 --count 2) make it likely:\n",
-		nthreads, nthreads == 1 ? "" : "s");
+	put_undecided_why(out, v);
 	size_t shown = 0;
 	for (size_t k = 0; order && k < nlocks; k++) {
 		const tinspect_lock *l = order[k];
-		size_t n = 0, nwaiters = tinspect_lock_nwaiters(l);
+		size_t n = 0, same = 0, nwaiters = tinspect_lock_nwaiters(l);
 		struct tinspect_sem_state sem;
 		for (size_t i = 0; i < nwaiters; i++) {
 			const tinspect_thread *t = tinspect_snapshot_thread_by_tid(
 				snap, tinspect_lock_waiter(l, i, NULL));
-			n += t && undecided_wait(t);
+			if (t && verdict_undecided_wait(snap, t)) {
+				n++;
+				same += verdict_same_wait(snap, t);
+			}
 		}
 		if (!n)
 			continue;
@@ -369,12 +358,37 @@ static void put_undecided(FILE *out, const tinspect_snapshot *snap,
 			fprintf(out, " %d", (int)tinspect_lock_waiter(l, i, NULL));
 		if (!o->verbose && nwaiters > 8)
 			fprintf(out, " ... (%zu)", nwaiters);
+		/* in a watch: whether this is what the previous update saw */
+		if (v->watched)
+			fputs(same == n ? " [the same as at the previous update]"
+			      : same ? " [partly the same as at the previous update]"
+				     : " [new since the previous update]", out);
 		fputc('\n', out);
 	}
 	if (nobj > shown)
 		fprintf(out, "  ... and %zu more objects (--verbose lists them)\n",
 			nobj - shown);
 	free(order);
+}
+
+/* Below "No deadlock found" (or the deadlocks): the undecided waits that
+ * are no line of the verdict, counted by kind. */
+static void put_idle_counts(FILE *out, const struct agent_verdict *v)
+{
+	for (size_t i = 0; i < v->nkinds; i++) {
+		const struct verdict_kind *k = &v->kinds[i];
+		/* a condvar wait is what an idle thread does
+		 * (tinspect_wait_is_idle); a semaphore wait is not called so */
+		fprintf(out, "  %zu thread%s %sin untimed %s", k->threads,
+			k->threads == 1 ? "" : "s",
+			k->kind == TINSPECT_LOCK_COND ? "idle " : "", k->what);
+		if (v->watched)
+			fprintf(out, " (%zu in the same wait as at the previous update)",
+				k->same);
+		if (v->cpython && k->kind == TINSPECT_LOCK_SEM)
+			fputs(" (CPython: a threading.Lock is a semaphore)", out);
+		fputc('\n', out);
+	}
 }
 
 /* ---- the verdict --------------------------------------------------------------- */
@@ -484,61 +498,85 @@ static void put_stalls(FILE *out, const tinspect_snapshot *snap)
 	fputc('\n', out);
 }
 
+/* "; the process is STOPPED ..." on the verdict line */
+static void put_stopped(FILE *out, const struct agent_verdict *v)
+{
+	if (verdict_process_stopped(v))
+		fputs("; the process is STOPPED by job control (SIGSTOP or SIGTSTP): "
+		      "nothing in it runs until it gets SIGCONT", out);
+	else if (v->jobctl)
+		fprintf(out, "; %zu of %zu threads are stopped by job control",
+			v->jobctl, v->threads);
+}
+
 static void put_verdict(FILE *out, const tinspect_snapshot *snap,
 			const struct agent_opts *o)
 {
-	if (!tinspect_snapshot_locks_analysed(snap)) {
-		fputs("Verdict: locks not analysed (out of memory); deadlocks unknown\n\n",
-		      out);
+	struct agent_verdict v;
+	verdict_make(snap, o->update, &v);
+	if (!v.analysed) {
+		fputs("Verdict: locks not analysed (out of memory); deadlocks unknown", out);
+		put_stopped(out, &v);
+		fputs("\n\n", out);
 		return;
 	}
-	size_t ndeadlocks = tinspect_snapshot_ncycles(snap);
-	size_t norphaned = tinspect_snapshot_norphans(snap);
-	size_t nstalls = tinspect_snapshot_nstalls(snap);
-	size_t undecided = 0;
-	for (size_t i = 0, n = tinspect_snapshot_nthreads(snap); i < n; i++)
-		undecided += undecided_wait(tinspect_snapshot_thread(snap, i));
+	bool listed = v.why != VERDICT_IDLE;
 	fputs("Verdict: ", out);
-	if (!ndeadlocks && !norphaned && !nstalls) {
-		fputs(undecided ? "no deadlock among locks that record their owner, "
-				  "no orphaned lock, no stall\n"
-				: "no deadlock, no orphaned lock, no stall\n", out);
+	if (!v.deadlocks && !v.orphans && !v.stalls) {
+		fputs(listed ? "POSSIBLE DEADLOCK (waits that record no owner, not "
+			       "provable); no deadlock among owned locks, no "
+			       "orphaned lock, no stall"
+			     : "no deadlock, no orphaned lock, no stall", out);
 	} else {
 		const char *sep = "";
-		if (ndeadlocks && unconfirmed(snap)) {
-			fprintf(out, "%zu unconfirmed deadlock candidate%s", ndeadlocks,
-				ndeadlocks == 1 ? "" : "s");
+		if (v.deadlocks && v.unconfirmed) {
+			fprintf(out, "%zu unconfirmed deadlock candidate%s", v.deadlocks,
+				v.deadlocks == 1 ? "" : "s");
 			sep = ", ";
-		} else if (ndeadlocks) {
-			fprintf(out, "%zu DEADLOCK%s", ndeadlocks, ndeadlocks == 1 ? "" : "S");
-			sep = ", ";
-		}
-		if (norphaned) {
-			fprintf(out, "%s%zu orphaned lock%s", sep, norphaned,
-				norphaned == 1 ? "" : "s");
+		} else if (v.deadlocks) {
+			fprintf(out, "%zu DEADLOCK%s", v.deadlocks,
+				v.deadlocks == 1 ? "" : "S");
 			sep = ", ";
 		}
-		if (nstalls)
-			fprintf(out, "%s%zu %sstall%s", sep, nstalls,
-				unconfirmed(snap) ? "unconfirmed " : "",
-				nstalls == 1 ? "" : "s");
-		fputc('\n', out);
+		if (v.orphans) {
+			fprintf(out, "%s%zu orphaned lock%s", sep, v.orphans,
+				v.orphans == 1 ? "" : "s");
+			sep = ", ";
+		}
+		if (v.stalls) {
+			fprintf(out, "%s%zu %sstall%s", sep, v.stalls,
+				v.unconfirmed ? "unconfirmed " : "",
+				v.stalls == 1 ? "" : "s");
+			sep = ", ";
+		}
+		if (listed)
+			fprintf(out, "%spossible deadlock among waits that record no "
+				"owner", sep);
 	}
-	if (undecided)
-		put_undecided(out, snap, o, undecided);
+	put_stopped(out, &v);
 	fputc('\n', out);
-	if (ndeadlocks)
+	if (listed)
+		put_undecided(out, snap, o, &v);
+	fputc('\n', out);
+	if (v.deadlocks)
 		put_deadlock_edges(out, snap);
-	if (norphaned) {
+	if (v.orphans) {
 		fputs("Orphaned locks (their owner no longer exists):\n", out);
-		for (size_t i = 0; i < norphaned; i++)
+		for (size_t i = 0; i < v.orphans; i++)
 			put_lock_line(out, snap, tinspect_snapshot_orphan(snap, i));
 		fputc('\n', out);
 	}
-	if (nstalls)
+	if (v.stalls)
 		put_stalls(out, snap);
-	if (!ndeadlocks && !undecided)
-		fputs("No deadlock found.\n\n", out);
+	if (!v.deadlocks && !listed) {
+		fputs("No deadlock found.\n", out);
+		put_idle_counts(out, &v);
+		fputc('\n', out);
+	} else if (!listed && v.nkinds) {
+		fputs("Besides, in waits that record no owner:\n", out);
+		put_idle_counts(out, &v);
+		fputc('\n', out);
+	}
 }
 
 /* ---- counts -------------------------------------------------------------------- */

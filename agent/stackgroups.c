@@ -211,6 +211,79 @@ size_t stack_groups_of(const struct stack_groups *g, size_t i, size_t *ret_size)
 	return k + 1;
 }
 
+struct obj_run {
+	const tinspect_lock *l;
+	size_t n;
+};
+
+/* most threads first, then by address */
+static int cmp_runs(const void *a, const void *b)
+{
+	const struct obj_run *x = a, *y = b;
+	if (x->n != y->n)
+		return x->n > y->n ? -1 : 1;
+	uint64_t ax = tinspect_lock_addr(x->l), ay = tinspect_lock_addr(y->l);
+	return (ax > ay) - (ax < ay);
+}
+
+static int cmp_lock_addr(const void *a, const void *b)
+{
+	uint64_t x = tinspect_lock_addr(*(const tinspect_lock *const *)a);
+	uint64_t y = tinspect_lock_addr(*(const tinspect_lock *const *)b);
+	return (x > y) - (x < y);
+}
+
+/* The objects of one kind the n threads of a group wait on (each waits
+ * on one, not all on the same): "each waiting on a cond of its own" only
+ * when no two share one, else how many objects and how many threads on
+ * each, most first. */
+static void put_group_objects(FILE *out, const tinspect_snapshot *snap,
+			      const size_t *ti, size_t n, enum tinspect_lock_kind kind)
+{
+	const char *kn = tinspect_lock_kind_name(kind);
+	const tinspect_lock **v = malloc(n * sizeof *v);
+	if (!v) {
+		fprintf(out, ", each waiting on a %s", kn);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		v[i] = tinspect_wait_lock(tinspect_thread_wait(
+			tinspect_snapshot_thread(snap, ti[i])));
+	qsort(v, n, sizeof *v, cmp_lock_addr);
+	/* runs of the same object, and their length */
+	struct obj_run *r = malloc(n * sizeof *r);
+	size_t nr = 0;
+	for (size_t i = 0; r && i < n; i++) {
+		if (nr && r[nr - 1].l == v[i])
+			r[nr - 1].n++;
+		else
+			r[nr++] = (struct obj_run){ v[i], 1 };
+	}
+	free(v);
+	if (!r || nr == n) {
+		fprintf(out, ", each waiting on a %s of its own", kn);
+		free(r);
+		return;
+	}
+	qsort(r, nr, sizeof *r, cmp_runs);
+	fprintf(out, ", waiting on %zu %ss:", nr, kn);
+	for (size_t i = 0; i < nr && i < 4; i++) {
+		const tinspect_symbol *sym = tinspect_lock_symbol(r[i].l);
+		fprintf(out, "%s %zu on 0x%" PRIx64, i ? "," : "", r[i].n,
+			tinspect_lock_addr(r[i].l));
+		if (sym) {
+			fputs(" (", out);
+			agent_put_escaped(out, tinspect_symbol_name(sym));
+			if (tinspect_symbol_offset(sym))
+				fprintf(out, "+0x%" PRIx64, tinspect_symbol_offset(sym));
+			fputc(')', out);
+		}
+	}
+	if (nr > 4)
+		fprintf(out, ", ... (%zu more)", nr - 4);
+	free(r);
+}
+
 /* "[S 95, R 2]", and what the group's threads wait on if they agree */
 static void put_group_head(FILE *out, const tinspect_snapshot *snap,
 			   const size_t *ti, size_t n)
@@ -246,8 +319,7 @@ static void put_group_head(FILE *out, const tinspect_snapshot *snap,
 		fputs(n > 1 ? ", all waiting on " : ", waiting on ", out);
 		report_put_wait_short(out, t0);
 	} else if (same_kind) {
-		fprintf(out, ", each waiting on a %s of its own",
-			tinspect_lock_kind_name(tinspect_wait_kind(w0)));
+		put_group_objects(out, snap, ti, n, tinspect_wait_kind(w0));
 	}
 	fputc('\n', out);
 }

@@ -104,7 +104,17 @@ static void put_syscall(FILE *out, const tinspect_thread *th)
 {
 	struct tinspect_syscall sc;
 	if (tinspect_thread_syscall(th, &sc, sizeof sc)) {
-		fputs("  syscall: none (user space)\n", out);
+		/* only registers say user space; without them, why not known */
+		if (tinspect_thread_regs(th, NULL, NULL, NULL) == 0)
+			fputs("  syscall: none (user space)\n", out);
+		else if (tinspect_thread_observation(th) == TINSPECT_OBSERVED_RUNNING)
+			fputs("  syscall: unknown (running: on a CPU, not observed "
+			      "in the kernel)\n", out);
+		else if (tinspect_thread_observation(th) == TINSPECT_OBSERVED_MOVED)
+			fputs("  syscall: unknown (it ran during the capture: what "
+			      "was copied is not shown)\n", out);
+		else
+			fputs("  syscall: unknown (registers not read)\n", out);
 		return;
 	}
 	const char *note = "";

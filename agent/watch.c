@@ -311,6 +311,10 @@ static void summary_json(const tinspect_snapshot *snap, unsigned long update)
 	duty_json(w, &duty);
 	jw_kint(w, "threads_hung", (int64_t)overtime_nhung(ot));
 	jw_kint(w, "locks_held_long", (int64_t)overtime_nheld(ot));
+	struct agent_verdict v;
+	verdict_make(snap, update, &v);
+	jw_kstr(w, "verdict", verdict_deadlock_word(&v));
+	jw_kint(w, "threads_undecided", (int64_t)v.undecided);
 	jline_put(&l);
 }
 

@@ -4,6 +4,7 @@
 # a timed test (not part of meson test).
 #
 #   bench/abuse.sh [-n SIGNALS] [-s SNAPSHOTS] [-t THREADS] [-r SEED]
+#                  [-u RUNS] [-p PARTS]
 #
 # Part 1: SIGNALS (100) runs of tinspect on a THREADS-thread (3000) target
 #   (../shared/bench/target.c, mixed mode: cond waits, a held mutex, sleeps,
@@ -18,6 +19,19 @@
 #   --keys --errno) on tests/fixtures/fx_dlchurn, which creates and joins
 #   threads and dlopen()s and dlclose()s two plugins all the time.
 #
+# Part 3: hostile targets that make a read wait (-u RUNS, 4, per target and
+#   mode): tests/fixtures/fx_uffd (a stack, a struct pthread and a mutex's
+#   neighbour in userfaultfd memory served by a stopped thread, "inside",
+#   or by nobody, "outside"; "late": the range registered once the target
+#   is held, so a read does wait, a fresh target each run), and any target
+#   hook_targets adds (a FUSE mount nobody serves).  Modes: oneshot,
+#   json (--keys --errno --tls fx_uffd_tls), nonblocking, watch (--watch
+#   0.2 --follow-threads), nbwatch (--watch 0.2 --nonblocking).  SIGTERM or
+#   SIGINT after 0 to 1.5 s; counted: runs that took more than a second
+#   to end after the signal (killed after 10 s), and targets left stopped or
+#   traced, crashes, undocumented statuses.  -p PARTS: the parts to run
+#   (default 123).
+#
 # After every run the target's tasks are checked: none may be left stopped
 # (T/t) or traced (TracerPid).  Counted as crashes: tinspect died of a
 # signal it was not sent, or wrote a sanitizer report (run it with an
@@ -30,14 +44,16 @@
 # Every process is started, and killed, by PID here.
 set -u
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-NSIG=100 NSNAP=1000 NTHREADS=3000 SEED=$$
-while getopts "n:s:t:r:h" o; do
+NSIG=100 NSNAP=1000 NTHREADS=3000 SEED=$$ NHOSTILE=4 PARTS=123
+while getopts "n:s:t:r:u:p:h" o; do
 	case $o in
 	n) NSIG=$OPTARG ;;
 	s) NSNAP=$OPTARG ;;
 	t) NTHREADS=$OPTARG ;;
 	r) SEED=$OPTARG ;;
-	*) sed -n '2,31p' "$0"; exit 2 ;;
+	u) NHOSTILE=$OPTARG ;;
+	p) PARTS=$OPTARG ;;
+	*) sed -n '2,45p' "$0"; exit 2 ;;
 	esac
 done
 RANDOM=$SEED
@@ -54,7 +70,7 @@ fi
 SCHEMA=$top/schema/tinspect-snapshot.schema.json
 VALIDATE=$top/tests/validate.py
 for f in "$TINSPECT" "$FIXTURES/fx_dlchurn" "$FIXTURES/libfx_plugin.so" \
-	"$FIXTURES/libfx_tlsplugin.so" "$SHARED_BENCH/target.c"; do
+	"$FIXTURES/libfx_tlsplugin.so" "$FIXTURES/fx_uffd" "$SHARED_BENCH/target.c"; do
 	[[ -e $f ]] || { echo "abuse: missing $f (ninja -C build first)" >&2; exit 2; }
 done
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
@@ -72,7 +88,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-stopped=0 traced=0 crashes=0 invalid=0 undocumented=0
+stopped=0 traced=0 crashes=0 invalid=0 undocumented=0 slow=0
 to_validate=()		# "file kind": kind doc (must hold a snapshot) or lines
 
 now_ms() { date +%s%3N; }
@@ -184,6 +200,8 @@ declare -A margs=([oneshot]="" [json]="--json --keys --errno"
 sigs=(KILL TERM INT HUP PIPE)
 declare -A signum=([KILL]=9 [TERM]=15 [INT]=2 [HUP]=1 [PIPE]=13)
 
+part1() {
+
 start_target "$work/target" -n "$NTHREADS" -m mixed --hb-prio 0
 echo "abuse: target $TARGET with $NTHREADS threads; seed $SEED; work $work"
 declare -A base_ms
@@ -229,8 +247,11 @@ for k in $(printf '%s\n' "${!outcome[@]}" | sort); do
 	printf '  %-28s %d\n' "$k" "${outcome[$k]}"
 done
 cleanup
+}
 
 # ---- part 2: snapshots of a moving target -----------------------------------------
+
+part2() {
 
 start_target "$FIXTURES/fx_dlchurn" "$FIXTURES/libfx_plugin.so" \
 	"$FIXTURES/libfx_tlsplugin.so"
@@ -256,11 +277,125 @@ echo "abuse: part 2, $NSNAP snapshots of fx_dlchurn in $((($(now_ms) - t0) / 100
 	"exit statuses: $(for k in $(printf '%s\n' "${!statuses[@]}" | sort -n); do
 		printf '%s x%d  ' "$k" "${statuses[$k]}"; done)"
 cleanup
+}
+
+# ---- part 3: targets a read would wait on --------------------------------------------
+
+# The hostile targets: "name|command and arguments|fresh", fresh 1 when
+# each run needs a target of its own.  A target prints "ready PID" (the
+# process to inspect; it may be a child of the one started, which is
+# killed by PID at the end and must take its children with it) and runs
+# until its stdin ends.
+HOSTILE=("uffd-inside|$FIXTURES/fx_uffd inside|0"
+	"uffd-outside|$FIXTURES/fx_uffd outside|0"
+	"uffd-late|$FIXTURES/fx_uffd late|1")
+# The hook for targets made elsewhere: a FUSE mount that nobody serves over
+# the target's debug directory (its fixture belongs to another change).
+# ABUSE_HOSTILE, if set, adds entries in the same form, one per line, e.g.
+#   ABUSE_HOSTILE="fuse|$FIXTURES/fx_fuse|1" bench/abuse.sh -p 3
+hook_targets() {
+	local line
+	while IFS= read -r line; do
+		[[ -n $line ]] && HOSTILE+=("$line")
+	done <<<"${ABUSE_HOSTILE:-}"
+}
+
+# Start a hostile target; sets TARGET (the process started) and HPID (the
+# one to inspect, from its "ready PID").
+start_hostile() {	# command and arguments
+	# shellcheck disable=SC2086
+	start_target $1
+	HPID=$(awk '/^ready/ { print $2; exit }' "$work/target.out")
+	[[ -n $HPID ]] || { echo "abuse: no PID from $1" >&2; exit 1; }
+}
+
+# One run: tinspect in mode m on HPID, a signal after 0 to 1.5 s; how long
+# it took to end after the signal (ms) is in $ended_ms.
+hostile_run() {	# name mode signal run
+	local name=$1 m=$2 sig=$3 run=$4
+	local out=$work/h-$run.out err=$work/h-$run.err delay
+	delay=$((RANDOM % 1501))
+	local -a args
+	read -r -a args <<<"${hmargs[$m]}"
+	[[ $name == uffd-late ]] && args+=(--stop-timeout 200)
+	"$TINSPECT" "${args[@]}" "$HPID" >"$out" 2>"$err" &
+	TIN=$!
+	sleep "$(printf '%d.%03d' $((delay / 1000)) $((delay % 1000)))"
+	local t0
+	t0=$(now_ms)
+	kill -s "$sig" "$TIN" 2>/dev/null
+	# 10 s at most: then it did not end (SIGKILL, which the kernel's
+	# detach survives, lets the target go)
+	local sent=${signum[$sig]}
+	while kill -0 "$TIN" 2>/dev/null && (($(now_ms) - t0 < 10000)); do
+		sleep 0.01
+	done
+	if kill -0 "$TIN" 2>/dev/null; then
+		kill -KILL "$TIN" 2>/dev/null
+		sent=9
+	fi
+	{ wait "$TIN"; } 2>/dev/null
+	local st=$?
+	ended_ms=$(($(now_ms) - t0))
+	TIN=""
+	local key="$name/$m"
+	hruns[$key]=$((${hruns[$key]:-0} + 1))
+	((ended_ms > ${hmax[$key]:-0})) && hmax[$key]=$ended_ms
+	if ((ended_ms > 1000)); then
+		slow=$((slow + 1))
+		hslow[$key]=$((${hslow[$key]:-0} + 1))
+		echo "abuse: run $run ($key, SIG$sig) ended $ended_ms ms after the signal" \
+			"$( ((sent == 9)) && echo "(killed: it did not end)")" >&2
+	fi
+	local saved=$TARGET
+	TARGET=$HPID
+	judge "$run" "$st" "$sent" "$out" "$err" \
+		"$([[ $m == json || $m == nonblocking ]] && echo 1 || echo 0)" \
+		"$([[ $m == *watch ]] && echo 1 || echo 0)"
+	TARGET=$saved
+}
+
+part3() {
+	hook_targets
+	declare -gA hmargs=([oneshot]="" [json]="--json --keys --errno --tls fx_uffd_tls"
+		[nonblocking]="--json --nonblocking"
+		[watch]="--json --watch 0.2 --follow-threads"
+		[nbwatch]="--json --watch 0.2 --nonblocking")
+	declare -gA hruns=() hmax=() hslow=()
+	local hmodes=(oneshot json nonblocking watch nbwatch) hsigs=(TERM INT)
+	local entry name cmd fresh m i run=0
+	for entry in "${HOSTILE[@]}"; do
+		IFS='|' read -r name cmd fresh <<<"$entry"
+		((fresh)) || start_hostile "$cmd"
+		for m in "${hmodes[@]}"; do
+			for ((i = 0; i < NHOSTILE; i++)); do
+				((fresh)) && start_hostile "$cmd"
+				hostile_run "$name" "$m" "${hsigs[i % 2]}" "hostile-$((run++))"
+				((fresh)) && cleanup
+			done
+		done
+		cleanup
+		((${#to_validate[@]} >= 200)) && validate_all
+	done
+	validate_all
+	echo "abuse: part 3, targets a read would wait on, SIGTERM/SIGINT after 0-1.5 s"
+	printf '  %-26s %5s %10s %9s\n' "target/mode" "runs" "max end ms" "over 1 s"
+	local k
+	for k in $(printf '%s\n' "${!hruns[@]}" | sort); do
+		printf '  %-26s %5d %10d %9d\n' "$k" "${hruns[$k]}" "${hmax[$k]:-0}" \
+			"${hslow[$k]:-0}"
+	done
+}
+
+[[ $PARTS == *1* ]] && part1
+[[ $PARTS == *2* ]] && part2
+[[ $PARTS == *3* ]] && part3
 
 printf '%-30s %d\n' "left stopped:" "$stopped" "left traced:" "$traced" \
 	"crashes:" "$crashes" "invalid documents:" "$invalid" \
-	"non-documented exit statuses:" "$undocumented"
-if ((stopped + traced + crashes + invalid + undocumented)); then
+	"non-documented exit statuses:" "$undocumented" \
+	"ended over 1 s after SIGTERM:" "$slow"
+if ((stopped + traced + crashes + invalid + undocumented + slow)); then
 	echo "abuse: FAILED; the runs that failed are in $work" >&2
 	exit 1
 fi

@@ -12,14 +12,30 @@
 #            Thread.print shows the Java-level deadlock tinspect points to;
 #   cpython  /usr/bin/python3 with threading.Lock waiters and a pthread
 #            mutex ABBA through ctypes (bench/services/pyservice.py): the
-#            ABBA found, the Lock waits reported as not provable.
+#            ABBA found, the Lock waits counted below the verdict as
+#            semaphore waits, with CPython's note.
 #
-#   bench/services.sh [mariadb] [jvm] [cpython]     (default: all three)
+#
+# and healthy services under load (issue 20), SNAPSHOTS snapshots each (a
+# JSON document and a text report): every one exits 0 and its verdict is
+# "No deadlock found", the threads eu-stack lists are the ones tinspect
+# lists; servers listen on 127.0.0.1 only:
+#
+#   memcached      memcached -t 8 under memaslap (memcaslap in Debian);
+#   dbbench        rocksdb's db_bench, readwhilewriting with 32 threads;
+#   redis          redis-server with 4 io-threads under redis-benchmark;
+#   node-exporter  Debian's prometheus-node-exporter (a stripped Go binary)
+#                  scraped in a loop: also Go recognised, with its version.
+#
+#   bench/services.sh [mariadb] [jvm] [cpython] [memcached] [dbbench]
+#                     [redis] [node-exporter]        (default: all)
 #
 # Its packages (mariadb-server, mariadb-client, openjdk-17-jdk-headless,
-# elfutils, python3-jsonschema) are installed by `tools/setup.sh
-# services-deps`, which this script calls; a service whose programs are
-# missing is skipped with the reason.  It takes a few minutes, so the
+# memcached, libmemcached-tools, rocksdb-tools, redis-server, redis-tools,
+# prometheus-node-exporter, elfutils, python3-jsonschema) are installed by
+# `tools/setup.sh services-deps`, which this script calls (not with
+# SERVICES_INSTALL=0); a service whose programs are missing is skipped
+# with the reason.  It takes a few minutes, so the
 # default test run (tools/setup.sh test) does not run it.  Every process
 # is started here and killed by its PID; the temporary datadir is removed.
 # Exit status: 0 if every service that ran passed its checks.
@@ -32,9 +48,11 @@ CHECK=$top/bench/services/check.py
 SNAPSHOTS=${SNAPSHOTS:-20}
 
 services=("$@")
-((${#services[@]})) || services=(mariadb jvm cpython)
+((${#services[@]})) || services=(mariadb jvm cpython memcached dbbench redis node-exporter)
 
-if ! "$top/tools/setup.sh" services-deps; then
+if [[ ${SERVICES_INSTALL:-1} == 0 ]]; then
+	:	# asked not to install: what is missing is skipped
+elif ! "$top/tools/setup.sh" services-deps; then
 	echo "services: could not install the service packages; what is missing is skipped"
 fi
 if [[ ! -x $TINSPECT ]]; then
@@ -237,12 +255,206 @@ run_cpython() {
 	((crc == 0 && rc == 10)) || failed=$((failed + 1))
 }
 
+# ---- healthy services under load ------------------------------------------------
+
+# A TCP port on 127.0.0.1 nothing listens on.
+free_port() {
+	local p
+	for _ in $(seq 50); do
+		p=$((20000 + RANDOM % 20000))
+		ss -Hltn "sport = :$p" 2>/dev/null | grep -q . || { echo "$p"; return; }
+	done
+	echo 0
+}
+
+# Wait until something listens on 127.0.0.1:$1, at most $2 seconds.
+wait_port() {	# port seconds
+	local end=$((SECONDS + $2))
+	until ss -Hltn "sport = :$1" 2>/dev/null | grep -q .; do
+		((SECONDS < end)) || return 1
+		sleep 0.2
+	done
+}
+
+# SNAPSHOTS snapshots of a healthy service (JSON and text, with tinspect's
+# exit status), and eu-stack between two more JSON snapshots; then the
+# check's RESULT line.  1 if a check failed.
+healthy_run() {	# name pid dir [go]
+	local name=$1 pid=$2 d=$3 go=${4:-} i rc
+	: >"$d/codes"
+	for i in $(seq "$SNAPSHOTS"); do
+		timeout 120 "$TINSPECT" --json "$pid" >"$d/snap-$i.json" 2>"$d/snap-$i.err"
+		rc=$?
+		echo "$rc" >>"$d/codes"
+		timeout 120 "$TINSPECT" "$pid" >"$d/text-$i.txt" 2>/dev/null
+		sleep 0.2
+	done
+	timeout 120 "$TINSPECT" --json "$pid" >"$d/around-1.json" 2>/dev/null
+	if command -v eu-stack >/dev/null; then
+		timeout 300 eu-stack -p "$pid" >"$d/eu.txt" 2>/dev/null
+	else
+		: >"$d/eu.txt"
+	fi
+	timeout 120 "$TINSPECT" --json "$pid" >"$d/around-2.json" 2>/dev/null
+	timeout 120 "$TINSPECT" --brief "$pid" >"$d/brief.txt" 2>/dev/null
+	local out
+	out=$("$PY" "$CHECK" healthy "$name" "$SCHEMA" "$d" $go)
+	rc=$?
+	echo "$out"
+	echo "  exit statuses: $(sort "$d/codes" | uniq -c | tr -s ' ' | tr '\n' ',');" \
+		"$(text_shape "$d/text-1.txt" "$d/brief.txt")"
+	RESULT[$name]=$(echo "$out" | sed -n "s/^RESULT $name: //p" | head -1)
+	((rc == 0)) || failed=$((failed + 1))
+}
+
+run_memcached() {
+	local need
+	for need in memcached memcaslap; do
+		if ! command -v "$need" >/dev/null; then
+			RESULT[memcached]="skipped: $need not installed (memcached, libmemcached-tools)"
+			return
+		fi
+	done
+	local d=$work/memcached port
+	mkdir -p "$d"
+	port=$(free_port)
+	local as=()
+	[[ $(id -u) -ne 0 ]] || as=(-u root)	# it refuses root without -u
+	memcached -t 8 -l 127.0.0.1 -p "$port" -U 0 "${as[@]}" -m 64 \
+		</dev/null >"$d/server.log" 2>&1 &
+	local mpid=$!
+	PIDS+=("$mpid")
+	if ! wait_port "$port" 30; then
+		RESULT[memcached]="FAIL: memcached did not listen (see $d/server.log)"
+		failed=$((failed + 1))
+		stop_pid "$mpid"
+		return
+	fi
+	# bounded in time; killed by its PID after the snapshots anyway
+	memcaslap -s "127.0.0.1:$port" -T 2 -c 32 -t 1800s </dev/null >"$d/load.log" 2>&1 &
+	local lpid=$!
+	PIDS+=("$lpid")
+	sleep 3
+	healthy_run memcached "$mpid" "$d"
+	kill -0 "$lpid" 2>/dev/null || echo "services: note: memaslap ended before the last snapshot"
+	stop_pid "$lpid"
+	stop_pid "$mpid"
+}
+
+run_dbbench() {
+	if ! command -v db_bench >/dev/null; then
+		RESULT[dbbench]="skipped: db_bench not installed (rocksdb-tools)"
+		return
+	fi
+	local d=$work/dbbench
+	mkdir -p "$d"
+	# --num large: the readers end after num reads; --duration first
+	db_bench --benchmarks=readwhilewriting --threads=32 --num=1000000000 \
+		--duration=1800 --db="$d/db" --disable_wal=1 --progress_reports=false \
+		</dev/null >"$d/bench.log" 2>&1 &
+	local bpid=$!
+	PIDS+=("$bpid")
+	# its 32 readers and the writer are started once the DB is open
+	local i n=0
+	for i in $(seq 150); do
+		n=$(ls "/proc/$bpid/task" 2>/dev/null | wc -l)
+		((n >= 33)) && break
+		sleep 0.2
+	done
+	if ((n < 33)); then
+		RESULT[dbbench]="FAIL: db_bench did not start its threads (see $d/bench.log)"
+		failed=$((failed + 1))
+		stop_pid "$bpid"
+		return
+	fi
+	sleep 2
+	healthy_run dbbench "$bpid" "$d"
+	kill -0 "$bpid" 2>/dev/null || echo "services: note: db_bench ended before the last snapshot"
+	stop_pid "$bpid"
+}
+
+run_redis() {
+	local need
+	for need in redis-server redis-benchmark; do
+		if ! command -v "$need" >/dev/null; then
+			RESULT[redis]="skipped: $need not installed (redis-server, redis-tools)"
+			return
+		fi
+	done
+	local d=$work/redis port
+	mkdir -p "$d"
+	port=$(free_port)
+	redis-server --bind 127.0.0.1 --port "$port" --io-threads 4 \
+		--io-threads-do-reads yes --save '' --appendonly no --daemonize no \
+		--dir "$d" </dev/null >"$d/server.log" 2>&1 &
+	local rpid=$!
+	PIDS+=("$rpid")
+	if ! wait_port "$port" 30; then
+		RESULT[redis]="FAIL: redis-server did not listen (see $d/server.log)"
+		failed=$((failed + 1))
+		stop_pid "$rpid"
+		return
+	fi
+	timeout 1800 redis-benchmark -h 127.0.0.1 -p "$port" -c 50 -n 100000000 \
+		-t set,get -P 4 -q </dev/null >"$d/load.log" 2>&1 &
+	local lpid=$!
+	PIDS+=("$lpid")
+	sleep 3
+	healthy_run redis "$rpid" "$d"
+	kill -0 "$lpid" 2>/dev/null || echo "services: note: redis-benchmark ended before the last snapshot"
+	stop_pid "$lpid"
+	stop_pid "$rpid"
+}
+
+run_node_exporter() {
+	if ! command -v prometheus-node-exporter >/dev/null; then
+		RESULT[node-exporter]="skipped: prometheus-node-exporter not installed"
+		return
+	fi
+	local d=$work/node-exporter port
+	mkdir -p "$d"
+	port=$(free_port)
+	prometheus-node-exporter --web.listen-address="127.0.0.1:$port" \
+		--collector.textfile.directory="$d" </dev/null >"$d/server.log" 2>&1 &
+	local npid=$!
+	PIDS+=("$npid")
+	if ! wait_port "$port" 30; then
+		RESULT[node-exporter]="FAIL: node-exporter did not listen (see $d/server.log)"
+		failed=$((failed + 1))
+		stop_pid "$npid"
+		return
+	fi
+	# scrapes, bounded in count and time, until the snapshots are done
+	"$PY" -c '
+import sys, time, urllib.request
+end = time.time() + 1800
+for _ in range(100000):
+    if time.time() > end:
+        break
+    try:
+        urllib.request.urlopen(sys.argv[1], timeout=10).read()
+    except OSError:
+        time.sleep(0.2)
+' "http://127.0.0.1:$port/metrics" </dev/null >"$d/load.log" 2>&1 &
+	local lpid=$!
+	PIDS+=("$lpid")
+	sleep 2
+	healthy_run node-exporter "$npid" "$d" go
+	stop_pid "$lpid"
+	stop_pid "$npid"
+}
+
 for s in "${services[@]}"; do
 	case $s in
 	mariadb) run_mariadb ;;
 	jvm) run_jvm ;;
 	cpython) run_cpython ;;
-	*) echo "services: unknown service $s (mariadb jvm cpython)" >&2; exit 2 ;;
+	memcached) run_memcached ;;
+	dbbench) run_dbbench ;;
+	redis) run_redis ;;
+	node-exporter) run_node_exporter ;;
+	*) echo "services: unknown service $s (mariadb jvm cpython memcached dbbench" \
+		"redis node-exporter)" >&2; exit 2 ;;
 	esac
 done
 

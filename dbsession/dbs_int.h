@@ -201,7 +201,17 @@ void dbs_keys_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 void dbs_keys_finish(struct dbs_session *s, struct dbs_snapshot *snap);
 void dbs_keys_free(struct dbs_session *s);
 
+/* hazards.c: why th's struct pthread could not be read, when it lies in
+ * memory tinspect does not wait on (psvc_mem_hazard); NULL otherwise. */
+const char *dbs_descriptor_hazard(struct dbs_session *s, const struct dbs_thread *th);
+/* The capture's warning when reads were refused there. */
+void dbs_hazards_warn(struct dbs_session *s, struct dbs_snapshot *snap);
+
 /* stack.c: after the resume, from the maps read before the stop */
+/* After unwinding: a stack that ran out of its copy [lo, hi) before hi
+ * ends in an error that says why, not "truncated". */
+void dbs_stack_explain_copy(struct dbs_session *s, struct dbs_thread *th,
+			    uint64_t lo, uint64_t hi);
 void dbs_stack_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 		struct dbs_thread *th);
 
@@ -315,6 +325,11 @@ void dbs_runtimes_free(struct dbs_snapshot *snap);
  * oncycle: the thread is on a deadlock).  0 or -ENOMEM. */
 int dbs_stalls_find(struct dbs_snapshot *snap, const size_t *succ,
 		    const size_t *lockof, const bool *oncycle);
+/* progress.c: whether system call nr with args waits, with no timeout,
+ * for something from outside the process (a read on a pipe or socket,
+ * accept, poll without timeout, wait4, pause...). */
+bool dbs_syscall_waits_outside(const struct arch_desc *a, long nr,
+			       const uint64_t *args);
 
 /* condwait.c: the cond (and its mutex) a waiter asleep on futex sleeps on,
  * from the cleanup record in its struct pthread at pd; false if that

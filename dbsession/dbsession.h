@@ -303,7 +303,7 @@ struct dbs_thread {
 	/* nonblocking capture: blocked, pc/sp/syscall from /proc (the other
 	 * registers unknown: gregs holds 0 there), never stopped */
 	bool observed;
-	bool moved;		/* observed, but left that wait while its
+	bool moved;		/* observed, but it may have run while its
 				 * memory was copied: no stack, no wait */
 	bool straggler;		/* did not stop in time (D state) */
 	bool jobctl_stopped;	/* was in a job-control stop */
@@ -676,6 +676,23 @@ enum dbs_stall_end {
 	DBS_STALL_STOPPED,	/* it is job-control stopped or in D state */
 };
 const char *dbs_stall_end_name(enum dbs_stall_end e);
+
+/* What could move a thread on (progress.c says how each is told). */
+enum dbs_progress {
+	DBS_PROGRESS_UNKNOWN,	/* not known: no registers, an unlisted call */
+	DBS_PROGRESS_RUNNING,	/* on a CPU, runnable, or in user space */
+	DBS_PROGRESS_TIMED,	/* a wait or sleep with a timeout */
+	DBS_PROGRESS_OUTSIDE,	/* an untimed wait for something from outside
+				 * the process (fds, a child, a signal, a
+				 * process-shared futex) */
+	DBS_PROGRESS_DISK,	/* uninterruptible sleep (D) */
+	DBS_PROGRESS_STOPPED,	/* job-control stop */
+	DBS_PROGRESS_INSIDE,	/* an untimed wait only another thread of
+				 * the process can end */
+};
+enum dbs_progress dbs_thread_progress(const struct dbs_snapshot *snap,
+				      const struct dbs_thread *th);
+const char *dbs_progress_name(enum dbs_progress p);
 
 /* threads[i] waits for locks[i] held by threads[i + 1] (i < n - 1); the
  * last thread is blocked on something that is not an owned lock. */

@@ -328,10 +328,12 @@ void dbs_keys_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 	if (!k || !k->gathered || i >= k->ntasks)
 		return;
 	if (!k->task_read[i]) {
+		const char *hz = dbs_descriptor_hazard(s, th);
 		if (th->stopped)
 			dbs_add_error(&th->errors, &th->nerrors,
 				       "keys: cannot read the thread's specific[] "
-				       "(no struct pthread)");
+				       "(%s%s)", hz ? "its struct pthread: " :
+				       "no struct pthread", hz ? hz : "");
 		return;
 	}
 	th->keys = calloc(k->ninuse ? k->ninuse : 1, sizeof *th->keys);

@@ -641,6 +641,7 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 	if (psvc_modmap_note(t))
 		dbs_add_error(&snap->warnings, &snap->nwarnings, "module map: %s",
 			       psvc_modmap_note(t));
+	dbs_hazards_warn(s, snap);	/* memory not waited for */
 	/* the backend's: files refused by build-id, damage in a core */
 	for (size_t i = 0; i < psvc_nwarnings(t); i++)
 		dbs_add_error(&snap->warnings, &snap->nwarnings, "%s",
@@ -738,9 +739,12 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 					       "libthread_db: thread not initialised "
 					       "or already joined");
 			} else if (r->step) {
+				const char *hz = dbs_descriptor_hazard(s, th);
 				dbs_add_error(&th->errors, &th->nerrors,
-					       "libthread_db: %s: %s", r->step,
-					       dbs_tdb_strerror(r->err));
+					       "libthread_db: %s: %s%s%s", r->step,
+					       dbs_tdb_strerror(r->err),
+					       hz ? "; its struct pthread: " : "",
+					       hz ? hz : "");
 			}
 		}
 		if (s->unwinder && th->have_regs && res) {
@@ -752,15 +756,8 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 				t, lo, res[i].stack_hi - lo);
 			snap->stack_bytes_copied += th->stack.copied_to - lo;
 			dbs_unwinder_unwind(s->unwinder, th, s->opts.max_frames);
-			struct psvc_map mp;
-			if (th->stack.end == DBS_STACK_TRUNCATED &&
-			    th->stack.copied_to == lo &&
-			    psvc_map_lookup(t, th->sp, &mp, NULL) != 0) {
-				/* not a short copy: there was nothing to copy */
-				th->stack.end = DBS_STACK_BAD_SP;
-				th->stack.error = "the stack pointer is in no "
-						  "mapping: no stack to copy";
-			}
+			/* a copy that ended short of what was asked */
+			dbs_stack_explain_copy(s, th, lo, res[i].stack_hi);
 			/* what counts as a thread error: an unwind that
 			 * failed in native code (README "Exit status") */
 			if (dbs_stack_end_is_error(th->stack.end))

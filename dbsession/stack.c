@@ -11,7 +11,52 @@
 #include "dbs_int.h"
 
 #include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+
+/*
+ * A stack that ended "truncated" although the stop's copy of it, [lo, hi)
+ * as asked, stopped short of hi: the frames ran into memory that could not
+ * be copied, not past --stack-bytes.  That is no truncation but a failure
+ * to read the thread, and its reason: no mapping at sp (bad_sp), a mapping
+ * that cannot be read (PROT_NONE: a guard, a reserved region), memory a
+ * read would have waited on (userfaultfd, psvc_mem_hazard), or memory
+ * that was simply unreadable.
+ */
+void dbs_stack_explain_copy(struct dbs_session *s, struct dbs_thread *th,
+			    uint64_t lo, uint64_t hi)
+{
+	struct dbs_stack *st = &th->stack;
+	if (st->end != DBS_STACK_TRUNCATED || st->copied_to >= hi)
+		return;
+	struct psvc_map m;
+	char buf[320];
+	const char *why;
+	if (psvc_map_lookup(s->t, th->sp, &m, NULL) != 0) {
+		if (st->copied_to != lo)
+			return;	/* copied all the same: a mapping the maps missed */
+		/* not a short copy: there was nothing to copy */
+		st->end = DBS_STACK_BAD_SP;
+		st->error = "the stack pointer is in no mapping: no stack to copy";
+		return;
+	}
+	if (m.perms[0] != 'r' && th->sp >= m.start && st->copied_to <= th->sp) {
+		snprintf(buf, sizeof buf, "the stack pointer %#" PRIx64 " is in a "
+			 "mapping that cannot be read (%s %#" PRIx64 "-%#" PRIx64
+			 ": a guard page or reserved memory): no stack to copy",
+			 th->sp, m.perms, m.start, m.end);
+	} else if ((why = psvc_mem_hazard(s->t, st->copied_to, 1))) {
+		snprintf(buf, sizeof buf, "the stack could be copied only up to "
+			 "%#" PRIx64 ": %s", st->copied_to, why);
+	} else {
+		snprintf(buf, sizeof buf, "the stack could be copied only up to "
+			 "%#" PRIx64 ": the memory there could not be read "
+			 "during the stop", st->copied_to);
+	}
+	st->end = DBS_STACK_ERROR;
+	st->error = dbs_strpool_intern(dbs_unwinder_pool(s->unwinder), buf);
+}
 
 static bool anon_or_stack(const struct psvc_map *m)
 {
@@ -88,6 +133,15 @@ void dbs_stack_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 	}
 	st->avail = sp - st->limit;
 	uint64_t size = m.end - st->limit;
+	if (size > INT64_MAX) {
+		/* only a damaged core puts a stack's ends that far apart: its
+		 * sizes would not be numbers any more */
+		dbs_add_error(&th->errors, &th->nerrors, "stack bounds: %#" PRIx64
+			       "-%#" PRIx64 " spans more than an address space",
+			       st->limit, m.end);
+		memset(st, 0, sizeof *st);
+		return;
+	}
 	st->status = st->avail < DBS_BOUNDS_LOW_BYTES || st->avail < size / 8
 			     ? DBS_BOUNDS_LOW : DBS_BOUNDS_OK;
 }

@@ -47,39 +47,6 @@ static bool untimed_futex(const struct dbs_snapshot *snap,
 	       th->syscall.nr == b->nr && th->syscall.args[3] == 0;
 }
 
-/*
- * A blocking syscall that waits for something from outside the process,
- * with no timeout in its arguments (x86_64 and aarch64 take the same
- * arguments).  A socket's SO_RCVTIMEO is not visible: read and recv are
- * taken as untimed.  Disk I/O is not here: a regular file is read in D
- * state and ends by itself.
- */
-static bool untimed_event_syscall(const struct dbs_snapshot *snap,
-				  const struct dbs_thread *th)
-{
-	const char *n = arch_syscall_name(snap->arch, th->syscall.nr);
-	const uint64_t *a = th->syscall.args;
-	if (!n)
-		return false;
-	static const char *const always[] = {
-		"read", "readv", "recvfrom", "recvmsg", "accept", "accept4",
-		"write", "writev", "sendto", "sendmsg", "pause", "rt_sigsuspend",
-		"wait4", "waitid", "msgrcv", "semop", "flock", "sigsuspend",
-	};
-	for (size_t i = 0; i < sizeof always / sizeof *always; i++)
-		if (!strcmp(n, always[i]))
-			return true;
-	if (!strcmp(n, "poll") || !strcmp(n, "epoll_wait") || !strcmp(n, "epoll_pwait"))
-		return (int32_t)a[!strcmp(n, "poll") ? 2 : 3] < 0;
-	if (!strcmp(n, "ppoll") || !strcmp(n, "rt_sigtimedwait"))
-		return a[2] == 0;
-	if (!strcmp(n, "select") || !strcmp(n, "pselect6"))
-		return a[4] == 0;
-	if (!strcmp(n, "epoll_pwait2") || !strcmp(n, "recvmmsg"))
-		return a[!strcmp(n, "recvmmsg") ? 4 : 3] == 0;
-	return false;
-}
-
 /* Why thread e, which holds a lock others wait for, cannot move on by
  * itself; false if it may. */
 static bool stall_end(const struct dbs_snapshot *snap, const size_t *lockof,
@@ -113,7 +80,7 @@ static bool stall_end(const struct dbs_snapshot *snap, const size_t *lockof,
 	}
 	if (th->have_regs && (th->stopped || th->observed) &&
 	    th->syscall.nr >= 0 && (th->syscall.restarting || th->observed) && (!th->proc_valid || th->state == 'S') &&
-	    untimed_event_syscall(snap, th)) {
+	    dbs_syscall_waits_outside(snap->arch, th->syscall.nr, th->syscall.args)) {
 		st->end = DBS_STALL_SYSCALL;
 		st->end_syscall = th->syscall.nr;
 		return true;

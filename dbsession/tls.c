@@ -604,15 +604,20 @@ void dbs_tls_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 			continue;
 		}
 		if (c->err != TD_OK) {
-			set_error(val, th, var->pub.name, "libthread_db",
-				  dbs_tdb_strerror(c->err));
+			const char *hz = dbs_descriptor_hazard(s, th);
+			char detail[320];
+			snprintf(detail, sizeof detail, "%s%s%s",
+				 dbs_tdb_strerror(c->err),
+				 hz ? "; its struct pthread: " : "", hz ? hz : "");
+			set_error(val, th, var->pub.name, "libthread_db", detail);
 			continue;
 		}
 		val->have_addr = true;
 		val->addr = c->addr;
 		if (c->read_err) {
+			const char *hz = psvc_mem_hazard(s->t, c->addr, var->pub.size);
 			set_error(val, th, var->pub.name, "cannot read it",
-				  strerror(-c->read_err));
+				  hz ? hz : strerror(-c->read_err));
 			continue;
 		}
 		val->bytes = malloc(var->pub.size);

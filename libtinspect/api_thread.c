@@ -168,6 +168,34 @@ bool tinspect_thread_jobctl_stopped(const tinspect_thread *th)
 	return th->d->jobctl_stopped;
 }
 
+enum tinspect_progress tinspect_thread_progress(const tinspect_thread *th)
+{
+	switch (dbs_thread_progress(th->snap->d, th->d)) {
+	case DBS_PROGRESS_UNKNOWN: return TINSPECT_PROGRESS_UNKNOWN;
+	case DBS_PROGRESS_RUNNING: return TINSPECT_PROGRESS_RUNNING;
+	case DBS_PROGRESS_TIMED: return TINSPECT_PROGRESS_TIMED;
+	case DBS_PROGRESS_OUTSIDE: return TINSPECT_PROGRESS_OUTSIDE;
+	case DBS_PROGRESS_DISK: return TINSPECT_PROGRESS_DISK;
+	case DBS_PROGRESS_STOPPED: return TINSPECT_PROGRESS_STOPPED;
+	case DBS_PROGRESS_INSIDE: return TINSPECT_PROGRESS_INSIDE;
+	}
+	return TINSPECT_PROGRESS_UNKNOWN;
+}
+
+const char *tinspect_progress_name(enum tinspect_progress progress)
+{
+	switch (progress) {
+	case TINSPECT_PROGRESS_UNKNOWN: return dbs_progress_name(DBS_PROGRESS_UNKNOWN);
+	case TINSPECT_PROGRESS_RUNNING: return dbs_progress_name(DBS_PROGRESS_RUNNING);
+	case TINSPECT_PROGRESS_TIMED: return dbs_progress_name(DBS_PROGRESS_TIMED);
+	case TINSPECT_PROGRESS_OUTSIDE: return dbs_progress_name(DBS_PROGRESS_OUTSIDE);
+	case TINSPECT_PROGRESS_DISK: return dbs_progress_name(DBS_PROGRESS_DISK);
+	case TINSPECT_PROGRESS_STOPPED: return dbs_progress_name(DBS_PROGRESS_STOPPED);
+	case TINSPECT_PROGRESS_INSIDE: return dbs_progress_name(DBS_PROGRESS_INSIDE);
+	}
+	return "unknown";
+}
+
 int tinspect_thread_regs(const tinspect_thread *th, uint64_t *ret_pc,
 			 uint64_t *ret_sp, uint64_t *ret_tp)
 {

@@ -79,9 +79,11 @@ struct psvc_backend {
 	 * -EOPNOTSUPP. */
 	int (*observe)(struct psvc_target *t);
 	/* Optional.  The end of a nonblocking capture (psvc_resume()): mark
-	 * MOVED (psvc_task_moved) each observed task that is no longer in
-	 * the wait it was observed in, so that what was copied of it is not
-	 * taken for its state. */
+	 * MOVED (psvc_task_moved) each observed task that is not proven to
+	 * have stayed in the wait it was observed in for the whole capture
+	 * (it may have run and written over what was copied, even if it is
+	 * back in the same wait), so that what was copied of it is not taken
+	 * for its state. */
 	void (*observe_end)(struct psvc_target *t);
 	/* Let every held task go and set t->t_last_resume to when the target
 	 * ran again.  Called by psvc_resume() iff t->stopped, once per stop. */
@@ -123,6 +125,11 @@ struct psvc_backend {
 	 * run of whole 4 KiB blocks): each run's done says how many bytes
 	 * from its start were read. */
 	void (*read_runs)(struct psvc_target *t, struct psvc_run *runs, size_t n);
+	/* Optional.  After a read of [addr, addr + len) failed: why, if the
+	 * backend refused to wait there (memory registered with userfaultfd,
+	 * live_uffd.c); NULL otherwise. */
+	const char *(*mem_hazard)(struct psvc_target *t, uint64_t addr,
+				  uint64_t len);
 
 	/* ---- the address space and the files behind it ---- */
 

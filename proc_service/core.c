@@ -157,6 +157,12 @@ static void add_segment(struct psvc_core *c, const GElf_Phdr *ph, size_t idx)
 	uint64_t end, fend;
 	if (ph->p_memsz == 0)
 		return;		/* nothing mapped; kernels never write one */
+	if (ph->p_memsz > PSVC_CORE_MAX_MAPPING) {
+		psvc_core_warn(c, "segment %zu at %#" PRIx64 " claims %#" PRIx64
+			  " bytes, more than any address space holds: left out",
+			  idx, ph->p_vaddr, ph->p_memsz);
+		return;
+	}
 	if (!psvc_add_ok(ph->p_vaddr, ph->p_memsz, &end)) {
 		psvc_core_warn(c, "segment %zu: %#" PRIx64 " + %#" PRIx64 " wraps "
 			  "the address space: left out", idx, ph->p_vaddr,

@@ -58,6 +58,7 @@ enum cfile_state {
 struct cfile {
 	const char *path;	/* the core's NT_FILE path */
 	uint64_t base;		/* start of its offset-0 mapping, 0 if none */
+	bool deleted;		/* the path ended in " (deleted)", cut */
 	int fd;
 	enum cfile_state state;
 	int err;		/* REFUSED: why (negative errno) */
@@ -115,6 +116,7 @@ static int collect_files(struct corebk *B)
 		}
 		if (f->offset == 0 && (!cf->base || f->start < cf->base))
 			cf->base = f->start;
+		cf->deleted |= f->deleted;
 	}
 	return 0;
 }
@@ -188,6 +190,17 @@ static int cfile_check(struct psvc_target *t, struct cfile *cf, bool is_exe)
 	}
 	struct stat st;
 	int fd = psvc_open_regular(name, &st);
+	if (fd == -ENOENT && cf->deleted && name == full &&
+	    strlen(full) + sizeof " (deleted)" <= sizeof full) {
+		/* " (deleted)" may end the file's own name, not be the
+		 * kernel's mark of an unlinked file: the build-id decides */
+		strcat(full, " (deleted)");
+		fd = psvc_open_regular(full, &st);
+		if (fd < 0) {
+			full[strlen(full) - (sizeof " (deleted)" - 1)] = '\0';
+			fd = -ENOENT;
+		}
+	}
 	if (fd < 0) {
 		cf->err = fd;
 		psvc_target_warn(t, "%s: %s: %s; its symbols are unknown", cf->path,

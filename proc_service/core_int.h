@@ -10,6 +10,13 @@
 #include <gelf.h>
 #include <stdarg.h>
 
+/* No user address space is larger than 2^57 bytes (x86_64 with 5-level
+ * paging: 2^56 of user space; aarch64: 2^52).  A segment or NT_FILE
+ * mapping that claims more is damage, and the sizes derived from it (a
+ * stack's used bytes, what is left of it) would pass 2^63 and turn
+ * negative. */
+#define PSVC_CORE_MAX_MAPPING (1ull << 57)
+
 /* A PT_LOAD, after the checks of core.c. */
 struct core_seg {
 	uint64_t vaddr, memsz;	/* [vaddr, vaddr + memsz), no wrap */

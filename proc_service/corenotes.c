@@ -335,7 +335,8 @@ static int file_note(struct psvc_core *c, const struct note *n)
 			pos += strlen(path) + 1;
 		}
 		uint64_t off, last;
-		if (!path || start >= end || !psvc_mul_ok(pg, page, &off) ||
+		if (!path || start >= end || end - start > PSVC_CORE_MAX_MAPPING ||
+		    !psvc_mul_ok(pg, page, &off) ||
 		    !psvc_add_ok(off, end - start, &last)) {
 			nbad++;
 			continue;
@@ -492,6 +493,13 @@ void psvc_core_notes_done(struct psvc_core *c)
 		c->producer = PSVC_CORE_BY_GDB;
 	else if (c->nthreads)
 		c->producer = PSVC_CORE_BY_KERNEL;
+	/* gdb copies NT_FILE's paths from /proc/PID/maps, escaped as the
+	 * kernel prints them there (linux-tdep.c,
+	 * linux_make_mappings_corefile_notes); the kernel's own core has
+	 * the names as they are (fill_files_note) */
+	for (size_t i = 0; c->producer == PSVC_CORE_BY_GDB && i < c->nfiles; i++)
+		if (c->files[i].path)
+			psvc_maps_unescape((char *)c->files[i].path);
 	c->signalled = -1;
 	for (size_t i = 0; i < c->nthreads; i++) {
 		const struct psvc_core_thread *t = &c->threads[i];

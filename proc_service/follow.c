@@ -34,6 +34,8 @@
 
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
@@ -53,6 +55,8 @@ enum {
 	F_ANNOUNCED = 1u << 1,	/* thread_created was sent */
 	F_EXITED = 1u << 2,	/* exited before its parent's clone event was
 				 * seen: the exit waits for the creation */
+	F_OTHER = 1u << 3,	/* another process, let go at its first stop
+				 * before its clone event was seen */
 };
 
 /* Is tid attached to us already?  Followed, or a clone child the kernel
@@ -208,6 +212,37 @@ static void maybe_created(struct psvc_target *t, pid_t tid, pid_t parent)
 	queue_event(t, &ev);
 }
 
+/*
+ * Is tid a task of another process?  PTRACE_O_TRACECLONE attaches every
+ * child of a clone whose exit signal is not SIGCHLD, also one made without
+ * CLONE_THREAD: a new process, which may share the address space.  Its
+ * Tgid says; unknown (it is gone) counts as ours.
+ */
+static bool other_process(const struct psvc_target *t, pid_t tid)
+{
+	char path[64], buf[2048];
+	size_t len;
+	snprintf(path, sizeof path, "/proc/%d/status", (int)tid);
+	if (psvc_read_file_at(AT_FDCWD, path, buf, sizeof buf - 1, &len))
+		return false;
+	buf[len] = '\0';
+	const char *tg = strstr(buf, "\nTgid:");
+	long tgid = tg ? strtol(tg + 6, NULL, 10) : 0;
+	return tgid > 0 && tgid != t->pid;
+}
+
+/* Such a process, at its first stop: let it go, and forget it once its
+ * clone event is in too. */
+static void let_go(struct psvc_target *t, pid_t tid)
+{
+	struct psvc_live *L = psvc_live(t);
+	ptrace(PTRACE_DETACH, tid, 0, 0);
+	if (take_parent(t, tid))
+		psvc_tidmap_del(&L->followed, tid);	/* the clone was seen */
+	else
+		psvc_tidmap_put(&L->followed, tid, F_OTHER);
+}
+
 /* The first stop of a thread the kernel attached for us at its clone. */
 static void first_stop(struct psvc_target *t, pid_t tid, bool in_capture)
 {
@@ -228,6 +263,17 @@ static void seen_clone(struct psvc_target *t, pid_t parent, pid_t child)
 	struct psvc_live *L = psvc_live(t);
 	/* the child may be known already: follow it either way */
 	unsigned st = fstate(t, child);
+	if (st & F_OTHER) {
+		/* a new process, let go already */
+		psvc_tidmap_del(&L->followed, child);
+		return;
+	}
+	if (other_process(t, child)) {
+		/* a new process: let go at its first stop; the placeholder
+		 * tells let_go() that this event was seen */
+		note_parent(t, child, parent);
+		return;
+	}
 	if (!(st & F_STARTED)) {
 		psvc_tidmap_put(&L->followed, child, st);
 		note_parent(t, child, parent);
@@ -302,6 +348,10 @@ bool psvc_follow_status(struct psvc_target *t, pid_t tid, int st, bool in_captur
 	}
 	if (event == PTRACE_EVENT_STOP) {
 		if (!(fstate(t, tid) & F_STARTED)) {
+			if (other_process(t, tid)) {
+				let_go(t, tid);
+				return false;
+			}
 			first_stop(t, tid, in_capture);
 			return true;
 		}
@@ -348,7 +398,7 @@ int psvc_live_follow_start(struct psvc_target *t)
 	if (t->stopped)
 		return -EBUSY;
 	t->follow = true;
-	hold_update(t, true);
+	hold_update(t, false);
 	/* threads created by a task not seized yet are found by the next
 	 * listing; those created by a seized one are attached by the kernel */
 	for (int pass = 0; pass < 1000; pass++) {

@@ -82,6 +82,9 @@ static void scan_read_all(struct psvc_target *t)
 			nth++;	/* a reader that cannot start is not needed */
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
+	/* what a read could wait on, while the readers read the tasks: before
+	 * anything of this capture is read */
+	psvc_live_uffd_refresh(t);
 	scan_reader(&j);
 	for (size_t i = 0; i < nth; i++)
 		pthread_join(th[i], NULL);
@@ -121,6 +124,7 @@ static void live_close(struct psvc_target *t)
 	psvc_release_stragglers(t);
 	psvc_wake_timer_delete(t);
 	free(L->stragglers);
+	free(L->uffd);
 	if (L->mem_fd >= 0)
 		close(L->mem_fd);
 	if (L->task_dirfd >= 0)
@@ -145,6 +149,7 @@ static const struct psvc_backend live_backend = {
 	.alive = psvc_live_alive,
 	.read = psvc_live_read,
 	.read_runs = psvc_live_read_runs,
+	.mem_hazard = psvc_live_mem_hazard,
 	.maps = psvc_live_maps,
 	.open_mapped = psvc_live_open_mapped,
 	.root_dir = psvc_live_root_dir,

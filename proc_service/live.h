@@ -15,6 +15,7 @@
  *   live_observe.c  a nonblocking capture: nothing held, pc and sp from
  *                 /proc/TID/syscall
  *   live_mem.c    process_vm_readv, /proc/PID/mem
+ *   live_uffd.c   the ranges a read could wait on (userfaultfd)
  *   live_timer.c  the timer that ends blocking waits
  *   follow.c      staying attached between captures
  */
@@ -40,6 +41,17 @@ struct follow_parent {
 	pid_t child, parent;	/* parent 0: child's first stop seen first */
 };
 
+/* live_uffd.c: a range registered with userfaultfd (smaps VmFlags) */
+enum {
+	PSVC_UFFD_MISSING = 1,	/* "um" */
+	PSVC_UFFD_MINOR = 2,	/* "ui" */
+	PSVC_UFFD_WP = 4,	/* "uw" */
+};
+struct psvc_uffd_range {
+	uint64_t start, end;
+	unsigned modes;
+};
+
 struct psvc_live {
 	/* the task whose /proc/TID files (maps, mem, auxv, exe, root, ns)
 	 * and memory are read: the leader, or while the leader is a zombie
@@ -51,6 +63,12 @@ struct psvc_live {
 	bool use_proc_mem;	/* process_vm_readv unusable: use mem_fd */
 	bool no_map_files;	/* test hook: never use /proc/PID/map_files */
 	uint64_t auxv_hash;	/* of the whole vector: moves on execve */
+
+	/* live_uffd.c: read at every scan; not known (smaps unreadable):
+	 * every read goes through /proc/PID/mem */
+	struct psvc_uffd_range *uffd;
+	size_t nuffd, uffd_cap;
+	bool uffd_known, uffd_tried;
 
 	/* live_timer.c */
 	timer_t wake_timer;
@@ -135,6 +153,20 @@ int psvc_live_observed_regs(struct psvc_target *t, struct psvc_task *k);
 int psvc_live_read(struct psvc_target *t, uint64_t addr, void *buf, size_t len);
 void psvc_live_read_runs(struct psvc_target *t, struct psvc_run *runs,
 			 size_t n);
+
+/* live_uffd.c */
+/* Read /proc/PID/smaps for the ranges registered with userfaultfd. */
+int psvc_live_uffd_refresh(struct psvc_target *t);
+const struct psvc_uffd_range *psvc_live_uffd_find(struct psvc_target *t,
+						   uint64_t addr, uint64_t len);
+/* Could process_vm_readv of [addr, addr + len) wait for a fault to be
+ * served?  (Then it is read through /proc/PID/mem, which never waits.) */
+bool psvc_live_read_may_wait(struct psvc_target *t, uint64_t addr,
+			     uint64_t len);
+/* The backend's mem_hazard op: why a failed read of that range failed, if
+ * the range is one a read would have waited on; NULL otherwise. */
+const char *psvc_live_mem_hazard(struct psvc_target *t, uint64_t addr,
+				 uint64_t len);
 
 /* live_timer.c: the one timer that ends tinspect's blocking waits */
 void psvc_wake_timer_set(struct psvc_target *t, int sig, uint64_t value_ns,

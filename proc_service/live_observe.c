@@ -15,18 +15,35 @@
  * without registers or a stack.
  *
  * The scan read that line moments before (live.c, in parallel): its
- * values are taken as the observation.  At the end of the capture the
- * line is read again: a task whose syscall, sp or pc changed has left the
- * wait it was observed in while its memory was being copied (or came
- * back to another), and is marked MOVED so that the session does not
- * present what was copied as its state.  A task that left and came back
- * to the very same wait is not told apart; its stack above sp is then
- * that of the same call, which is the wait reported.
+ * values are taken as the observation.  A copy of the stack is what the
+ * thread had there only if the thread did not run while it was made: a
+ * thread that leaves poll(), calls a function whose frame covers the
+ * poll's, and comes back to the same poll with the same pc, sp and
+ * arguments, shows the same line before and after, yet a copy made in
+ * between holds the other function's bytes where the poll's return
+ * addresses were.  So at the end of the capture, for each observed task:
+ *
+ *   1. the syscall line is read again: the same call, arguments, sp and
+ *      pc, and not "running" (the kernel gives the values only for a
+ *      task that is off its CPU, and checks that it stayed off while it
+ *      collected them: task_current_syscall());
+ *   2. then its status: voluntary + nonvoluntary context switches equal
+ *      to the scan's, which read them before the syscall line.
+ *
+ * Every time a task leaves a CPU the kernel counts one of the two
+ * (__schedule(): nvcsw or nivcsw, whenever another task is switched in).
+ * The task was off its CPU at the scan's syscall read and at step 1, and
+ * it left no CPU between the scan's status read and step 2: so it was
+ * never on one in between, and wrote nothing of its stack while it was
+ * copied.  A task that fails either test is marked MOVED: what was copied
+ * of it is not shown as its state, nor unwound.
  */
 #include "live.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <unistd.h>
 
 /* Blocked in the kernel with its pc and sp published. */
 static bool observable(const struct psvc_taskinfo *ti)
@@ -37,8 +54,34 @@ static bool observable(const struct psvc_taskinfo *ti)
 	       ti->sc_sp != 0 && ti->sc_pc != 0;
 }
 
+/*
+ * What a nonblocking capture reads - /proc/TID/syscall, the stacks, the
+ * lock words - needs the access ptrace would (PTRACE_MODE_ATTACH): the
+ * kernel answers another user's process with EACCES on each file and
+ * EPERM on each read, and the capture would show every thread "running"
+ * and no lock, a healthy process.  Opening /proc/PID/mem asks the same
+ * question once (and the descriptor serves the reads that need it).
+ */
+static int may_read(struct psvc_target *t)
+{
+	struct psvc_live *L = psvc_live(t);
+	if (L->mem_fd >= 0)
+		return 0;
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/mem", (int)L->mm_tid);
+	L->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (L->mem_fd >= 0)
+		return 0;
+	if (errno == EACCES || errno == EPERM)
+		return -EPERM;
+	return errno == ENOENT || errno == ESRCH ? -ESRCH : 0;
+}
+
 int psvc_live_observe(struct psvc_target *t)
 {
+	int err = may_read(t);
+	if (err)
+		return err;
 	int n = 0;
 	for (size_t i = 0; i < t->ntasks; i++) {
 		struct psvc_task *k = &t->tasks[i];
@@ -61,28 +104,45 @@ int psvc_live_observed_regs(struct psvc_target *t, struct psvc_task *k)
 	return 0;
 }
 
-/* Has the task left the wait it was observed in? */
+/* Is the syscall line now the one the task was observed with? */
+static bool same_syscall(const struct psvc_taskinfo *then,
+			 const struct psvc_taskinfo *now)
+{
+	if (now->sc_kind != then->sc_kind || now->sc_sp != then->sc_sp ||
+	    now->sc_pc != then->sc_pc)
+		return false;
+	if (now->sc_kind != PSVC_SC_IN_SYSCALL)
+		return true;
+	if (now->sc_nr != then->sc_nr)
+		return false;
+	for (int i = 0; i < 6; i++)
+		if (now->sc_args[i] != then->sc_args[i])
+			return false;
+	return true;
+}
+
+/* May the task have run since the scan: left its wait, or come back to
+ * it after writing over its stack?  (See the top of this file.) */
 static bool moved(struct psvc_target *t, const struct psvc_task *k)
 {
-	char path[32], buf[512];
+	const struct psvc_taskinfo *then = &k->info;
+	char path[32], buf[8192];
 	size_t len;
+	if (!then->status_valid || then->ctxt_lines != 2)
+		return true;	/* nothing to prove it stayed */
 	snprintf(path, sizeof path, "%d/syscall", (int)k->tid);
-	if (psvc_read_file_at(psvc_live(t)->task_dirfd, path, buf, sizeof buf, &len))
+	if (psvc_read_file_at(psvc_live(t)->task_dirfd, path, buf, 512, &len))
 		return true;	/* gone, or unreadable now: not the same */
 	struct psvc_taskinfo now = { .sc_kind = PSVC_SC_UNKNOWN };
 	psvc_parse_syscall(buf, &now);
-	const struct psvc_taskinfo *then = &k->info;
-	if (now.sc_kind != then->sc_kind || now.sc_sp != then->sc_sp ||
-	    now.sc_pc != then->sc_pc)
+	if (!same_syscall(then, &now))
 		return true;
-	if (now.sc_kind != PSVC_SC_IN_SYSCALL)
-		return false;
-	if (now.sc_nr != then->sc_nr)
+	/* after the syscall line, never before: see the top of the file */
+	snprintf(path, sizeof path, "%d/status", (int)k->tid);
+	if (psvc_read_file_at(psvc_live(t)->task_dirfd, path, buf, sizeof buf, &len))
 		return true;
-	for (int i = 0; i < 6; i++)
-		if (now.sc_args[i] != then->sc_args[i])
-			return true;
-	return false;
+	psvc_parse_status(buf, len, &now);
+	return now.ctxt_lines != 2 || now.ctxt_switches != then->ctxt_switches;
 }
 
 void psvc_live_observe_end(struct psvc_target *t)

@@ -317,6 +317,31 @@ static void cache_insert_run(struct psvc_target *t, uint64_t first,
 			     (unsigned char *)data + b * BLK_SIZE);
 }
 
+const char *psvc_mem_hazard(struct psvc_target *t, uint64_t addr, uint64_t len)
+{
+	return t->backend->mem_hazard ? t->backend->mem_hazard(t, addr, len) : NULL;
+}
+
+/* A run that stopped at a block a read would have waited on (a missing
+ * page registered with userfaultfd: live_uffd.c): that block is known
+ * unreadable, and the blocks after it are read one at a time (such memory
+ * is rare, and what lies beside a missing page, such as the mutex after
+ * it, is still wanted). */
+static void salvage_run(struct psvc_target *t, uint64_t first, const struct psvc_run *run)
+{
+	size_t bad = run->done / BLK_SIZE, nblk = run->len / BLK_SIZE;
+	if (bad >= nblk || !psvc_mem_hazard(t, run->addr + bad * BLK_SIZE, BLK_SIZE))
+		return;
+	cache_insert(&t->cache, first + bad, NULL);
+	for (size_t b = bad + 1; b < nblk; b++) {
+		unsigned char *data = (unsigned char *)run->buf + b * BLK_SIZE;
+		int err = t->backend->read(t, run->addr + b * BLK_SIZE, data, BLK_SIZE);
+		if (err == -ESRCH)
+			return;
+		cache_insert(&t->cache, first + b, err ? NULL : data);
+	}
+}
+
 void psvc_prefetch(struct psvc_target *t, const struct psvc_range *r,
 		   size_t n)
 {
@@ -378,10 +403,20 @@ void psvc_prefetch(struct psvc_target *t, const struct psvc_range *r,
 		}
 		/* what could be read of each run is cached (whole blocks) */
 		t->backend->read_runs(t, runs, nrun);
-		for (size_t k = 0; k < nrun; k++)
+		for (size_t k = 0; k < nrun; k++) {
 			cache_insert_run(t, first_blk[k], runs[k].buf, runs[k].done);
+			if (runs[k].done < runs[k].len)
+				salvage_run(t, first_blk[k], &runs[k]);
+		}
 	}
 	free(blks);
+}
+
+uint64_t psvc_hazard_reads(const struct psvc_target *t, uint64_t *ret_first)
+{
+	if (ret_first)
+		*ret_first = t->hazard_first;
+	return t->hazard_reads;
 }
 
 uint64_t psvc_read_syscalls(const struct psvc_target *t)

@@ -324,6 +324,20 @@ void psvc_parse_syscall(const char *buf, struct psvc_taskinfo *ti)
 
 #define MAX_MAPS (1u << 20)
 
+void psvc_maps_unescape(char *path)
+{
+	char *w = path;
+	for (const char *r = path; *r;) {
+		if (r[0] == '\\' && r[1] == '0' && r[2] == '1' && r[3] == '2') {
+			*w++ = '\n';
+			r += 4;
+		} else {
+			*w++ = *r++;
+		}
+	}
+	*w = '\0';
+}
+
 int psvc_maps_parse(char *buf, struct psvc_mapping **ret, size_t *ret_n)
 {
 	int err = 0;
@@ -364,6 +378,8 @@ int psvc_maps_parse(char *buf, struct psvc_mapping **ret, size_t *ret_n)
 				len -= sizeof del - 1;
 			}
 			mp->path = strndup(p, len);
+			if (mp->path)
+				psvc_maps_unescape(mp->path);
 		}
 	}
 	if (err) {

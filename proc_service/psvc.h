@@ -102,7 +102,7 @@ enum psvc_task_flags {
 					 * after the resume, unlike STOPPED) */
 	PSVC_TASK_OBSERVED = 1u << 8,	/* nonblocking capture: blocked, its
 					 * pc and sp from /proc, never held */
-	PSVC_TASK_MOVED = 1u << 9,	/* observed, but it left that wait
+	PSVC_TASK_MOVED = 1u << 9,	/* observed, but it may have run
 					 * while its memory was copied */
 };
 
@@ -124,11 +124,12 @@ struct psvc_open_opts {
 	 * without CAP_SYS_ADMIN / CAP_CHECKPOINT_RESTORE gets); for tests of
 	 * the /proc/PID/root path. */
 	bool no_map_files;
-	/* May be NULL.  Raised (1) while tinspect holds any task of the
-	 * target: from the start of psvc_stop() to the end of psvc_resume(),
-	 * and while following.  Lowered (0) otherwise: then nothing is
-	 * stopped by tinspect, and a signal handler may end the program at
-	 * once (the kernel detaches whatever is still seized). */
+	/* May be NULL.  Raised while tinspect holds any task of the target:
+	 * 2 and up from the start of psvc_stop() to the end of psvc_resume()
+	 * (a value that changes at every stop), 1 while following between
+	 * captures.  Lowered (0) otherwise: then nothing is stopped by
+	 * tinspect, and a signal handler may end the program at once (the
+	 * kernel detaches whatever is still seized). */
 	volatile sig_atomic_t *holding;
 };
 
@@ -427,6 +428,20 @@ int psvc_read_frozen(struct psvc_target *t, uint64_t addr, void *buf,
 uint64_t psvc_frozen_extent(struct psvc_target *t, uint64_t addr, uint64_t len);
 /* Let the last stop's cache go before the next stop. */
 void psvc_release_capture(struct psvc_target *t);
+
+/*
+ * Why a read of [addr, addr + len) that failed could not be made: a static
+ * clause ("in memory registered with userfaultfd, ...") when the memory is
+ * of a kind tinspect refuses to wait on (a missing page that only a thread
+ * of the target, stopped, or another process might serve), NULL when it
+ * is simply unreadable or the backend cannot tell.  Uses the ranges of the
+ * last psvc_scan().
+ */
+const char *psvc_mem_hazard(struct psvc_target *t, uint64_t addr, uint64_t len);
+
+/* How many reads since the last psvc_scan() failed in memory
+ * psvc_mem_hazard() names, and the first such address. */
+uint64_t psvc_hazard_reads(const struct psvc_target *t, uint64_t *ret_first);
 
 /* Syscalls issued for memory reads so far, for the benchmark. */
 uint64_t psvc_read_syscalls(const struct psvc_target *t);

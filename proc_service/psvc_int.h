@@ -126,6 +126,7 @@ struct psvc_target {
 	uint64_t max_freeze_ns;
 	const volatile sig_atomic_t *cancel;
 	volatile sig_atomic_t *holding;	/* psvc_open_opts.holding */
+	unsigned hold_seq;		/* hold_update() */
 	/* asked for the start routine of a new thread (follow mode) */
 	psvc_start_fn resolver;
 	void *resolver_arg;
@@ -136,6 +137,9 @@ struct psvc_target {
 	bool cache_active;	/* reads go through the cache */
 	bool cache_bypass;	/* psvc_read() goes to the target meanwhile */
 	uint64_t read_syscalls;	/* counted by the backend */
+	/* reads the backend would not wait on (psvc_mem_hazard) that
+	 * failed since the last scan, and the first address */
+	uint64_t hazard_reads, hazard_first;
 
 	/* modules (modules.c) */
 	struct psvc_module *mods;
@@ -173,12 +177,17 @@ struct psvc_target {
 	uint64_t tdb_budget, tdb_reads;
 };
 
-/* Tell the caller's signal handler whether anything is held (stopped or
- * followed) right now. */
-static inline void hold_update(struct psvc_target *t, bool now)
+/* Tell the caller's signal handler whether anything is held right now:
+ * 0 nothing, 1 attached (followed) but running, 2 and up stopped (or being
+ * stopped: stopping), a value that changes at every stop so that a
+ * watchdog sampling it tells one freeze from the next. */
+static inline void hold_update(struct psvc_target *t, bool stopping)
 {
-	if (t->holding)
-		*t->holding = now || t->stopped || t->follow;
+	if (!t->holding)
+		return;
+	if (stopping)
+		t->hold_seq = (t->hold_seq + 1) & 7;
+	*t->holding = stopping || t->stopped ? 2 + t->hold_seq : t->follow ? 1 : 0;
 }
 
 /* mem.c: the per-stop cache of target memory */
@@ -208,6 +217,10 @@ void psvc_modules_free(struct psvc_target *t);
 /* procfs.c: the text of /proc/PID/maps (NUL-terminated, split in place)
  * into mappings; lines it cannot read are skipped.  Pure. */
 int psvc_maps_parse(char *buf, struct psvc_mapping **ret, size_t *ret_n);
+/* A path as /proc/PID/maps prints it (and gdb copies it into a core's
+ * NT_FILE) back to the file's name, in place: the kernel writes a newline
+ * as "\012" (seq_file_path, show_map_vma). */
+void psvc_maps_unescape(char *path);
 void psvc_maps_free(struct psvc_mapping *m, size_t n);
 
 /* linkmap.c: the r_debug / link_map chain, through a read callback */

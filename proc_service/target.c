@@ -177,6 +177,7 @@ int psvc_scan(struct psvc_target *t)
 {
 	if (t->stopped)
 		return -EBUSY;
+	t->hazard_reads = t->hazard_first = 0;
 	int n = t->backend->scan(t);
 	if (n < 0)
 		return n;

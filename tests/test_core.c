@@ -10,11 +10,13 @@
  * validated against the schema.
  */
 #include <criterion/criterion.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -441,6 +443,37 @@ Test(core, deleted_executable_with_and_without_exe)
 	json_decref(live);
 }
 
+/* A program whose path holds a newline and whose name ends in " (deleted)"
+ * without being deleted: gdb writes NT_FILE's paths as /proc/PID/maps
+ * shows them (the newline as \012), the kernel as they are, and either
+ * way " (deleted)" may be the name's own.  The executable must be found:
+ * its symbols name the lock. */
+Test(core, path_with_a_newline_ending_in_deleted)
+{
+	char exe[400];
+	snprintf(exe, sizeof exe, "%s/fx\nlock (deleted)", tmpdir);
+	copy_file(fixture_path("fx_lock_abba"), exe, 0755);
+	fx_start_path(&fx, exe, NULL, 60);
+	const char *lock = fx_line(&fx, "lock ledger_lock ");
+	cr_assert(lock);
+	char addr[32];
+	cr_assert(sscanf(lock, "lock ledger_lock %31s", addr) == 1);
+	const char *cores[2] = { make_gcore(), NULL };
+	char gcore[400];
+	snprintf(gcore, sizeof gcore, "%s", cores[0]);
+	cores[0] = gcore;
+	cores[1] = make_kernel_core();
+	for (int k = 0; k < 2 && cores[k]; k++) {
+		json_t *doc = core_ok(cores[k], NULL, NULL);
+		cr_assert(!has_warning(doc, "symbols are unknown", NULL),
+			  "%s: the executable was not found", k ? "kernel" : "gcore");
+		const char *sym = lock_symbol(doc, addr);
+		cr_assert(sym && !strcmp(sym, "ledger_lock"), "%s: lock symbol %s",
+			  k ? "kernel" : "gcore", sym ? sym : "(none)");
+		json_decref(doc);
+	}
+}
+
 /* --sysroot with another copy of a fixture's library: its build-id is not
  * the one in the core, so it is refused, with a warning, and no symbol of
  * it appears. */
@@ -542,6 +575,49 @@ Test(core, zstd_and_xz_cores)
 	same_analysis(live, x);
 	json_decref(x);
 	json_decref(live);
+}
+
+/* A program header whose segment claims more bytes than any address space
+ * has (here the main thread's stack, up to the last address): without a
+ * check its sizes pass 2^63 and stack_bounds.used_bytes came out negative,
+ * against the schema.  The segment is left out, with a warning. */
+Test(core, segment_larger_than_an_address_space)
+{
+	fx_start(&fx, "fx_lock_abba", NULL, 60);
+	json_t *live = inspect_json(fx.pid, NULL, NULL);
+	json_t *main_thread = thread_by_tid(live, fx.pid);
+	cr_assert(main_thread);
+	uint64_t sp = jhex(json_object_get(main_thread, "regs"), "sp");
+	json_decref(live);
+	cr_assert(wait_not_stopped(fx.pid, 2000));
+	const char *core = make_gcore();
+	int fd = open(core, O_RDWR);
+	cr_assert(fd >= 0);
+	Elf64_Ehdr eh;
+	cr_assert(pread(fd, &eh, sizeof eh, 0) == sizeof eh);
+	bool patched = false;
+	for (unsigned i = 0; i < eh.e_phnum && !patched; i++) {
+		Elf64_Phdr ph;
+		off_t at = (off_t)(eh.e_phoff + (uint64_t)i * eh.e_phentsize);
+		cr_assert(pread(fd, &ph, sizeof ph, at) == sizeof ph);
+		if (ph.p_type != PT_LOAD || sp < ph.p_vaddr || sp - ph.p_vaddr >= ph.p_memsz)
+			continue;
+		ph.p_memsz = UINT64_MAX - ph.p_vaddr;	/* to the last address */
+		cr_assert(pwrite(fd, &ph, sizeof ph, at) == sizeof ph);
+		patched = true;
+	}
+	close(fd);
+	cr_assert(patched, "no segment holds the main thread's sp %#llx",
+		  (unsigned long long)sp);
+	int status;
+	json_t *doc = core_json(core, NULL, &status, NULL);	/* validated */
+	cr_assert(doc, "no report");
+	cr_assert(has_warning(doc, "more than any address space", NULL),
+		  "the segment is not reported");
+	json_t *b = json_object_get(thread_by_tid(doc, fx.pid), "stack_bounds");
+	cr_assert(json_is_null(b) ||
+		  json_integer_value(json_object_get(b, "used_bytes")) >= 0);
+	json_decref(doc);
 }
 
 /* Random bytes over the ELF header, the program headers and the notes:

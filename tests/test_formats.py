@@ -555,6 +555,39 @@ def test_sigint_writes_samples(tmp):
         assert sum(c for c, _, _ in raw) == ABBA_THREADS * updates
 
 
+def test_core(tmp):
+    """--folded and --pprof of a core (gcore of the ABBA fixture): one
+    sample per thread, the planted waits, the same stacks in both files;
+    --prometheus is refused (status 2, nothing written): its gauges are a
+    live process's.  Before, all three were accepted and nothing written."""
+    with fixture("fx_lock_abba", "--idle", "2") as fx:
+        prefix = os.path.join(tmp, "gcore")
+        r = subprocess.run(["gcore", "-o", prefix, str(fx.pid)],
+                           capture_output=True, timeout=300)
+        assert r.returncode == 0, r.stderr.decode(errors="replace")
+        assert not tasks_stopped(fx.pid)
+        core = f"{prefix}.{fx.pid}"
+    folded = os.path.join(tmp, "core.folded")
+    pprof = os.path.join(tmp, "core.pb.gz")
+    r = run_tinspect(["--core", core, "--check", "--folded", folded,
+                      "--pprof", pprof])
+    assert r.returncode == 10, r  # the deadlock; files written all the same
+    stacks = read_folded(folded)
+    assert sum(stacks.values()) == ABBA_THREADS, stacks
+    assert any(s.endswith(";[futex mutex audit_lock]") and "post_transfer" in s
+               for s in stacks), stacks
+    raw = go_pprof_raw(pprof)
+    from_pprof = {}
+    for count, frames, _ in raw:
+        key = ";".join(frames)
+        from_pprof[key] = from_pprof.get(key, 0) + count
+    assert from_pprof == stacks, (from_pprof, stacks)
+    prom = os.path.join(tmp, "core.prom")
+    r = run_tinspect(["--core", core, "--prometheus", prom])
+    assert r.returncode == 2 and b"--prometheus" in r.stderr, r
+    assert not os.path.exists(prom)
+
+
 def test_usage(tmp):
     """Wrong uses say so before anything is attached."""
     with fixture("fx_lock_abba") as fx:
@@ -572,7 +605,8 @@ def test_usage(tmp):
 
 TESTS = [test_prometheus_once, test_node_exporter, test_hung_threads, test_folded,
          test_folded_by_thread_name, test_pprof, test_hostile_names,
-         test_atomic_replacement, test_sigint_writes_samples, test_usage]
+         test_atomic_replacement, test_sigint_writes_samples, test_core,
+         test_usage]
 
 
 def main():

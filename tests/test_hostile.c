@@ -437,6 +437,28 @@ Test(hostile, stack_pointer_in_no_mapping)
 	check_running(fx.pid);
 }
 
+Test(hostile, stack_pointer_in_a_prot_none_mapping)
+{
+	/* a guard page, a huge MAP_NORESERVE reservation: nothing can be
+	 * copied, which is an error with its reason, not a "truncated"
+	 * stack (more than --stack-bytes needed) of 0 bytes */
+	const char *args[] = { "protnone", NULL };
+	start_hostile(args);
+	int status;
+	json_t *doc = inspect(fx.pid, NULL, NULL, &status, NULL);
+	cr_assert_eq(status, 1, "a thread without a stack is partial");
+	json_t *t = thread_by_tid(doc, worker0());
+	json_t *st = json_object_get(t, "stack");
+	cr_assert_str_eq(jstr(st, "end"), "error");
+	const char *sp = fx_line(&fx, "protnone ") + 9;
+	cr_assert(strstr(jstr(st, "error"), sp), "%s", jstr(st, "error"));
+	cr_assert(strstr(jstr(st, "error"), "cannot be read"), "%s", jstr(st, "error"));
+	const char *need[] = { "stack:", "---p", NULL };
+	cr_assert(any_has(json_object_get(t, "errors"), need));
+	json_decref(doc);
+	check_running(fx.pid);
+}
+
 /* ---- files ---------------------------------------------------------------------------- */
 
 /* A copy of the stripped fx_dbglink in a directory of its own, its

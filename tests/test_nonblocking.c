@@ -358,6 +358,22 @@ Test(nonblocking, running_threads_have_no_stack)
 	}
 	cr_assert(found, "no stack reached fx_idle_wait");
 	json_decref(doc);
+	/* the text does not guess where a thread without registers is */
+	const char *targs[] = { "--nonblocking", pidstr(fx.pid), NULL };
+	struct run r;
+	run_tinspect(&r, targs, 120);
+	cr_assert_eq(r.status, 0, "text exit %d: %s", r.status, r.err ? r.err : "");
+	for (size_t k = 0; k < 2; k++) {
+		char head[64];
+		snprintf(head, sizeof head, "\nThread %d ", (int)spin[k]);
+		const char *p = strstr(r.out, head);
+		cr_assert(p, "no details of spinner %d", (int)spin[k]);
+		const char *end = strstr(p + 1, "\n\n");
+		const char *sc = strstr(p, "syscall: unknown (running");
+		cr_assert(sc && (!end || sc < end), "spinner %d:\n%.300s", (int)spin[k], p);
+	}
+	cr_assert_null(strstr(r.out, "user space)"), "%s", r.out);
+	run_free(&r);
 }
 
 Test(nonblocking, follow_threads_is_refused)
@@ -373,4 +389,155 @@ Test(nonblocking, follow_threads_is_refused)
 	run_tinspect(&r, bad, 60);
 	cr_assert_eq(r.status, 2, "exit %d", r.status);
 	run_free(&r);
+}
+
+/* ---- a thread that comes back to the same wait ---------------------------------- */
+
+/* Whether frame f is one unwound from bytes the thread wrote over: no
+ * module holds it (the fixture has no generated code), or it is the
+ * fixture's pattern. */
+static bool junk_frame(json_t *f, uint64_t pattern)
+{
+	if (json_is_null(json_object_get(f, "module")))
+		return true;
+	uint64_t pc = jhex(f, "pc");
+	return pc >= pattern - 16 && pc <= pattern + 16;
+}
+
+static bool has_frame(json_t *frames, const char *symbol)
+{
+	size_t k;
+	json_t *f;
+	json_array_foreach(frames, k, f) {
+		const char *fn = json_string_value(json_object_get(f, "symbol"));
+		if (fn && !strcmp(fn, symbol))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * fx_reenter's workers leave poll() every millisecond, fill the stack
+ * under the poll's frames with a pattern, and come back to the same poll
+ * with the same pc, sp and arguments.  A stack copied while one fills is
+ * torn; the thread must then be reported as moved, never unwound from the
+ * pattern: 0 junk frames over 200 captures.  Its two steady threads, in a
+ * poll that never returns through the same functions, must be unwound
+ * through the first of them every time (only frame pointers lead
+ * further, and a nonblocking capture has no rbp): the check hides no
+ * stack it need not hide.
+ */
+Test(nonblocking, a_stack_copy_the_thread_wrote_over_is_never_unwound)
+{
+	fx_start(&fx, "fx_reenter", NULL, 60);
+	const char *pl = fx_line(&fx, "pattern ");
+	cr_assert(pl);
+	uint64_t pattern = strtoull(pl + 8, NULL, 16);
+	pid_t tids[8];
+	size_t nworkers = 0, nsteady = 0;
+	for (size_t i = 0; i < fx.nlines; i++)
+		if (!strncmp(fx.lines[i], "worker ", 7) && nworkers < 4)
+			tids[nworkers++] = (pid_t)atoi(fx.lines[i] + 7);
+	for (size_t i = 0; i < fx.nlines; i++)
+		if (!strncmp(fx.lines[i], "steady ", 7) && nsteady < 2)
+			tids[nworkers + nsteady++] = (pid_t)atoi(fx.lines[i] + 7);
+	cr_assert_eq(nworkers, 4);
+	cr_assert_eq(nsteady, 2);
+
+	enum { UPDATES = 200 };
+	char count[16];
+	snprintf(count, sizeof count, "%d", UPDATES);
+	const char *targs[] = { "--watch", "0.02", "--count", count, "--json",
+				"--nonblocking", "--update-priority", "normal",
+				pidstr(fx.pid), NULL };
+	struct run r;
+	run_tinspect(&r, targs, 600);
+	cr_assert(!r.timed_out && r.status == 0, "watch exit %d, stderr: %s",
+		  r.status, r.err ? r.err : "");
+	cr_assert(schema_valid(r.out, r.out_len), "the stream does not validate");
+	unsigned updates = 0, junk = 0, junk_threads = 0, blocked = 0, moved = 0,
+		 steady_whole = 0;
+	for (char *line = strtok(r.out, "\n"); line; line = strtok(NULL, "\n")) {
+		json_t *doc = json_loads(line, 0, NULL);
+		cr_assert(doc, "a line does not parse");
+		json_t *threads = json_object_get(doc, "threads");
+		if (!threads) {
+			json_decref(doc);
+			continue;	/* an event line */
+		}
+		updates++;
+		cr_assert_str_eq(capture_mode(doc), "nonblocking");
+		for (size_t w = 0; w < nworkers + nsteady; w++) {
+			json_t *t = thread_by_tid(doc, tids[w]);
+			cr_assert(t, "thread %d missing", (int)tids[w]);
+			const char *obs = json_string_value(json_object_get(t, "observation"));
+			json_t *frames = json_object_get(json_object_get(t, "stack"), "frames");
+			if (!strcmp(obs, "moved")) {
+				moved++;
+				cr_assert_eq(json_array_size(frames), 0,
+					     "a moved thread with frames");
+				continue;
+			}
+			if (strcmp(obs, "blocked"))
+				continue;
+			blocked++;
+			size_t k, before = junk;
+			json_t *f;
+			json_array_foreach(frames, k, f)
+				junk += junk_frame(f, pattern);
+			junk_threads += junk > before;
+			if (w >= nworkers)
+				steady_whole += has_frame(frames, "fx_reenter_poll");
+		}
+		json_decref(doc);
+	}
+	run_free(&r);
+	cr_log_info("%u updates: %u blocked observations, %u moved, %u junk frames "
+		    "in %u; the steady threads unwound through fx_reenter_poll %u "
+		    "times", updates, blocked, moved, junk, junk_threads, steady_whole);
+	cr_assert_eq(updates, UPDATES, "%u updates", updates);
+	cr_assert_eq(junk, 0, "%u frames unwound from the fill pattern or outside "
+		     "any module, in %u of %u blocked observations (%u moved)",
+		     junk, junk_threads, blocked, moved);
+	cr_assert_eq(steady_whole, nsteady * UPDATES, "the steady threads were "
+		     "unwound through fx_reenter_poll %u times of %u", steady_whole,
+		     (unsigned)(nsteady * UPDATES));
+	cr_assert(!any_task_stopped(fx.pid));
+}
+
+/* ---- permission ---------------------------------------------------------------------- */
+
+/* A user who may not trace the target may not read it either: without
+ * ptrace's access every /proc/TID/syscall and every read of memory is
+ * refused, which used to make every thread look running and the process
+ * healthy ("No deadlock found", status 0).  Status 4 and the reason, as
+ * the modes that stop, in every nonblocking form. */
+Test(nonblocking, a_user_who_may_not_trace_gets_status_4)
+{
+	fx_start(&fx, "fx_lock_abba", NULL, 60);
+	const char *wrap[] = { "/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
+			       "--clear-groups", "--inh-caps=-all", NULL };
+	const char *const modes[][8] = {
+		{ "--check", "--nonblocking", NULL },
+		{ "--check", "--nonblocking=strict", NULL },
+		{ "--json", "--nonblocking", NULL },
+		{ "--json", "--nonblocking", "--watch", "0.2", "--count", "2", NULL },
+	};
+	for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
+		const char *args[12];
+		size_t n = 0;
+		for (const char *const *a = modes[m]; *a; a++)
+			args[n++] = *a;
+		args[n++] = pidstr(fx.pid);
+		args[n] = NULL;
+		struct run r;
+		run_start_as(&r, wrap, args);
+		run_wait(&r, 60);
+		cr_assert_eq(r.status, 4, "%s %s: exit %d: %s", modes[m][0], modes[m][1],
+			     r.status, r.err ? r.err : "");
+		cr_assert(r.err && strstr(r.err, "runs as uid 0") &&
+			  strstr(r.err, "CAP_SYS_PTRACE"), "%s", r.err ? r.err : "");
+		cr_assert(!r.out_len || !strstr(r.out, "No deadlock"), "%s", r.out);
+		run_free(&r);
+	}
 }

@@ -13,7 +13,9 @@
 #   tools/setup.sh build   install and build (build/)
 #   tools/setup.sh services-deps
 #                          install what bench/services.sh runs tinspect on
-#                          (MariaDB, mysqlslap, OpenJDK, eu-stack): large,
+#                          (MariaDB, mysqlslap, OpenJDK, memcached and
+#                          memaslap, db_bench, redis, node_exporter,
+#                          eu-stack; their services not started): large,
 #                          so not part of deps
 #   tools/setup.sh services
 #                          install all that, build, and run bench/services.sh
@@ -61,16 +63,24 @@ PACKAGES=(
 	# prometheus_client parser, go tool pprof
 	protobuf-c-compiler libprotobuf-c-dev zlib1g-dev
 	prometheus-node-exporter python3-prometheus-client golang-go
+	# musl targets: the fixtures built with musl-gcc (docs/MUSL.md)
+	musl-tools
 )
 
 # The real services bench/services.sh inspects (issue 9).  MariaDB and a
-# JDK are hundreds of megabytes: installed only when asked for.
+# JDK are hundreds of megabytes: installed only when asked for.  And the
+# healthy services under load (issue 20): memcached under memaslap,
+# rocksdb's db_bench, redis under redis-benchmark, node_exporter (ss, of
+# iproute2, finds free ports).  Their packages' own services are not
+# started on installation (services_install).
 SERVICE_PACKAGES=(
 	mariadb-server mariadb-client openjdk-17-jdk-headless
 	elfutils python3 python3-jsonschema procps
+	memcached libmemcached-tools rocksdb-tools redis-server redis-tools
+	prometheus-node-exporter iproute2
 )
 
-# tools/arm64-vm.sh (issue 26): the emulated arm64 machine the suites run
+# tools/arm64-vm.sh: the emulated arm64 machine the suites run
 # on; its own packages are debootstrap'ed into its root, not installed here.
 ARM64_HOST_PACKAGES=(
 	qemu-system-arm qemu-user-static debootstrap debian-archive-keyring e2fsprogs cpio
@@ -98,6 +108,23 @@ install_missing() {	# package...
 		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
 			--no-install-recommends "${missing[@]}" </dev/null
 	fi
+}
+
+# The service packages without starting their services (memcached,
+# redis-server and mariadb-server start one on installation, which would
+# outlive the benchmark and listen where nobody asked): invoke-rc.d asks
+# /usr/sbin/policy-rc.d, which says no (101) while they install.  One that
+# was already there is left as it was.
+services_install() {
+	local policy=/usr/sbin/policy-rc.d made=0
+	if [[ ! -e $policy ]]; then
+		as_root sh -c "printf '#!/bin/sh\nexit 101\n' >$policy && chmod 755 $policy" &&
+			made=1
+	fi
+	local rc=0
+	install_missing "${SERVICE_PACKAGES[@]}" || rc=$?
+	((made == 0)) || as_root rm -f "$policy"
+	return $rc
 }
 
 deps() {
@@ -390,16 +417,16 @@ mirror) debian_mirror ;;
 test) run_tests ;;
 deps) deps ;;
 build) deps; build build ;;
-services-deps) install_missing "${SERVICE_PACKAGES[@]}" ;;
+services-deps) services_install ;;
 arm64-deps) install_missing "${ARM64_HOST_PACKAGES[@]}" ;;
 services)
 	deps
 	build build
-	install_missing "${SERVICE_PACKAGES[@]}"
+	services_install
 	exec bash "$top/bench/services.sh"
 	;;
 *)
-	sed -n '2,27p' "$0"
+	sed -n '2,28p' "$0"
 	exit 2
 	;;
 esac

@@ -109,11 +109,13 @@ struct tinspect_options {
 	 * handler for it without SA_RESTART.  0: none, deadlines are then
 	 * checked between waits only. */
 	int wake_signal;
-	/* Raised (1) while the library holds the target: from the first
-	 * stop to the last resume of an update, and for as long as it
-	 * follows threads.  Lowered (0) otherwise.  A signal handler that
-	 * would end the process reads it: while it is 0, nothing is stopped
-	 * and the process may exit at once.  NULL: none. */
+	/* Raised while the library holds the target: 2 or more from the
+	 * first stop to the last resume of an update (a value that changes
+	 * from one stop to the next, so that a watchdog can time a freeze),
+	 * 1 while it follows threads between updates.  Lowered (0)
+	 * otherwise.  A signal handler that would end the process reads it:
+	 * while it is 0, nothing is stopped and the process may exit at
+	 * once.  NULL: none. */
 	volatile sig_atomic_t *holding;
 	unsigned flags;		/* enum tinspect_option_flags */
 	/* libthread_db to load; NULL: the system's libthread_db.so.1. */

@@ -91,8 +91,10 @@ enum tinspect_observation {
 	TINSPECT_OBSERVED_BLOCKED,
 	/* on a CPU (or otherwise not blocked): no registers, no stack */
 	TINSPECT_OBSERVED_RUNNING,
-	/* blocked, but it left that wait while its memory was copied: what
-	 * was copied is not shown (no registers, no stack, no wait) */
+	/* blocked, but it ran while its memory was copied (its syscall line
+	 * or its context switches changed, even if it came back to the
+	 * same wait): what was copied is not shown (no registers, no
+	 * stack, no wait) */
 	TINSPECT_OBSERVED_MOVED,
 };
 enum tinspect_observation tinspect_thread_observation(const tinspect_thread *th);
@@ -249,6 +251,35 @@ const tinspect_wait *tinspect_thread_wait(const tinspect_thread *th);
  * tinspect_waiting(3).
  */
 int64_t tinspect_thread_waiting_since_ns(const tinspect_thread *th);
+
+/*
+ * What could move it on, if anything: the question behind a verdict on
+ * waits that record no owner (they may be threads waiting for each other
+ * only when no thread of the process can make progress).  First match:
+ */
+enum tinspect_progress {
+	/* not known: no registers, or a system call not classified */
+	TINSPECT_PROGRESS_UNKNOWN,
+	/* on a CPU or runnable (state R), in user space, or, in a
+	 * nonblocking capture, seen running or moved */
+	TINSPECT_PROGRESS_RUNNING,
+	/* a futex wait or a sleep with a timeout: it wakes by itself */
+	TINSPECT_PROGRESS_TIMED,
+	/* an untimed wait for something from outside the process: I/O on a
+	 * file descriptor, a child, a signal, a process-shared futex */
+	TINSPECT_PROGRESS_OUTSIDE,
+	/* uninterruptible sleep (D): I/O that ends by itself */
+	TINSPECT_PROGRESS_DISK,
+	/* a job-control stop: it goes on at SIGCONT */
+	TINSPECT_PROGRESS_STOPPED,
+	/* an untimed wait only another thread of this process can end (a
+	 * private futex wait: mutex, condvar, semaphore, barrier, unknown
+	 * futex; a join), or a PI waiter glibc parked for ever */
+	TINSPECT_PROGRESS_INSIDE,
+};
+enum tinspect_progress tinspect_thread_progress(const tinspect_thread *th);
+/* "unknown", "running", "timed", "outside", "disk", "stopped", "inside". */
+const char *tinspect_progress_name(enum tinspect_progress progress);
 
 /* ---- failures -------------------------------------------------------------- */
 
