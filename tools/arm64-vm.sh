@@ -17,6 +17,7 @@
 #                      emulation is slow
 #     --out DIR        copy the machine's logs (meson-logs, the bench's
 #                      runs) into DIR afterwards
+#     --clean          start the build disk anew (see below)
 #     --cache-only     only make the cached machine
 #
 # Once, cached in /var/cache/tinspect/arm64 (TINSPECT_ARM64_CACHE
@@ -33,16 +34,20 @@
 # not ignore) is copied onto a scratch ext4 image, the machine boots under
 # qemu-system-aarch64 (-M virt -cpu max: pointer authentication on; 2
 # CPUs, nice 10) with the root as a throw-away snapshot, builds tinspect
-# with warnings as errors, runs the suites, and powers off.  The last line
+# with warnings as errors, runs the suites, and powers off.  The build
+# is made on a build disk kept in the cache (build.img): each run brings
+# its tree in line with this one's, so ninja rebuilds only what changed.  The last line
 # is "N passed, N failed" (TAP results summed as tools/setup.sh does), or
 # the job's output.  Nothing is mounted on the host (the images are made
 # and read with mke2fs -d and debugfs); the scratch directory is removed
-# and qemu killed by its PID on every exit.  Host packages:
+# and qemu killed by its PID on every exit (and by the kernel, through its
+# parent-death signal, if this script is killed).  One run at a time
+# (a lock in the cache).  Host packages:
 # tools/setup.sh arm64-deps.  Exit status: 0 when nothing failed.
 set -uo pipefail
 
 PROG=arm64-vm
-HELP_END=41	# the last line of the text above
+HELP_END=46	# the last line of the text above
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE=${TINSPECT_ARM64_CACHE:-/var/cache/tinspect/arm64}
 SUITE=bookworm
@@ -94,6 +99,8 @@ guest_mounts() {
 
 guest_poweroff() {
 	sync
+	cd /
+	umount /build 2>/dev/null
 	umount /work 2>/dev/null
 	echo o >/proc/sysrq-trigger
 	sleep 60
@@ -166,25 +173,62 @@ print(ok, bad)
 EOF
 }
 
+# Bring the build disk's tree (to) in line with this run's (from): files
+# that differ are copied (their time is now, so ninja rebuilds what uses
+# them), files gone from the tree are removed; build/ is left to ninja.
+guest_sync() {	# from to
+	local from=$1 to=$2 f
+	mkdir -p "$to"
+	(cd "$to" && find . -path ./build -prune -o \( -type f -o -type l \) -print) |
+		while IFS= read -r f; do
+			[[ -e $from/$f || -L $from/$f ]] || rm -f "$to/$f"
+		done
+	(cd "$from" && find . \( -type f -o -type l \) -print) |
+		while IFS= read -r f; do
+			if [[ -L $from/$f || -L $to/$f ]] || ! cmp -s "$from/$f" "$to/$f"; then
+				mkdir -p "$(dirname "$to/$f")"
+				rm -f "$to/$f"
+				cp -P "$from/$f" "$to/$f"
+				echo "$f"
+			fi
+		done | wc -l
+}
+
+# Configure (or reconfigure: the time scale may have changed) and build.
+guest_build() {	# scale
+	if [[ -f build/build.ninja ]]; then
+		meson configure build -Dwerror=true -Dtest_time_scale="$1" ||
+			meson setup --wipe build -Dwerror=true -Dtest_time_scale="$1"
+	else
+		rm -rf build
+		meson setup build -Dwerror=true -Dtest_time_scale="$1"
+	fi && ninja -C build
+}
+
 # The job the host left on the work disk: /work/job.sh, run with bash in
 # the tree after the build when it exists, else the suites of /work/suites.
+# The tree is built on the build disk (/dev/vdc, kept in the cache between
+# runs) when there is one, else on the work disk.
 guest_run() {
 	local src=/work/tinspect out=/work/out
 	guest_mounts
 	mkdir -p "$out"
-	cd "$src" || { echo "$PROG-guest: no $src"; guest_poweroff; }
 	echo "$PROG-guest: $(uname -srm), $(nproc) CPUs," \
 		"$(awk '/MemTotal/ {print int($2 / 1024) " MiB"}' /proc/meminfo)," \
 		"$(grep -m1 -o 'paca\|pacg' /proc/cpuinfo | head -n1 | sed 's/pac./pointer authentication/')"
 	echo "$PROG-guest: $(ldd --version | head -n1), $(gcc --version | head -n1)"
+	if [[ -b /dev/vdc ]] && mkdir -p /build && mount -t ext4 /dev/vdc /build; then
+		echo "$PROG-guest: $(guest_sync /work/tinspect /build/tinspect) files" \
+			"changed since the build disk's last run"
+		src=/build/tinspect
+	fi
+	cd "$src" || { echo "$PROG-guest: no $src"; guest_poweroff; }
 	local scale
 	scale=$(cat /work/time_scale)
 	echo "$PROG-guest: building (meson setup build -Dwerror=true" \
 		"-Dtest_time_scale=$scale; ninja -C build)"
 	local t0=$SECONDS
-	if ! { meson setup build -Dwerror=true -Dtest_time_scale="$scale" &&
-		ninja -C build; } \
-		>"$out/build.log" 2>&1 </dev/null; then
+	if ! guest_build "$scale" >"$out/build.log" 2>&1 </dev/null; then
 		tail -n 40 "$out/build.log"
 		echo "$PROG-guest: the build failed"
 		echo "0 passed, 1 failed"
@@ -244,6 +288,7 @@ BENCH=0
 TIMEOUT=14400
 OUT=""
 CACHE_ONLY=0
+CLEAN=0
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--suites) SUITES=${2:?}; shift ;;
@@ -253,6 +298,7 @@ while [[ $# -gt 0 ]]; do
 	--time-scale) SCALE=${2:?}; shift ;;
 	--out) OUT=${2:?}; shift ;;
 	--cache-only) CACHE_ONLY=1 ;;
+	--clean) CLEAN=1 ;;
 	-h | --help) sed -n "2,${HELP_END}p" "$0"; exit 0 ;;
 	*) sed -n "2,${HELP_END}p" "$0" >&2; exit 2 ;;
 	esac
@@ -261,7 +307,7 @@ done
 [[ $TIMEOUT =~ ^[0-9]+$ ]] || die "--timeout wants seconds"
 [[ $SCALE =~ ^[1-9][0-9]*$ ]] || die "--time-scale wants a whole number from 1"
 [[ $(id -u) -eq 0 ]] || die "run it as root (debootstrap, and the root's files keep their owners)"
-for t in qemu-system-aarch64 debootstrap mke2fs debugfs cpio gzip dpkg-deb; do
+for t in qemu-system-aarch64 debootstrap mke2fs debugfs cpio gzip dpkg-deb setpriv flock; do
 	command -v "$t" >/dev/null || die "$t is missing: tools/setup.sh arm64-deps"
 done
 
@@ -291,7 +337,7 @@ boot() {	# deadline log filter kernel-args drive...
 	done
 	: >"$log"
 	# TMPDIR: where qemu keeps the snapshot's writes (removed with SCRATCH)
-	TMPDIR=$SCRATCH nice -n 10 qemu-system-aarch64 \
+	TMPDIR=$SCRATCH setpriv --pdeathsig KILL nice -n 10 qemu-system-aarch64 \
 		-M virt -cpu max,pauth-impdef=on -smp 2 -m 4096 \
 		-kernel "$CACHE/vmlinuz" -initrd "$CACHE/initrd.img" \
 		-append "console=ttyAMA0 panic=-1 quiet $append" \
@@ -507,8 +553,19 @@ make_cache() {
 
 SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/tinspect-arm64.XXXXXX") || die "mktemp failed"
 start=$SECONDS
+mkdir -p "$CACHE"
+exec 8>"$CACHE/lock"
+flock -n 8 || die "another run uses $CACHE"
 make_cache
 ((CACHE_ONLY)) && exit 0
+
+# The build disk: the last run's tree and build/, or an empty one.
+BUILD_IMG=$CACHE/build.img
+((CLEAN)) && rm -f "$BUILD_IMG"
+if [[ ! -f $BUILD_IMG ]]; then
+	mke2fs -q -t ext4 -L build "$BUILD_IMG" 8G </dev/null >/dev/null 2>&1 ||
+		{ rm -f "$BUILD_IMG"; die "cannot make the build disk"; }
+fi
 
 # The tree as it is now: tracked files and untracked ones not ignored.
 mkdir -p "$SCRATCH/work/tinspect"
@@ -543,7 +600,8 @@ boot $((start + TIMEOUT)) "$SCRATCH/console.log" \
 	's/\r$//; /^\[ *[0-9]*\.[0-9]*\] /d; /^ *$/d; p' \
 	"tinspect.run=/work/tinspect/tools/arm64-vm.sh,--guest,run" \
 	"file=$CACHE/root.img,if=virtio,format=raw,snapshot=on" \
-	"file=$SCRATCH/work.img,if=virtio,format=raw" || rc=$?
+	"file=$SCRATCH/work.img,if=virtio,format=raw" \
+	"file=$BUILD_IMG,if=virtio,format=raw" || rc=$?
 if [[ -n $OUT ]]; then
 	mkdir -p "$OUT"
 	debugfs -R "rdump /out $OUT" "$SCRATCH/work.img" >/dev/null 2>&1 ||
