@@ -177,21 +177,40 @@ EOF
 # that differ are copied (their time is now, so ninja rebuilds what uses
 # them), files gone from the tree are removed; build/ is left to ninja.
 guest_sync() {	# from to
-	local from=$1 to=$2 f
-	mkdir -p "$to"
-	(cd "$to" && find . -path ./build -prune -o \( -type f -o -type l \) -print) |
-		while IFS= read -r f; do
-			[[ -e $from/$f || -L $from/$f ]] || rm -f "$to/$f"
-		done
-	(cd "$from" && find . \( -type f -o -type l \) -print) |
-		while IFS= read -r f; do
-			if [[ -L $from/$f || -L $to/$f ]] || ! cmp -s "$from/$f" "$to/$f"; then
-				mkdir -p "$(dirname "$to/$f")"
-				rm -f "$to/$f"
-				cp -P "$from/$f" "$to/$f"
-				echo "$f"
-			fi
-		done | wc -l
+	python3 - "$1" "$2" <<'EOF'
+import filecmp, os, shutil, sys
+src, dst = sys.argv[1], sys.argv[2]
+def files(top, skip=None):
+    out = set()
+    for d, dirs, names in os.walk(top):
+        rel = os.path.relpath(d, top)
+        if rel == "." and skip in dirs:
+            dirs.remove(skip)
+        for n in names + [x for x in dirs if os.path.islink(os.path.join(d, x))]:
+            out.add(os.path.normpath(os.path.join(rel, n)))
+    return out
+new, old = files(src), files(dst, "build")
+for f in old - new:
+    os.remove(os.path.join(dst, f))
+changed = 0
+for f in sorted(new):
+    a, b = os.path.join(src, f), os.path.join(dst, f)
+    if os.path.islink(a) or os.path.islink(b):
+        if (os.path.islink(a) and os.path.islink(b)
+                and os.readlink(a) == os.readlink(b)):
+            continue
+    elif os.path.isfile(b) and filecmp.cmp(a, b, shallow=False):
+        continue
+    os.makedirs(os.path.dirname(b), exist_ok=True)
+    if os.path.lexists(b):
+        os.remove(b)
+    if os.path.islink(a):
+        os.symlink(os.readlink(a), b)
+    else:
+        shutil.copy(a, b)	# the mode, and the time of now
+    changed += 1
+print(changed)
+EOF
 }
 
 # Configure (or reconfigure: the time scale may have changed) and build.
@@ -205,12 +224,22 @@ guest_build() {	# scale
 	fi && ninja -C build
 }
 
+# Seconds left before the machine must power off: /work/budget is the
+# host's deadline in seconds of the machine's uptime.
+guest_left() {
+	local up
+	up=$(cut -d. -f1 /proc/uptime)
+	echo $(($(cat /work/budget) - up > 1 ? $(cat /work/budget) - up : 1))
+}
+
 # The job the host left on the work disk: /work/job.sh, run with bash in
 # the tree after the build when it exists, else the suites of /work/suites.
 # The tree is built on the build disk (/dev/vdc, kept in the cache between
-# runs) when there is one, else on the work disk.
+# runs) when there is one, else on the work disk.  The build, the job and
+# the tests end (SIGTERM) at the deadline, so that the machine still
+# powers off cleanly (the build disk written out) and says what it did.
 guest_run() {
-	local src=/work/tinspect out=/work/out
+	local src=/work/tinspect out=/work/out rc
 	guest_mounts
 	mkdir -p "$out"
 	echo "$PROG-guest: $(uname -srm), $(nproc) CPUs," \
@@ -228,16 +257,24 @@ guest_run() {
 	echo "$PROG-guest: building (meson setup build -Dwerror=true" \
 		"-Dtest_time_scale=$scale; ninja -C build)"
 	local t0=$SECONDS
-	if ! guest_build "$scale" >"$out/build.log" 2>&1 </dev/null; then
+	timeout -k 60 "$(guest_left)" bash -c "$(declare -f guest_build); guest_build $scale" \
+		>"$out/build.log" 2>&1 </dev/null
+	rc=$?
+	if ((rc != 0)); then
 		tail -n 40 "$out/build.log"
-		echo "$PROG-guest: the build failed"
-		echo "0 passed, 1 failed"
+		if ((rc == 124)); then
+			echo "$PROG-guest: the build ran out of time"
+			echo "0 passed, 1 failed (timeout)"
+		else
+			echo "$PROG-guest: the build failed"
+			echo "0 passed, 1 failed"
+		fi
 		guest_poweroff
 	fi
 	echo "$PROG-guest: built in $((SECONDS - t0)) s"
 	if [[ -f /work/job.sh ]]; then
 		echo "$PROG-guest: job: $(tr '\n' ' ' </work/job.sh)"
-		OUT=$out TMPDIR=/work bash /work/job.sh </dev/null 2>&1
+		OUT=$out TMPDIR=/work timeout -k 60 "$(guest_left)" bash /work/job.sh </dev/null 2>&1
 		echo "$PROG-guest: job exit status $?"
 		guest_poweroff
 	fi
@@ -245,11 +282,11 @@ guest_run() {
 	local suites
 	suites=$(cat /work/suites)
 	echo "$PROG-guest: meson test --suite ${suites// / --suite }"
-	# shellcheck disable=SC2086  # the suite names are words
-	meson test -C build --print-errorlogs --no-rebuild -t "$scale" \
-		$(printf -- '--suite %s ' $suites) </dev/null \
-		>"$out/test.log" 2>&1
-	grep -E '^ *[0-9]+/[0-9]+ ' "$out/test.log"
+	# shellcheck disable=SC2046,SC2086  # the suite names are words
+	timeout -k 60 "$(guest_left)" meson test -C build --print-errorlogs --no-rebuild \
+		-t "$scale" $(printf -- '--suite %s ' $suites) </dev/null 2>&1 |
+		tee "$out/test.log" | grep --line-buffered -E '^ *[0-9]+/[0-9]+ '
+	rc=${PIPESTATUS[0]}
 	cp -r build/meson-logs "$out/" 2>/dev/null
 	local p f
 	read -r p f < <(guest_tap_counts build/meson-logs/testlog.json 2>"$out/failed.txt")
@@ -263,7 +300,12 @@ guest_run() {
 		f=$((${f:-0} + 1))
 	fi
 	echo "$PROG-guest: tests took $((SECONDS - t0)) s"
-	echo "${p:-0} passed, ${f:-1} failed"
+	if ((rc == 124 || rc == 137)); then
+		echo "$PROG-guest: the tests ran out of time; the suites not listed above did not run"
+		echo "${p:-0} passed, $((${f:-0} + 1)) failed (timeout)"
+	else
+		echo "${p:-0} passed, ${f:-1} failed"
+	fi
 	guest_poweroff
 }
 
@@ -587,6 +629,9 @@ if ((BENCH)); then
 	mkdir -p "$SCRATCH/work/shared"
 	cp -r "$sb" "$SCRATCH/work/shared/bench"
 fi
+# the guest's deadline, in seconds of its uptime: the host's, less a
+# margin for the sync and power-off
+echo $((start + TIMEOUT - SECONDS - 120)) >"$SCRATCH/work/budget"
 mkimage "$SCRATCH/work.img" 6G "$SCRATCH/work" || die "cannot make the work image"
 rm -rf "$SCRATCH/work"
 
