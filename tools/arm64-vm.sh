@@ -5,6 +5,8 @@
 #
 #   tools/arm64-vm.sh [options]
 #     --suites "S..."  meson test suites to run (default "unit live")
+#     --tests "T..."   instead: these tests (meson test T..., names as
+#                      meson test --list shows them after the slash)
 #     --bench ARGS     instead of the suites: bench/run.sh ARGS in the
 #                      machine, with the harness of ../shared/bench
 #                      (SHARED_BENCH overrides it) copied in
@@ -47,7 +49,7 @@
 set -uo pipefail
 
 PROG=arm64-vm
-HELP_END=46	# the last line of the text above
+HELP_END=48	# the last line of the text above
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE=${TINSPECT_ARM64_CACHE:-/var/cache/tinspect/arm64}
 SUITE=bookworm
@@ -279,12 +281,12 @@ guest_run() {
 		guest_poweroff
 	fi
 	t0=$SECONDS
-	local suites
-	suites=$(cat /work/suites)
-	echo "$PROG-guest: meson test --suite ${suites// / --suite }"
-	# shellcheck disable=SC2046,SC2086  # the suite names are words
+	local which=()
+	read -r -a which </work/suites
+	[[ -f /work/tests ]] || which=("${which[@]/#/--suite=}")
+	echo "$PROG-guest: meson test ${which[*]}"
 	timeout -k 60 "$(guest_left)" meson test -C build --print-errorlogs --no-rebuild \
-		-t "$scale" $(printf -- '--suite %s ' $suites) </dev/null 2>&1 |
+		-t "$scale" "${which[@]}" </dev/null 2>&1 |
 		tee "$out/test.log" | grep --line-buffered -E '^ *[0-9]+/[0-9]+ '
 	rc=${PIPESTATUS[0]}
 	cp -r build/meson-logs "$out/" 2>/dev/null
@@ -303,6 +305,9 @@ guest_run() {
 	if ((rc == 124 || rc == 137)); then
 		echo "$PROG-guest: the tests ran out of time; the suites not listed above did not run"
 		echo "${p:-0} passed, $((${f:-0} + 1)) failed (timeout)"
+	elif ((${p:-0} + ${f:-0} == 0)); then
+		echo "$PROG-guest: no test ran"
+		echo "0 passed, 1 failed"
 	else
 		echo "${p:-0} passed, ${f:-1} failed"
 	fi
@@ -324,6 +329,7 @@ fi
 # ---------------------------------------------------------------- host side
 
 SUITES="unit live"
+TESTS=0
 SCALE=20
 JOB=""
 BENCH=0
@@ -333,7 +339,8 @@ CACHE_ONLY=0
 CLEAN=0
 while [[ $# -gt 0 ]]; do
 	case $1 in
-	--suites) SUITES=${2:?}; shift ;;
+	--suites) SUITES=${2:?}; TESTS=0; shift ;;
+	--tests) SUITES=${2:?}; TESTS=1; shift ;;
 	--bench) BENCH=1; JOB="bench/run.sh -o \"\$OUT/bench\" ${2?}"; shift ;;
 	--run) JOB=${2:?}; shift ;;
 	--timeout) TIMEOUT=${2:?}; shift ;;
@@ -619,6 +626,7 @@ if [[ -n $JOB ]]; then
 	echo "$JOB" >"$SCRATCH/work/job.sh"
 else
 	echo "$SUITES" >"$SCRATCH/work/suites"
+	((TESTS)) && : >"$SCRATCH/work/tests"
 fi
 if ((BENCH)); then
 	echo "export SHARED_BENCH=/work/shared/bench" | cat - "$SCRATCH/work/job.sh" \
@@ -638,7 +646,7 @@ rm -rf "$SCRATCH/work"
 if [[ -n $JOB ]]; then
 	say "booting (job: $JOB; timeout ${TIMEOUT} s)"
 else
-	say "booting (suites: $SUITES; timeout ${TIMEOUT} s)"
+	say "booting ($( ((TESTS)) && echo tests || echo suites): $SUITES; timeout ${TIMEOUT} s)"
 fi
 rc=0
 boot $((start + TIMEOUT)) "$SCRATCH/console.log" \
