@@ -44,6 +44,7 @@ static const struct arch_desc arch_aarch64 = {
 	.nr_futex = 98,
 	.nr_restart_syscall = 128,
 	.tp_greg_idx = -1,
+	.tcb_above_pthread = 16,
 };
 
 _Static_assert(X86_NREGS <= ARCH_MAX_GREGS && A64_NREGS <= ARCH_MAX_GREGS,

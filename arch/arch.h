@@ -33,6 +33,11 @@ struct arch_desc {
 	/* x86_64 keeps the thread pointer in the general regs (fs_base);
 	 * aarch64 has it in a separate regset (NT_ARM_TLS).  -1 if none. */
 	int tp_greg_idx;
+	/* Bytes of the thread control block that lie above struct pthread,
+	 * at the thread pointer: aarch64's tcbhead_t (the DTV pointer and a
+	 * private word, TLS variant I, docs/ARCH.md §1); 0 on x86_64, whose
+	 * TCB is the start of struct pthread. */
+	unsigned tcb_above_pthread;
 };
 
 /* The syscall a stopped thread is in, decoded from its registers. */

@@ -388,7 +388,8 @@ void dbs_tls_prepare(struct dbs_session *s)
 	/* the DTV prefetch's layout (tdbcheck.c checked the same for
 	 * libthread_db; a datum that fails only costs the prefetch) */
 	struct psvc_layout_src src = psvc_layout_src(s->t);
-	struct psvc_field_rule pd = { "struct pthread", s->sizeof_pthread, 64, 1, 1 };
+	struct psvc_field_rule pd = { "struct pthread and the TCB above it",
+		s->sizeof_pthread + psvc_arch(s->t)->tcb_above_pthread, 64, 1, 1 };
 	struct psvc_field_rule dtv = { "the DTV", 1ull << 40, 0, 1, 1u << 28 };
 	st->have_dtvp = s->sizeof_pthread &&
 		psvc_field_read(&src, "_thread_db_pthread_dtvp", &pd, &st->dtvp,
