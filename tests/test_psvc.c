@@ -38,6 +38,33 @@ static unsigned long fx_sym(const char *name)
 	return strtoul(l + strlen(want), NULL, 16);
 }
 
+/* The pthread_t (its struct pthread) of task tid, as the fixture said. */
+static uint64_t pthread_of(pid_t tid)
+{
+	for (size_t i = 0; i < fx.nlines; i++) {
+		int t;
+		unsigned long pt;
+		if ((sscanf(fx.lines[i], "thread %d %lx", &t, &pt) == 2 ||
+		     sscanf(fx.lines[i], "main %d %lx", &t, &pt) == 2) && t == tid)
+			return pt;
+	}
+	cr_assert_fail("fixture did not report the pthread_t of %d", (int)tid);
+	return 0;
+}
+
+/* The word at addr as /proc/PID/mem has it. */
+static uint64_t mem_word(uint64_t addr)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/mem", (int)fx.pid);
+	int fd = open(path, O_RDONLY);
+	cr_assert(fd >= 0, "%s: %s", path, strerror(errno));
+	uint64_t w = 0;
+	cr_assert_eq(pread(fd, &w, sizeof w, (off_t)addr), (ssize_t)sizeof w);
+	close(fd);
+	return w;
+}
+
 static void start(void)
 {
 	const char *args[] = { "alpha:61", "beta:62", NULL };
@@ -89,9 +116,10 @@ Test(psvc, live_and_cached_reads_agree)
 	for (size_t i = 0; i < psvc_ntasks(tgt); i++) {
 		struct psvc_task *k = psvc_task_at(tgt, i);
 		cr_assert(k->flags & PSVC_TASK_HAVE_REGS);
-		/* both sides of the thread pointer: x86_64's struct
-		 * pthread is at it, aarch64's just below */
-		r[i] = (struct psvc_range){ k->tp - 2368, 2 * 2368 };
+		/* what check_descriptors reads: the start of each struct
+		 * pthread (at the thread pointer on x86_64, below it on
+		 * aarch64) */
+		r[i] = (struct psvc_range){ pthread_of(k->tid), 64 };
 	}
 	uint64_t before = psvc_read_syscalls(tgt);
 	psvc_prefetch(tgt, r, 3);
@@ -138,16 +166,17 @@ Test(psvc, prefetch_skips_unreadable_ranges)
 	cr_assert_eq(psvc_stop(tgt, NULL), 3);
 	psvc_read_regs(tgt);
 	struct psvc_task *k = psvc_task_at(tgt, 1);
+	uint64_t pt = pthread_of(k->tid);
 	struct psvc_range r[3] = {
 		{ 0x1000, 4096 },		/* unmapped */
-		{ k->tp, 64 },
+		{ pt, 64 },
 		{ 0x2000, 8192 },		/* unmapped */
 	};
 	psvc_prefetch(tgt, r, 3);
 	uint64_t n = psvc_read_syscalls(tgt);
 	uint64_t w;
-	cr_assert_eq(psvc_read(tgt, k->tp, &w, sizeof w), 0);
-	cr_assert_eq(w, k->tp);
+	cr_assert_eq(psvc_read(tgt, pt, &w, sizeof w), 0);
+	cr_assert_eq(w, mem_word(pt));
 	cr_assert_eq(psvc_read_syscalls(tgt), n, "the readable range was not cached");
 	psvc_resume(tgt);
 }
