@@ -21,6 +21,9 @@
  * vDSO's signal trampoline only describes the frame record the kernel
  * left (the interrupted pc and x29, no sp, no link register): at that
  * frame the walk starts again from the registers the signal frame saved.
+ * A frame without CFI is stepped through by its frame record
+ * (framerec.c), not by elfutils' fallback, and the walk starts again
+ * from its caller.
  */
 #include "dbs_int.h"
 
@@ -70,9 +73,12 @@ struct dbs_unwinder {
 
 	/* the thread being unwound */
 	const struct dbs_thread *cur;
-	/* the registers a signal frame saved, to start the next part of the
-	 * walk from (NULL: the thread's own) */
+	/* the registers a signal frame saved or a frame record gave, to
+	 * start the next part of the walk from (NULL: the thread's own) */
 	const uint64_t *restart_gregs;
+	/* their pc is a return address (a frame record's): libdwfl gets
+	 * it less 1, as it looks up the CFI of every caller */
+	bool restart_at_return;
 	bool missed;		/* a memory read missed the capture */
 	uint64_t miss_addr;
 };
@@ -167,7 +173,8 @@ static bool cb_set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
 		return false;
 	/* x86_64's DWARF 16 is rip; aarch64 has no DWARF pc column */
 	if (u->arch->id == ARCH_AARCH64)
-		dwfl_thread_state_register_pc(thread, arch_pc(u->arch, gregs));
+		dwfl_thread_state_register_pc(thread, arch_pc(u->arch, gregs) -
+						      (u->restart_at_return ? 1 : 0));
 	return true;
 }
 
@@ -548,9 +555,13 @@ struct walk {
 	unsigned unknown_run;	/* frames in a row outside any module */
 	enum dbs_stack_end end;
 	const char *why;
-	/* the registers of the signal frame the walk stopped at */
-	bool sigframe;
-	uint64_t sig_gregs[ARCH_MAX_GREGS];
+	/* why this part of the walk stopped early, and the registers to
+	 * start the next from: a signal frame's, or the caller's of a frame
+	 * without CFI (aarch64) */
+	enum { RESTART_NONE, RESTART_SIGFRAME, RESTART_RETURN } restart;
+	uint64_t next_gregs[ARCH_MAX_GREGS];
+	uint64_t restart_gregs[ARCH_MAX_GREGS];
+	unsigned part_frames;	/* frames of this part so far */
 };
 
 /* The address to symbolize for frame i: a return address points after
@@ -575,8 +586,61 @@ static bool read_sigframe(struct walk *w, uint64_t sp)
 	/* the interrupted context is older, so higher on the stack */
 	if (arch_sp(w->u->arch, g) <= sp)
 		return false;
-	memcpy(w->sig_gregs, g, n * sizeof *g);
-	w->sigframe = true;
+	memcpy(w->next_gregs, g, n * sizeof *g);
+	w->restart = RESTART_SIGFRAME;
+	return true;
+}
+
+/* A word of the capture for framerec.c, its PAC stripped where it is a
+ * code address; a miss is remembered as the unwinder's own reads are. */
+static bool record_read(void *ctx, uint64_t addr, uint64_t *v)
+{
+	struct dbs_unwinder *u = ctx;
+	uint64_t x;
+	if (psvc_read_frozen(u->t, addr, &x, sizeof x)) {
+		if (!u->missed)
+			u->miss_addr = addr;
+		u->missed = true;
+		return false;
+	}
+	*v = strip_pac(u, x);
+	return true;
+}
+
+/* aarch64: frame i has no CFI, so step to its caller by its frame record
+ * and end this part of the walk, to go on from the caller (framerec.c:
+ * elfutils' own fallback gets GCC's frames wrong).  False if the frame
+ * has CFI, or was the thread's innermost (its return address may still
+ * be in x30: libdwfl's fallback takes it from there). */
+static bool step_by_record(struct walk *w, Dwfl_Frame *frame, uint64_t pc, bool act,
+			   uint64_t sp, int *cb_ret)
+{
+	struct dbs_unwinder *u = w->u;
+	if (u->arch->id != ARCH_AARCH64 || act || dbs_cfi_covers(u->dwfl, pc - 1))
+		return false;
+	uint64_t g[ARCH_MAX_GREGS] = { 0 };
+	for (int r = 0; r <= 30; r++) {
+		Dwarf_Word v;
+		if (dwfl_frame_reg(frame, (unsigned)r, &v) == 0)
+			g[r] = v;
+	}
+	g[u->arch->sp_idx] = sp;
+	g[u->arch->pc_idx] = pc;
+	struct dbs_framerec_io io = { u->dwfl, record_read, u };
+	const char *why;
+	*cb_ret = DWARF_CB_ABORT;
+	switch (dbs_framerec_step(&io, g, w->next_gregs, &why)) {
+	case DBS_FRAMEREC_CALLER:
+		w->restart = RESTART_RETURN;
+		break;
+	case DBS_FRAMEREC_OUTERMOST:
+	case DBS_FRAMEREC_MISSED:	/* u->missed: truncated */
+		break;
+	case DBS_FRAMEREC_BAD:
+		w->end = DBS_STACK_ERROR;
+		w->why = why;
+		break;
+	}
 	return true;
 }
 
@@ -587,6 +651,12 @@ static int frame_cb(Dwfl_Frame *frame, void *arg)
 	bool act;
 	if (!dwfl_frame_pc(frame, &pc, &act))
 		return DWARF_CB_ABORT;
+	/* a part of the walk that starts at a frame record's return
+	 * address: libdwfl was given it less 1 */
+	if (w->part_frames++ == 0 && w->u->restart_at_return) {
+		pc += 1;
+		act = false;
+	}
 	Dwarf_Word sp;
 	unsigned spreg = w->u->arch->id == ARCH_X86_64 ? 7 : 31;
 	bool have_sp = dwfl_frame_reg(frame, spreg, &sp) == 0;
@@ -633,6 +703,9 @@ static int frame_cb(Dwfl_Frame *frame, void *arg)
 		w->activation[w->n - 1] = true;
 		return DWARF_CB_ABORT;
 	}
+	int ret;
+	if (have_sp && step_by_record(w, frame, pc, act, sp, &ret))
+		return ret;
 	return DWARF_CB_OK;
 }
 
@@ -660,13 +733,18 @@ void dbs_unwinder_unwind(struct dbs_unwinder *u, struct dbs_thread *th,
 	u->missed = false;
 	int rc = u->attached ? dwfl_getthread_frames(u->dwfl, th->tid, frame_cb, w) : -1;
 	/* a walk that stopped at a signal frame goes on from the registers
-	 * it saved; nested signals as many times as frames are left */
-	while (rc != -1 && w->sigframe && w->end == DBS_STACK_COMPLETE &&
-	       w->n < w->max) {
-		w->sigframe = false;
-		u->restart_gregs = w->sig_gregs;
+	 * it saved, one that stopped at a frame without CFI from its
+	 * caller's; each part adds a frame, as many as are left */
+	while (rc != -1 && w->restart != RESTART_NONE &&
+	       w->end == DBS_STACK_COMPLETE && !u->missed && w->n < w->max) {
+		memcpy(w->restart_gregs, w->next_gregs, sizeof w->restart_gregs);
+		u->restart_gregs = w->restart_gregs;
+		u->restart_at_return = w->restart == RESTART_RETURN;
+		w->restart = RESTART_NONE;
+		w->part_frames = 0;
 		rc = dwfl_getthread_frames(u->dwfl, th->tid, frame_cb, w);
 		u->restart_gregs = NULL;
+		u->restart_at_return = false;
 	}
 	u->cur = NULL;
 	/* libdwfl takes a return address it could not read, or a register
