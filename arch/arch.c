@@ -44,6 +44,7 @@ static const struct arch_desc arch_aarch64 = {
 	.nr_futex = 98,
 	.nr_restart_syscall = 128,
 	.tp_greg_idx = -1,
+	.tcb_above_pthread = 16,
 };
 
 _Static_assert(X86_NREGS <= ARCH_MAX_GREGS && A64_NREGS <= ARCH_MAX_GREGS,
@@ -130,6 +131,15 @@ void arch_decode_syscall(const struct arch_desc *a, const uint64_t *gregs,
 		ret->restarting = true;
 		return;
 	}
+}
+
+long arch_syscall_at_insn(const struct arch_desc *a, const uint64_t *gregs,
+			  uint32_t insn)
+{
+	if (a->id != ARCH_AARCH64 || insn != 0xd4000001u)	/* svc #0 */
+		return -1;
+	int64_t nr = (int64_t)gregs[A64_X8];
+	return nr >= 0 && nr < 0x10000 ? (long)nr : -1;
 }
 
 const char *arch_syscall_name(const struct arch_desc *a, long nr)
@@ -238,4 +248,31 @@ const char *arch_greg_name(const struct arch_desc *a, unsigned idx)
 	if (a->id == ARCH_X86_64)
 		return idx < X86_NREGS ? x86[idx] : NULL;
 	return idx < A64_NREGS ? a64[idx] : NULL;
+}
+
+uint64_t arch_pac_mask(const struct arch_desc *a, uint64_t top)
+{
+	if (a->id != ARCH_AARCH64 || top < 2)
+		return 0;
+	unsigned va = 64 - (unsigned)__builtin_clzll(top - 1);
+	if (va < 36)
+		va = 36;	/* the smallest user address space arm64 has */
+	if (va > 54)
+		return 0;
+	/* bits 54..va */
+	return ((1ull << 55) - 1) & ~((1ull << va) - 1);
+}
+
+unsigned arch_sigframe_gregs(const struct arch_desc *a, unsigned *ret_n)
+{
+	if (a->id != ARCH_AARCH64)
+		return 0;
+	/* arch/arm64/include/uapi/asm/{ucontext,sigcontext}.h: struct
+	 * rt_sigframe { siginfo_t info (128); struct ucontext uc; }, whose
+	 * uc_mcontext (16-aligned, after uc_flags, uc_link, uc_stack,
+	 * uc_sigmask and 1024 bits of sigset padding) is at 176; struct
+	 * sigcontext { fault_address; regs[31]; sp; pc; pstate; }: the
+	 * user_pt_regs order */
+	*ret_n = A64_NREGS;
+	return 128 + 176 + 8;
 }

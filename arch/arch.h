@@ -33,6 +33,11 @@ struct arch_desc {
 	/* x86_64 keeps the thread pointer in the general regs (fs_base);
 	 * aarch64 has it in a separate regset (NT_ARM_TLS).  -1 if none. */
 	int tp_greg_idx;
+	/* Bytes of the thread control block that lie above struct pthread,
+	 * at the thread pointer: aarch64's tcbhead_t (the DTV pointer and a
+	 * private word, TLS variant I, docs/ARCH.md §1); 0 on x86_64, whose
+	 * TCB is the start of struct pthread. */
+	unsigned tcb_above_pthread;
 };
 
 /* The syscall a stopped thread is in, decoded from its registers. */
@@ -63,6 +68,19 @@ uint64_t arch_sp(const struct arch_desc *a, const uint64_t *gregs);
  */
 void arch_decode_syscall(const struct arch_desc *a, const uint64_t *gregs,
 			 long nr_hint, struct arch_syscall *ret);
+
+/*
+ * A core has no /proc to read before a stop.  On aarch64 a thread whose
+ * system call a signal (or the dump) interrupted has had its pc moved back
+ * onto the svc instruction (to make the call again when it resumes), x0
+ * given back its first argument, and the kernel's own record of the call
+ * cleared: so insn, the 4 bytes at its pc (little-endian), being svc #0
+ * says that it is in the system call x8 names.  Returns that number as a
+ * hint for arch_decode_syscall(), or -1 (any other instruction; x86_64,
+ * whose orig_rax says it).
+ */
+long arch_syscall_at_insn(const struct arch_desc *a, const uint64_t *gregs,
+			  uint32_t insn);
 
 /* Name of syscall nr on this arch, NULL if unknown. */
 const char *arch_syscall_name(const struct arch_desc *a, long nr);
@@ -98,6 +116,28 @@ void arch_gregs_from_syscall(const struct arch_desc *a, long nr,
 			     uint64_t *gregs);
 /* The DWARF number of the stack pointer. */
 unsigned arch_dwarf_sp(const struct arch_desc *a);
+
+/*
+ * Pointer authentication (aarch64): the bits of a code address that hold
+ * its PAC, for a process whose highest mapped address is below top (the
+ * end of its highest mapping).  Linux enables top-byte-ignore for user
+ * addresses, so the PAC field is bits 54 down to the virtual address
+ * size, for instructions and data alike (what PTRACE_GETREGSET
+ * NT_ARM_PAC_MASK reports; docs/ARCH.md); the size is taken as the bits
+ * the highest mapping needs.  0 on x86_64.  A signed address is
+ * stripped with addr & ~mask.
+ */
+uint64_t arch_pac_mask(const struct arch_desc *a, uint64_t top);
+
+/*
+ * Where a signal handler's frame keeps the interrupted registers: the
+ * kernel's rt_sigframe (siginfo, then the ucontext whose uc_mcontext
+ * holds them) starts at the sp the handler returns to its trampoline
+ * with.  Returns the offset from that sp of a block of *ret_n words laid
+ * out as gregs[0..n), or 0 when the arch has no such rule (x86_64: glibc's
+ * trampoline __restore_rt carries CFI for every register).
+ */
+unsigned arch_sigframe_gregs(const struct arch_desc *a, unsigned *ret_n);
 
 /* Names of the general registers, for text and JSON output. */
 const char *arch_greg_name(const struct arch_desc *a, unsigned idx);

@@ -317,10 +317,14 @@ done
 
 # ---------------------------------------------------------------- builds
 echo "== build"
+# limit.c names x86_64's registers; aarch64's struct user_regs_struct has
+# the two it reads as sp and pc
+ARCH_CFLAGS=()
+[[ $(uname -m) == aarch64 ]] && ARCH_CFLAGS=(-Drsp=sp -Drip=pc)
 for p in target limit "$HERE/limit_par"; do
 	src=$SHARED_BENCH/$p.c
 	[[ $p == /* ]] && src=$p.c p=${p##*/}
-	cc -O2 -Wall -pthread -o "$BIN/$p.new" "$src" ||
+	cc -O2 -Wall -pthread "${ARCH_CFLAGS[@]}" -o "$BIN/$p.new" "$src" ||
 		die "cannot build $p from $src"
 	mv -f "$BIN/$p.new" "$BIN/$p"
 done

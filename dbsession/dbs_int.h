@@ -105,6 +105,27 @@ uint64_t dbs_crc_bytes_read(const struct dbs_crc *c);
  * there is none); fd is closed if the copy is returned. */
 int dbs_dbgcache_use(int fd, const unsigned char *id, size_t idlen);
 
+/* framerec.c: an aarch64 frame without CFI, by its frame record (the
+ * registers in NT_PRSTATUS order: x0..x30, sp, pc, pstate) */
+struct dbs_framerec_io {
+	Dwfl *dwfl;		/* the modules' CFI */
+	/* a word of the capture, its PAC stripped where it is a code
+	 * address; false if the capture does not hold it */
+	bool (*read)(void *ctx, uint64_t addr, uint64_t *v);
+	void *ctx;
+};
+enum dbs_framerec {
+	DBS_FRAMEREC_CALLER,	/* *caller holds the caller's registers */
+	DBS_FRAMEREC_OUTERMOST,	/* the record chain ends (0): no caller */
+	DBS_FRAMEREC_MISSED,	/* the record is not in the capture */
+	DBS_FRAMEREC_BAD,	/* no usable record (why says what) */
+};
+/* Is there CFI (.eh_frame or .debug_frame) for addr? */
+bool dbs_cfi_covers(Dwfl *dwfl, uint64_t addr);
+enum dbs_framerec dbs_framerec_step(const struct dbs_framerec_io *io,
+				    const uint64_t *regs, uint64_t *caller,
+				    const char **why);
+
 /* unwind.c: libdwfl over the frozen capture */
 struct dbs_unwinder;
 int dbs_unwinder_new(struct psvc_target *t, struct dbs_unwinder **ret);

@@ -77,6 +77,10 @@ static const struct {
 	const char *sym;
 	int in;			/* S_* */
 	uint32_t max_count;	/* elements it may hold */
+	/* it may also lie in the TCB above struct pthread (aarch64: the DTV
+	 * pointer, at the thread pointer; libthread_db reads it in the
+	 * target, td_thr_tlsbase, never in its copy of the struct) */
+	bool tcb;
 } fields[] = {
 	{ "_thread_db_pthread_list", S_PTHREAD, 1 },
 	{ "_thread_db_pthread_report_events", S_PTHREAD, 1 },
@@ -90,7 +94,7 @@ static const struct {
 	{ "_thread_db_pthread_eventbuf_eventmask", S_PTHREAD, 1 },
 	{ "_thread_db_pthread_eventbuf_eventmask_event_bits", S_PTHREAD, 16 },
 	{ "_thread_db_pthread_nextevent", S_PTHREAD, 1 },
-	{ "_thread_db_pthread_dtvp", S_PTHREAD, 1 },
+	{ "_thread_db_pthread_dtvp", S_PTHREAD, 1, true },
 	{ "_thread_db_list_t_next", S_LIST_T, 1 },
 	{ "_thread_db_list_t_prev", S_LIST_T, 1 },
 	{ "_thread_db_td_thr_events_t_event_bits", S_EVENTS, 16 },
@@ -210,6 +214,10 @@ int dbs_tdb_check_layouts(const struct tdb_check_io *io, uint32_t *ret_sizeof_pt
 			.min_count = 0,
 			.max_count = fields[i].max_count,
 		};
+		if (fields[i].tcb && size[in]) {
+			rule.struct_name = "struct pthread and the TCB above it";
+			rule.struct_size += arch_by_id(io->arch_id)->tcb_above_pthread;
+		}
 		struct psvc_field f;
 		/* td_thr_get_info reads TD_EVENTSIZE (2) event words out of
 		 * its copy whatever the count says (_td_locate_field lets an

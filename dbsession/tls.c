@@ -286,23 +286,44 @@ static void resolve_one(struct dbs_session *s, struct tls_var_int *v,
 			v->pub.source = "symtab+dwarf";
 	} else if (!is_errno) {
 		/* not in any symbol table (a static variable of a stripped
-		 * .symtab): the DWARF of the executable, then the others */
+		 * .symtab): the DWARF of the executable, then the others; a
+		 * module whose DWARF has the variable without a location is
+		 * remembered, to say why it was not found */
+		const char *no_location = NULL;
 		for (int pass = 0; pass < 2 && err; pass++) {
 			for (size_t i = 0; i < psvc_nmodules(t) && err; i++) {
 				struct psvc_module *m = psvc_module_at(t, i);
 				if ((pass == 0) != !!(m->flags & PSVC_MOD_EXE) ||
 				    (m->flags & PSVC_MOD_VDSO))
 					continue;
-				if (dbs_dwarf_find_tls(t, m, rq->name, &dw) == 0 &&
-				    dw.have_offset) {
-					sym.module = m;
-					sym.offset = dw.offset;
-					sym.size = dw.size;
-					have_dw = true;
-					err = 0;
-					v->pub.source = "dwarf";
+				if (dbs_dwarf_find_tls(t, m, rq->name, &dw) != 0)
+					continue;
+				if (!dw.have_offset) {
+					if (!no_location)
+						no_location = m->path;
+					continue;
 				}
+				sym.module = m;
+				sym.offset = dw.offset;
+				sym.size = dw.size;
+				have_dw = true;
+				err = 0;
+				v->pub.source = "dwarf";
 			}
+		}
+		if (err && no_location) {
+			v->pub.type = rq->type;
+			v->pub.size = rq->size;
+			dbs_tls_type_name(rq->type, rq->size, v->pub.type_name,
+					  sizeof v->pub.type_name);
+			/* GCC for aarch64 writes no TLS location (no DTPREL
+			 * relocation in DWARF there): docs/ARCH.md §5 */
+			v->pub.error = dbs_format(
+				"thread-local variable \"%s\" is in no symbol table, "
+				"and the DWARF of %s has it without a location (as "
+				"GCC writes it on aarch64): its address is unknown",
+				rq->name, no_location);
+			return;
 		}
 	}
 	if (err) {
@@ -388,7 +409,8 @@ void dbs_tls_prepare(struct dbs_session *s)
 	/* the DTV prefetch's layout (tdbcheck.c checked the same for
 	 * libthread_db; a datum that fails only costs the prefetch) */
 	struct psvc_layout_src src = psvc_layout_src(s->t);
-	struct psvc_field_rule pd = { "struct pthread", s->sizeof_pthread, 64, 1, 1 };
+	struct psvc_field_rule pd = { "struct pthread and the TCB above it",
+		s->sizeof_pthread + psvc_arch(s->t)->tcb_above_pthread, 64, 1, 1 };
 	struct psvc_field_rule dtv = { "the DTV", 1ull << 40, 0, 1, 1u << 28 };
 	st->have_dtvp = s->sizeof_pthread &&
 		psvc_field_read(&src, "_thread_db_pthread_dtvp", &pd, &st->dtvp,

@@ -13,6 +13,17 @@
  * (dlopen, dlclose, exec): libdwfl keeps modules that are re-reported at
  * the same place.  Symbolization is cached per pc for the same
  * generation: thousands of idle threads share a handful of frames.
+ *
+ * aarch64 (docs/ARCH.md): return addresses saved by code built with
+ * pointer authentication carry a PAC in their top bits, which libdwfl
+ * does not strip; the words it reads and the link register are stripped
+ * here when what remains is an address in executable memory.  And the
+ * vDSO's signal trampoline only describes the frame record the kernel
+ * left (the interrupted pc and x29, no sp, no link register): at that
+ * frame the walk starts again from the registers the signal frame saved.
+ * A frame without CFI is stepped through by its frame record
+ * (framerec.c), not by elfutils' fallback, and the walk starts again
+ * from its caller.
  */
 #include "dbs_int.h"
 
@@ -55,8 +66,19 @@ struct dbs_unwinder {
 	size_t cache_cap, cache_n;
 	struct sym_entry scratch;	/* a pc outside every module */
 
+	/* aarch64: the PAC bits of code addresses (0: none) and the vDSO's
+	 * signal trampoline (0: none), for this module generation */
+	uint64_t pac_mask;
+	uint64_t sigtramp;
+
 	/* the thread being unwound */
 	const struct dbs_thread *cur;
+	/* the registers a signal frame saved or a frame record gave, to
+	 * start the next part of the walk from (NULL: the thread's own) */
+	const uint64_t *restart_gregs;
+	/* their pc is a return address (a frame record's): libdwfl gets
+	 * it less 1, as it looks up the CFI of every caller */
+	bool restart_at_return;
 	bool missed;		/* a memory read missed the capture */
 	uint64_t miss_addr;
 	/* libdwfl started again where Go frames returned into other code:
@@ -103,6 +125,20 @@ static bool cb_get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
 	return true;
 }
 
+/* v without its PAC bits if that is an address in executable memory (a
+ * signed return address), else v as it is: the unwinder reads saved
+ * registers of every kind, and only code addresses may be changed. */
+static uint64_t strip_pac(struct dbs_unwinder *u, uint64_t v)
+{
+	if (!(v & u->pac_mask))
+		return v;
+	uint64_t a = v & ~u->pac_mask;
+	struct psvc_map m;
+	if (psvc_map_lookup(u->t, a, &m, NULL) == 0 && m.perms[2] == 'x')
+		return a;
+	return v;
+}
+
 static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result,
 			   void *arg)
 {
@@ -115,21 +151,22 @@ static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result,
 		u->missed = true;
 		return false;
 	}
-	*result = v;
+	*result = strip_pac(u, v);
 	return true;
 }
 
 static bool cb_set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
 {
 	struct dbs_unwinder *u = thread_arg;
-	if (u->restart) {
+	if (u->restart && !u->restart_gregs) {
+		/* after Go frames: only pc and sp are known */
 		Dwarf_Word sp = u->restart_sp;
 		if (!dwfl_thread_state_registers(thread, arch_dwarf_sp(u->arch), 1, &sp))
 			return false;
 		dwfl_thread_state_register_pc(thread, u->restart_pc);
 		return true;
 	}
-	if (u->cur->observed) {
+	if (u->cur->observed && !u->restart_gregs) {
 		/* nonblocking: only pc and sp are known; every other register
 		 * stays undefined, so a frame whose CFA needs one ends the
 		 * stack instead of being computed from a made-up 0 */
@@ -139,13 +176,18 @@ static bool cb_set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
 		dwfl_thread_state_register_pc(thread, u->cur->pc);
 		return true;
 	}
+	const uint64_t *gregs = u->restart_gregs ? u->restart_gregs : u->cur->gregs;
 	Dwarf_Word dw[64];
-	unsigned n = arch_gregs_to_dwarf(u->arch, u->cur->gregs, dw, 64);
+	unsigned n = arch_gregs_to_dwarf(u->arch, gregs, dw, 64);
+	/* aarch64's link register (x30) may hold a signed return address */
+	if (u->pac_mask && n > 30)
+		dw[30] = strip_pac(u, dw[30]);
 	if (!dwfl_thread_state_registers(thread, 0, n, dw))
 		return false;
 	/* x86_64's DWARF 16 is rip; aarch64 has no DWARF pc column */
 	if (u->arch->id == ARCH_AARCH64)
-		dwfl_thread_state_register_pc(thread, u->cur->pc);
+		dwfl_thread_state_register_pc(thread, arch_pc(u->arch, gregs) -
+						      (u->restart_at_return ? 1 : 0));
 	return true;
 }
 
@@ -261,6 +303,40 @@ void dbs_unwinder_free(struct dbs_unwinder *u)
 	free(u);
 }
 
+/* The PAC mask from the highest module (arch_pac_mask: the address space
+ * the process uses) and the vDSO's signal trampoline, if any. */
+static void find_arch_marks(struct dbs_unwinder *u)
+{
+	u->pac_mask = 0;
+	u->sigtramp = 0;
+	if (u->arch->id != ARCH_AARCH64)
+		return;
+	uint64_t top = 0;
+	for (size_t i = 0; i < psvc_nmodules(u->t); i++) {
+		const struct psvc_module *m = psvc_module_at(u->t, i);
+		if (m->end > top)
+			top = m->end;
+	}
+	u->pac_mask = arch_pac_mask(u->arch, top);
+	/* the vDSO's own symbols only: a dozen */
+	for (size_t i = 0; i < psvc_nmodules(u->t) && !u->sigtramp; i++) {
+		const struct psvc_module *m = psvc_module_at(u->t, i);
+		Dwfl_Module *dm = m->path && !strcmp(m->path, "[vdso]")
+					  ? dwfl_addrmodule(u->dwfl, m->start) : NULL;
+		int n = dm ? dwfl_module_getsymtab(dm) : -1;
+		for (int k = 1; k < n; k++) {
+			GElf_Sym sym;
+			GElf_Addr addr;
+			const char *name = dwfl_module_getsym_info(dm, k, &sym, &addr,
+								   NULL, NULL, NULL);
+			if (name && !strcmp(name, "__kernel_rt_sigreturn")) {
+				u->sigtramp = addr;
+				break;
+			}
+		}
+	}
+}
+
 int dbs_unwinder_sync(struct dbs_unwinder *u)
 {
 	uint64_t gen = psvc_modules_generation(u->t);
@@ -275,6 +351,7 @@ int dbs_unwinder_sync(struct dbs_unwinder *u)
 			return -ENOEXEC;
 		u->attached = true;
 	}
+	find_arch_marks(u);
 	/* new modules, new names: a fresh cache and pool (snapshots that
 	 * still use the old pool keep it alive) */
 	cache_clear(u);
@@ -510,6 +587,13 @@ struct walk {
 	uint64_t go_pc, go_sp;
 	bool go_act;
 	bool restarted;		/* the next frame is the first of a restart */
+	/* why this part of the walk stopped early, and the registers to
+	 * start the next from: a signal frame's, or the caller's of a frame
+	 * without CFI (aarch64) */
+	enum { RESTART_NONE, RESTART_SIGFRAME, RESTART_RETURN } restart;
+	uint64_t next_gregs[ARCH_MAX_GREGS];
+	uint64_t restart_gregs[ARCH_MAX_GREGS];
+	unsigned part_frames;	/* frames of this part so far */
 };
 
 /* The address to symbolize for frame i: a return address points after
@@ -519,6 +603,79 @@ static uint64_t look_pc(const struct walk *w, unsigned i)
 	return w->activation[i] ? w->pcs[i] : w->pcs[i] - 1;
 }
 
+/* At the vDSO's signal trampoline, sp is the kernel's rt_sigframe: take
+ * the interrupted registers from it (from the capture only), to walk on
+ * from there. */
+static bool read_sigframe(struct walk *w, uint64_t sp)
+{
+	unsigned n;
+	uint64_t off = arch_sigframe_gregs(w->u->arch, &n);
+	if (!off || n > ARCH_MAX_GREGS || sp + off < sp)
+		return false;
+	uint64_t g[ARCH_MAX_GREGS];
+	if (psvc_read_frozen(w->u->t, sp + off, g, n * sizeof *g))
+		return false;
+	/* the interrupted context is older, so higher on the stack */
+	if (arch_sp(w->u->arch, g) <= sp)
+		return false;
+	memcpy(w->next_gregs, g, n * sizeof *g);
+	w->restart = RESTART_SIGFRAME;
+	return true;
+}
+
+/* A word of the capture for framerec.c, its PAC stripped where it is a
+ * code address; a miss is remembered as the unwinder's own reads are. */
+static bool record_read(void *ctx, uint64_t addr, uint64_t *v)
+{
+	struct dbs_unwinder *u = ctx;
+	uint64_t x;
+	if (psvc_read_frozen(u->t, addr, &x, sizeof x)) {
+		if (!u->missed)
+			u->miss_addr = addr;
+		u->missed = true;
+		return false;
+	}
+	*v = strip_pac(u, x);
+	return true;
+}
+
+/* aarch64: frame i has no CFI, so step to its caller by its frame record
+ * and end this part of the walk, to go on from the caller (framerec.c:
+ * elfutils' own fallback gets GCC's frames wrong).  False if the frame
+ * has CFI, or was the thread's innermost (its return address may still
+ * be in x30: libdwfl's fallback takes it from there). */
+static bool step_by_record(struct walk *w, Dwfl_Frame *frame, uint64_t pc, bool act,
+			   uint64_t sp, int *cb_ret)
+{
+	struct dbs_unwinder *u = w->u;
+	if (u->arch->id != ARCH_AARCH64 || act || dbs_cfi_covers(u->dwfl, pc - 1))
+		return false;
+	uint64_t g[ARCH_MAX_GREGS] = { 0 };
+	for (int r = 0; r <= 30; r++) {
+		Dwarf_Word v;
+		if (dwfl_frame_reg(frame, (unsigned)r, &v) == 0)
+			g[r] = v;
+	}
+	g[u->arch->sp_idx] = sp;
+	g[u->arch->pc_idx] = pc;
+	struct dbs_framerec_io io = { u->dwfl, record_read, u };
+	const char *why;
+	*cb_ret = DWARF_CB_ABORT;
+	switch (dbs_framerec_step(&io, g, w->next_gregs, &why)) {
+	case DBS_FRAMEREC_CALLER:
+		w->restart = RESTART_RETURN;
+		break;
+	case DBS_FRAMEREC_OUTERMOST:
+	case DBS_FRAMEREC_MISSED:	/* u->missed: truncated */
+		break;
+	case DBS_FRAMEREC_BAD:
+		w->end = DBS_STACK_ERROR;
+		w->why = why;
+		break;
+	}
+	return true;
+}
+
 static int frame_cb(Dwfl_Frame *frame, void *arg)
 {
 	struct walk *w = arg;
@@ -526,6 +683,12 @@ static int frame_cb(Dwfl_Frame *frame, void *arg)
 	bool act;
 	if (!dwfl_frame_pc(frame, &pc, &act))
 		return DWARF_CB_ABORT;
+	/* a part of the walk that starts at a frame record's return
+	 * address: libdwfl was given it less 1 */
+	if (w->part_frames++ == 0 && w->u->restart_at_return) {
+		pc += 1;
+		act = false;
+	}
 	Dwarf_Word sp;
 	unsigned spreg = w->u->arch->id == ARCH_X86_64 ? 7 : 31;
 	bool have_sp = dwfl_frame_reg(frame, spreg, &sp) == 0;
@@ -580,6 +743,16 @@ static int frame_cb(Dwfl_Frame *frame, void *arg)
 	w->sps[w->n] = have_sp ? sp : 0;
 	w->activation[w->n] = act;
 	w->n++;
+	if (w->u->sigtramp && pc == w->u->sigtramp && have_sp &&
+	    read_sigframe(w, sp)) {
+		/* nothing called the trampoline: the handler returns to it,
+		 * so its pc is its own (not a return address after a call) */
+		w->activation[w->n - 1] = true;
+		return DWARF_CB_ABORT;
+	}
+	int ret;
+	if (have_sp && step_by_record(w, frame, pc, act, sp, &ret))
+		return ret;
 	return DWARF_CB_OK;
 }
 
@@ -623,6 +796,32 @@ static void dwfl_walk_end(struct dbs_unwinder *u, struct walk *w, int rc)
 	}
 }
 
+/* libdwfl's walk of th from where the walk stands (the thread's
+ * registers, or pc and sp after Go frames): a part that stopped at a
+ * signal frame goes on from the registers it saved, one that stopped at
+ * a frame without CFI (aarch64) from its caller's; each part adds a
+ * frame, as many as are left.  Its return is libdwfl's last. */
+static int dwfl_walk(struct dbs_unwinder *u, struct dbs_thread *th, struct walk *w)
+{
+	if (!u->attached)
+		return -1;
+	w->part_frames = 0;
+	int rc = dwfl_getthread_frames(u->dwfl, th->tid, frame_cb, w);
+	while (rc != -1 && !w->to_go && w->restart != RESTART_NONE &&
+	       w->end == DBS_STACK_COMPLETE && !u->missed && w->n < w->max) {
+		memcpy(w->restart_gregs, w->next_gregs, sizeof w->restart_gregs);
+		u->restart_gregs = w->restart_gregs;
+		u->restart_at_return = w->restart == RESTART_RETURN;
+		w->restart = RESTART_NONE;
+		w->part_frames = 0;
+		rc = dwfl_getthread_frames(u->dwfl, th->tid, frame_cb, w);
+		u->restart_gregs = NULL;
+		u->restart_at_return = false;
+	}
+	w->restart = RESTART_NONE;
+	return rc;
+}
+
 /* A frame of the Go walk (gowalk.c), into the walk's arrays. */
 static bool push_frame(void *ctx, uint64_t pc, uint64_t sp, bool act)
 {
@@ -653,8 +852,7 @@ static void walk_thread(struct dbs_unwinder *u, struct dbs_thread *th,
 	for (unsigned round = 0; round < MAX_HANDOVERS; round++) {
 		u->missed = false;
 		w->to_go = false;
-		int rc = u->attached ? dwfl_getthread_frames(u->dwfl, th->tid,
-							     frame_cb, w) : -1;
+		int rc = dwfl_walk(u, th, w);
 		if (!w->to_go) {
 			dwfl_walk_end(u, w, rc);
 			return;

@@ -185,6 +185,9 @@ struct psvc_core_thread {
 	uint64_t gregs[ARCH_MAX_GREGS];	/* arch.h layout, as psvc_task */
 	bool have_tp;		/* x86_64: fs_base; aarch64: NT_ARM_TLS */
 	uint64_t tp;
+	/* aarch64: NT_ARM_SYSTEM_CALL, the kernel's syscallno (-1: none) */
+	bool have_syscallno;
+	int32_t syscallno;
 	/* raw register notes, NULL/0 if absent; they live in the handle */
 	const void *fpregs;	/* NT_FPREGSET (x86_64 fxsave, aarch64
 				 * user_fpsimd_state) */

@@ -9,8 +9,9 @@
  *     them held (the core is frozen already) and resuming lets them go;
  *   - registers and the thread pointer from the notes;
  *   - the syscall each thread was in from its saved registers (x86_64:
- *     orig_rax and the argument registers; aarch64's NT_PRSTATUS has no
- *     syscall number, so there it stays unknown);
+ *     orig_rax and the argument registers; aarch64: NT_ARM_SYSTEM_CALL
+ *     when it names one, else x8 when the pc is on an svc instruction, as
+ *     the kernel leaves a thread whose call it interrupted, docs/ARCH.md);
  *   - none of /proc's per-task facts (state letter, wchan, CPU times,
  *     scheduling): the task info stays not valid, which the report shows
  *     as null.  Thread names are not in a core either; the main thread's
@@ -371,6 +372,23 @@ static void core_read_runs(struct psvc_target *t, struct psvc_run *runs, size_t 
 
 /* ---- tasks ------------------------------------------------------------------- */
 
+/* What stands in for /proc/TID/syscall (arch_decode_syscall's hint): on
+ * aarch64 the kernel's syscallno note if it names a call, else the call
+ * an svc at the pc is about to make again. */
+static long syscall_hint(struct psvc_target *t, const struct psvc_core_thread *ct)
+{
+	if (t->arch->id != ARCH_AARCH64)
+		return -1;
+	if (ct->have_syscallno && ct->syscallno >= 0)
+		return ct->syscallno;
+	unsigned char b[4];
+	if (core_read(t, arch_pc(t->arch, ct->gregs), b, sizeof b))
+		return -1;
+	uint32_t insn = (uint32_t)b[0] | (uint32_t)b[1] << 8 |
+			(uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+	return arch_syscall_at_insn(t->arch, ct->gregs, insn);
+}
+
 static void task_info(struct psvc_target *t, const struct psvc_core_thread *ct,
 		      struct psvc_taskinfo *ti)
 {
@@ -392,7 +410,7 @@ static void task_info(struct psvc_target *t, const struct psvc_core_thread *ct,
 	}
 	if (ct->have_regs) {
 		struct arch_syscall sc;
-		arch_decode_syscall(t->arch, ct->gregs, -1, &sc);
+		arch_decode_syscall(t->arch, ct->gregs, syscall_hint(t, ct), &sc);
 		if (sc.nr >= 0) {
 			ti->sc_kind = PSVC_SC_IN_SYSCALL;
 			ti->sc_nr = sc.nr;

@@ -54,6 +54,9 @@
 #ifndef NT_ARM_TLS
 #define NT_ARM_TLS 0x401
 #endif
+#ifndef NT_ARM_SYSTEM_CALL
+#define NT_ARM_SYSTEM_CALL 0x404
+#endif
 #ifndef NT_SIGINFO
 #define NT_SIGINFO 0x53494749
 #endif
@@ -101,6 +104,7 @@ static const char *note_name(uint32_t type)
 	case NT_FILE: return "NT_FILE";
 	case NT_X86_XSTATE: return "NT_X86_XSTATE";
 	case NT_ARM_TLS: return "NT_ARM_TLS";
+	case NT_ARM_SYSTEM_CALL: return "NT_ARM_SYSTEM_CALL";
 	default: return "note";
 	}
 }
@@ -408,6 +412,18 @@ static int dispatch(struct psvc_core *c, const struct note *n, long *cur,
 			 * TPIDR2_EL0 after it */
 			t->tp = get64(n->desc);
 			t->have_tp = true;
+		}
+	} else if (n->type == NT_ARM_SYSTEM_CALL && c->arch->id == ARCH_AARCH64) {
+		if (!(t = cur_thread(c, *cur, n)))
+			return 0;
+		if (n->size < 4) {
+			psvc_core_warn(c, "NT_ARM_SYSTEM_CALL of thread %d has %"
+				  PRIu64 " bytes: ignored", (int)t->tid, n->size);
+		} else if (!t->have_syscallno) {
+			/* pt_regs->syscallno, an int: -1 when the thread is
+			 * not in a system call (docs/ARCH.md) */
+			t->syscallno = (int32_t)get32(n->desc);
+			t->have_syscallno = true;
 		}
 	}
 	return 0;

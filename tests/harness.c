@@ -85,7 +85,7 @@ long fx_read_small(const char *path, char *buf, size_t len)
 
 char *fx_read_line(struct fixture *f, int timeout_s)
 {
-	uint64_t deadline = now_ms() + (uint64_t)timeout_s * 1000;
+	uint64_t deadline = now_ms() + (uint64_t)timeout_s * TEST_TIME_SCALE * 1000;
 	for (;;) {
 		char *nl = memchr(f->rbuf, '\n', f->rlen);
 		if (nl) {
@@ -259,7 +259,7 @@ void run_start(struct run *r, const char *const *args)
 void run_wait(struct run *r, int timeout_s)
 {
 	size_t ocap = 0, ecap = 0;
-	uint64_t deadline = now_ms() + (uint64_t)timeout_s * 1000;
+	uint64_t deadline = now_ms() + (uint64_t)timeout_s * TEST_TIME_SCALE * 1000;
 	int st = 0;
 	for (;;) {
 		drain(out_fd_of[0], &r->out, &r->out_len, &ocap);

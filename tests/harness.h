@@ -22,7 +22,27 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "test_config.h"	/* TEST_TIME_SCALE */
+
 #define FX_MAX_LINES 4096
+
+/* The 32-bit fixture of the host's architecture: a process of another
+ * ELF class, which tinspect refuses (tests/meson.build). */
+#if defined(__aarch64__)
+#define FX_32BIT "fx_arm32"
+#else
+#define FX_32BIT "fx_i386"
+#endif
+
+/* The names of the syscalls libc's poll() and epoll_wait() make (aarch64
+ * has only the generic table's ppoll and epoll_pwait). */
+#if defined(__aarch64__)
+#define SC_POLL "ppoll"
+#define SC_EPOLL_WAIT "epoll_pwait"
+#else
+#define SC_POLL "poll"
+#define SC_EPOLL_WAIT "epoll_wait"
+#endif
 
 struct fixture {
 	pid_t pid;

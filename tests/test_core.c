@@ -51,7 +51,7 @@ static void teardown(void)
 		remove_tree(tmpdir);
 }
 
-TestSuite(core, .init = setup, .fini = teardown, .timeout = 900);
+TestSuite(core, .init = setup, .fini = teardown, .timeout = 900 * TEST_TIME_SCALE);
 
 /* ---- making cores ----------------------------------------------------------- */
 

@@ -80,7 +80,7 @@ static void teardown(void)
 		remove_tree(tmpdir);
 }
 
-TestSuite(corefile, .init = setup, .fini = teardown, .timeout = 600);
+TestSuite(corefile, .init = setup, .fini = teardown, .timeout = 600 * TEST_TIME_SCALE);
 
 /* ---- the fixture ------------------------------------------------------------- */
 
@@ -860,7 +860,7 @@ Test(corefile, refuses_what_is_no_core_it_reads)
 	cr_assert_eq(psvc_core_open(fixture_path("fx_core"), NULL, &c, why,
 				    sizeof why), -ENOEXEC);
 	cr_assert(strstr(why, "not a core file"), "%s", why);
-	cr_assert_eq(psvc_core_open(fixture_path("fx_i386"), NULL, &c, why,
+	cr_assert_eq(psvc_core_open(fixture_path(FX_32BIT), NULL, &c, why,
 				    sizeof why), -ENOEXEC);
 	char fifo[300];
 	snprintf(fifo, sizeof fifo, "%s/fifo", tmpdir);

@@ -20,6 +20,7 @@
 #include <zstd.h>
 
 #include "core.h"
+#include "test_config.h"	/* TEST_TIME_SCALE */
 
 #define A64_PID 4242
 #define A64_STACK 0x7ff0000000ull
@@ -55,7 +56,7 @@ static void teardown(void)
 	image = NULL;
 }
 
-TestSuite(coresynth, .init = load, .fini = teardown, .timeout = 60);
+TestSuite(coresynth, .init = load, .fini = teardown, .timeout = 60 * TEST_TIME_SCALE);
 
 /* Open bytes as a core, plain or compressed by libzstd. */
 static int open_bytes(const unsigned char *p, size_t n, bool zstd,

@@ -53,7 +53,7 @@ static void teardown(void)
 	tmpdir[0] = '\0';
 }
 
-TestSuite(hostile, .fini = teardown, .timeout = 900);
+TestSuite(hostile, .fini = teardown, .timeout = 900 * TEST_TIME_SCALE);
 
 static void make_tmpdir(void)
 {

@@ -29,7 +29,7 @@ static void teardown(void)
 	fx_kill(&fx);
 }
 
-TestSuite(inputs, .fini = teardown, .timeout = 300);
+TestSuite(inputs, .fini = teardown, .timeout = 300 * TEST_TIME_SCALE);
 
 /* tinspect as user nobody, without any capability */
 static const char *const as_nobody[] = { "/usr/bin/setpriv", "--reuid=65534",

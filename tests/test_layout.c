@@ -285,11 +285,17 @@ static void count_pin(void *ctx, uint64_t addr, const void *b, size_t len)
 	npins++;
 }
 
-static int check(struct image *im, uint32_t *sz, char *why, size_t whylen)
+static int check_arch(struct image *im, enum arch_id arch, uint32_t *sz, char *why,
+		      size_t whylen)
 {
-	struct tdb_check_io io = { src_of(im), ARCH_X86_64, count_pin, NULL };
+	struct tdb_check_io io = { src_of(im), arch, count_pin, NULL };
 	npins = 0;
 	return dbs_tdb_check_layouts(&io, sz, why, whylen);
+}
+
+static int check(struct image *im, uint32_t *sz, char *why, size_t whylen)
+{
+	return check_arch(im, ARCH_X86_64, sz, why, whylen);
 }
 
 Test(layout, glibc_descriptors_pass)
@@ -348,6 +354,42 @@ Test(layout, absurd_descriptors_are_refused)
 		else
 			cr_assert_eq(sz, 0);
 	}
+}
+
+/* aarch64 keeps the DTV pointer in the TCB at the thread pointer, just
+ * above struct pthread (docs/ARCH.md §1): Debian 12's arm64 libc describes
+ * it at offset sizeof (struct pthread), 1856, which libthread_db reads in
+ * the target (td_thr_tlsbase), never in its copy of the struct.  The TCB
+ * is two words; past it, or on x86_64, the offset is refused. */
+Test(layout, aarch64_dtv_pointer_in_the_tcb)
+{
+	static struct image im;
+	uint32_t sz;
+	char why[256] = "";
+	glibc236(&im);
+	poke(&im, "_thread_db_sizeof_pthread", 0, 1856);
+	poke(&im, "_thread_db_const_thread_area", 0, 1856);
+	poke(&im, "_thread_db_pthread_dtvp", 2, 1856);
+	cr_assert_eq(check_arch(&im, ARCH_AARCH64, &sz, why, sizeof why), 0, "%s", why);
+	cr_assert_eq(sz, 1856);
+
+	poke(&im, "_thread_db_pthread_dtvp", 2, 1856 + 16);
+	cr_assert_eq(check_arch(&im, ARCH_AARCH64, &sz, why, sizeof why), -EPROTO);
+	cr_assert(strstr(why, "_thread_db_pthread_dtvp"), "%s", why);
+
+	/* x86_64's DTV pointer is inside struct pthread (its TCB header) */
+	glibc236(&im);
+	poke(&im, "_thread_db_pthread_dtvp", 2, 2368);
+	cr_assert_eq(check(&im, &sz, why, sizeof why), -EPROTO);
+	cr_assert(strstr(why, "_thread_db_pthread_dtvp"), "%s", why);
+	/* and no other field of struct pthread may go past it on aarch64 */
+	glibc236(&im);
+	poke(&im, "_thread_db_sizeof_pthread", 0, 1856);
+	poke(&im, "_thread_db_const_thread_area", 0, 1856);
+	poke(&im, "_thread_db_pthread_dtvp", 2, 1856);
+	poke(&im, "_thread_db_pthread_tid", 2, 1856);
+	cr_assert_eq(check_arch(&im, ARCH_AARCH64, &sz, why, sizeof why), -EPROTO);
+	cr_assert(strstr(why, "_thread_db_pthread_tid"), "%s", why);
 }
 
 Test(layout, missing_descriptors_are_not_absurd)

@@ -26,7 +26,7 @@ static void teardown(void)
 	fx_kill(&fx);
 }
 
-TestSuite(locks, .fini = teardown, .timeout = 600);
+TestSuite(locks, .fini = teardown, .timeout = 600 * TEST_TIME_SCALE);
 
 /* ---- what the fixture reported ------------------------------------------- */
 

@@ -25,7 +25,7 @@ static void teardown(void)
 	fx_kill(&fx);
 }
 
-TestSuite(nonblocking, .fini = teardown, .timeout = 600);
+TestSuite(nonblocking, .fini = teardown, .timeout = 600 * TEST_TIME_SCALE);
 
 static pid_t report_tid(const char *prefix)
 {

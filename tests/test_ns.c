@@ -41,7 +41,7 @@ static void teardown(void)
 	}
 }
 
-TestSuite(ns, .fini = teardown, .timeout = 300);
+TestSuite(ns, .fini = teardown, .timeout = 300 * TEST_TIME_SCALE);
 
 /* The host PID of unshare's forked child (the fixture). */
 static pid_t child_of(pid_t pid)

@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdbool.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/user.h>
+#include <unistd.h>
 
 #include "arch.h"
 #include "harness.h"
@@ -34,7 +36,7 @@ static void teardown(void)
 	}
 }
 
-TestSuite(psvc, .fini = teardown, .timeout = 120);
+TestSuite(psvc, .fini = teardown, .timeout = 120 * TEST_TIME_SCALE);
 
 static unsigned long fx_sym(const char *name)
 {
@@ -45,27 +47,67 @@ static unsigned long fx_sym(const char *name)
 	return strtoul(l + strlen(want), NULL, 16);
 }
 
+/* The pthread_t (its struct pthread) of task tid, as the fixture said. */
+static uint64_t pthread_of(pid_t tid)
+{
+	for (size_t i = 0; i < fx.nlines; i++) {
+		int t;
+		unsigned long pt;
+		if ((sscanf(fx.lines[i], "thread %d %lx", &t, &pt) == 2 ||
+		     sscanf(fx.lines[i], "main %d %lx", &t, &pt) == 2) && t == tid)
+			return pt;
+	}
+	cr_assert_fail("fixture did not report the pthread_t of %d", (int)tid);
+	return 0;
+}
+
+/* The word at addr as /proc/PID/mem has it. */
+static uint64_t mem_word(uint64_t addr)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/mem", (int)fx.pid);
+	int fd = open(path, O_RDONLY);
+	cr_assert(fd >= 0, "%s: %s", path, strerror(errno));
+	uint64_t w = 0;
+	cr_assert_eq(pread(fd, &w, sizeof w, (off_t)addr), (ssize_t)sizeof w);
+	close(fd);
+	return w;
+}
+
 static void start(void)
 {
 	const char *args[] = { "alpha:61", "beta:62", NULL };
 	fx_start(&fx, "fx_threads", args, 30);
 }
 
-/* x86_64 and aarch64 glibc: the first word of struct pthread (tcbhead_t
- * on x86_64) points to itself, so pthread_t values read back as
- * themselves. */
-static void check_self_pointers(void)
+/* Each planted thread's struct pthread as proc_service reads it is what
+ * /proc/PID/mem holds there; on x86_64 its first word, tcbhead_t's self
+ * pointer, is the pthread_t itself (aarch64's TCB is at the thread
+ * pointer, above struct pthread, whose first words are flags). */
+static void check_descriptors(void)
 {
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/mem", (int)fx.pid);
+	int fd = open(path, O_RDONLY);
+	cr_assert(fd >= 0, "%s: %s", path, strerror(errno));
 	unsigned long pt;
 	int tid;
 	for (size_t i = 0; i < fx.nlines; i++) {
 		char role[16];
 		if (sscanf(fx.lines[i], "thread %d %lx %15s", &tid, &pt, role) != 3)
 			continue;
-		uint64_t word = 0;
-		cr_assert_eq(psvc_read(tgt, pt, &word, sizeof word), 0);
+		unsigned char ours[64], kernels[64];
+		cr_assert_eq(psvc_read(tgt, pt, ours, sizeof ours), 0);
+		cr_assert_eq(pread(fd, kernels, sizeof kernels, (off_t)pt),
+			     (ssize_t)sizeof kernels);
+		cr_assert_arr_eq(ours, kernels, sizeof ours, "struct pthread of %d", tid);
+#if defined(__x86_64__)
+		uint64_t word;
+		memcpy(&word, ours, sizeof word);
 		cr_assert_eq(word, pt, "self pointer of %d", tid);
+#endif
 	}
+	close(fd);
 }
 
 Test(psvc, live_and_cached_reads_agree)
@@ -73,7 +115,7 @@ Test(psvc, live_and_cached_reads_agree)
 	start();
 	struct psvc_open_opts oo = { 0 };
 	cr_assert_eq(psvc_open(fx.pid, &oo, &tgt), 0);
-	check_self_pointers();
+	check_descriptors();
 	cr_assert_eq(psvc_scan(tgt), 3);
 	struct psvc_stop_opts so = { .stop_timeout_ns = 5000000000ull };
 	cr_assert_eq(psvc_stop(tgt, &so), 3);
@@ -83,14 +125,17 @@ Test(psvc, live_and_cached_reads_agree)
 	for (size_t i = 0; i < psvc_ntasks(tgt); i++) {
 		struct psvc_task *k = psvc_task_at(tgt, i);
 		cr_assert(k->flags & PSVC_TASK_HAVE_REGS);
-		r[i] = (struct psvc_range){ k->tp, 2368 };
+		/* what check_descriptors reads: the start of each struct
+		 * pthread (at the thread pointer on x86_64, below it on
+		 * aarch64) */
+		r[i] = (struct psvc_range){ pthread_of(k->tid), 64 };
 	}
 	uint64_t before = psvc_read_syscalls(tgt);
 	psvc_prefetch(tgt, r, 3);
 	uint64_t after = psvc_read_syscalls(tgt);
 	cr_assert(after - before <= 1, "prefetch of 3 ranges took %llu syscalls",
 		  (unsigned long long)(after - before));
-	check_self_pointers();
+	check_descriptors();
 	cr_assert_eq(psvc_read_syscalls(tgt), after, "cached reads went to the target");
 	/* an unmapped address fails cleanly, cached or not */
 	char b[16];
@@ -130,16 +175,17 @@ Test(psvc, prefetch_skips_unreadable_ranges)
 	cr_assert_eq(psvc_stop(tgt, NULL), 3);
 	psvc_read_regs(tgt);
 	struct psvc_task *k = psvc_task_at(tgt, 1);
+	uint64_t pt = pthread_of(k->tid);
 	struct psvc_range r[3] = {
 		{ 0x1000, 4096 },		/* unmapped */
-		{ k->tp, 64 },
+		{ pt, 64 },
 		{ 0x2000, 8192 },		/* unmapped */
 	};
 	psvc_prefetch(tgt, r, 3);
 	uint64_t n = psvc_read_syscalls(tgt);
 	uint64_t w;
-	cr_assert_eq(psvc_read(tgt, k->tp, &w, sizeof w), 0);
-	cr_assert_eq(w, k->tp);
+	cr_assert_eq(psvc_read(tgt, pt, &w, sizeof w), 0);
+	cr_assert_eq(w, mem_word(pt));
 	cr_assert_eq(psvc_read_syscalls(tgt), n, "the readable range was not cached");
 	psvc_resume(tgt);
 }
@@ -195,7 +241,7 @@ Test(psvc, proc_mem_reads)
 	start();
 	struct psvc_open_opts oo = { .force_proc_mem = true };
 	cr_assert_eq(psvc_open(fx.pid, &oo, &tgt), 0);
-	check_self_pointers();
+	check_descriptors();
 	char b[8];
 	cr_assert_eq(psvc_read(tgt, 0x1000, b, sizeof b), -EFAULT);
 }
@@ -254,7 +300,7 @@ Test(psvc, open_errors)
 {
 	cr_assert_eq(psvc_open(0, NULL, &tgt), -ESRCH);
 	cr_assert_eq(psvc_open(-5, NULL, &tgt), -ESRCH);
-	fx_start(&fx, "fx_i386", NULL, 30);
+	fx_start(&fx, FX_32BIT, NULL, 30);
 	cr_assert_eq(psvc_open(fx.pid, NULL, &tgt), -ENOEXEC);
 	tgt = NULL;
 }

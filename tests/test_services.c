@@ -22,7 +22,7 @@ static void teardown(void)
 	fx_kill(&fx);
 }
 
-TestSuite(services, .fini = teardown, .timeout = 600);
+TestSuite(services, .fini = teardown, .timeout = 600 * TEST_TIME_SCALE);
 
 /* "tid ROLE TID" */
 static pid_t role_tid(const char *role)
@@ -211,7 +211,7 @@ Test(services, only_holders_that_cannot_move_on_make_a_stall)
 	cr_assert_eq(json_integer_value(json_array_get(th, 1)), role_tid("poller"));
 	json_t *end = json_object_get(st, "end");
 	cr_assert_str_eq(jstr(end, "reason"), "syscall");
-	cr_assert_str_eq(jstr(end, "syscall"), "poll");
+	cr_assert_str_eq(jstr(end, "syscall"), SC_POLL);
 	/* the holders in nanosleep and in a timed cond wait wake by
 	 * themselves: their waiters are only waiting */
 	cr_assert_eq(json_integer_value(json_object_get(blocked_on(doc, role_tid("napper-wait")),
@@ -288,7 +288,7 @@ Test(services, stacks_go_on_through_generated_code)
 {
 	fx_start(&fx, "fx_svc_jit", NULL, 60);
 	if (fx_line(&fx, "skip"))
-		cr_skip_test("generated code is x86_64 only");
+		cr_skip_test("generated code for x86_64 and aarch64 only");
 	int status;
 	json_t *doc = run_json(NULL, &status);
 	cr_assert_eq(status, 0, "a stack that stops in JIT code is no error");

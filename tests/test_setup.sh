@@ -81,9 +81,9 @@ check "no source of the release: no mirror, and a failure status" \
 hosts() {
 	! grep -nEi 'https?://|ftp://|\b[a-z0-9-]+\.(debian|ubuntu)\.(org|com|net)\b|\bdeb\.[a-z]+\.[a-z]+' \
 		"$setup" "$top/tools/fuzz.sh" "$top/.ci/run" "$top/tools/roots.sh" \
-		"$top/tools/chroot-test.sh"
+		"$top/tools/chroot-test.sh" "$top/tools/arm64-vm.sh"
 }
-check "tools/setup.sh, roots.sh, chroot-test.sh, fuzz.sh and .ci/run name no host" hosts
+check "tools/setup.sh, roots.sh, chroot-test.sh, arm64-vm.sh, fuzz.sh and .ci/run name no host" hosts
 
 echo "1..$n"
 ((bad == 0))

@@ -22,7 +22,7 @@ static void teardown(void)
 	fx_kill(&fx);
 }
 
-TestSuite(tls, .fini = teardown, .timeout = 300);
+TestSuite(tls, .fini = teardown, .timeout = 300 * TEST_TIME_SCALE);
 
 /* "thread TID I PTHREAD" lines of fx_tls / fx_oldglibc. */
 struct worker {
@@ -218,6 +218,15 @@ Test(tls, static_variable_only_in_dwarf)
 	json_t *doc = inspect_json(fx.pid, extra, NULL);
 	json_t *var = json_array_get(json_object_get(json_object_get(doc, "process"),
 						     "tls"), 0);
+#if defined(__aarch64__)
+	/* GCC for aarch64 writes no location for a thread-local variable
+	 * (docs/ARCH.md §5): not found, and the report says why */
+	cr_assert(json_is_false(json_object_get(var, "found")));
+	cr_assert(strstr(jstr(var, "error"), "without a location"), "%s", jstr(var, "error"));
+	cr_assert(strstr(jstr(var, "error"), "fx_tls_nolocals"), "%s", jstr(var, "error"));
+	json_decref(doc);
+	return;
+#endif
 	cr_assert(json_is_true(json_object_get(var, "found")));
 	cr_assert_str_eq(jstr(var, "source"), "dwarf",
 			 "--discard-all left the symbol? %s", jstr(var, "source"));

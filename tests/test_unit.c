@@ -110,6 +110,37 @@ Test(arch, aarch64_futex_wait_blob)
 	cr_assert_str_eq(arch_greg_name(a, 32), "pc");
 }
 
+/* The kernel's rules as constants: the PAC field is bits 54 down to the
+ * address space's size (test_arch checks it against NT_ARM_PAC_MASK on
+ * an aarch64 machine), the signal frame's registers after siginfo_t and
+ * the ucontext's head, the syscall at an svc from x8. */
+Test(arch, aarch64_pac_sigframe_svc)
+{
+	const struct arch_desc *a = arch_by_id(ARCH_AARCH64), *x = arch_by_id(ARCH_X86_64);
+	/* 48-bit (a stack just below 2^48), 39-bit, 52-bit address spaces */
+	cr_assert_eq(arch_pac_mask(a, 0x1000000000000ull), 0x007f000000000000ull);
+	cr_assert_eq(arch_pac_mask(a, 0xfffff7fff000ull), 0x007f000000000000ull);
+	cr_assert_eq(arch_pac_mask(a, 0x8000000000ull), 0x007fff8000000000ull);
+	cr_assert_eq(arch_pac_mask(a, 0x10000000000000ull), 0x0070000000000000ull);
+	cr_assert_eq(arch_pac_mask(a, 0), 0);
+	cr_assert_eq(arch_pac_mask(x, 0x800000000000ull), 0);
+	/* a signed return address as pac-ret code leaves it, stripped */
+	uint64_t m = arch_pac_mask(a, 0x1000000000000ull);
+	cr_assert_eq(0x0032aaaab0c01234ull & ~m, 0xaaaab0c01234ull);
+	unsigned n = 0;
+	cr_assert_eq(arch_sigframe_gregs(a, &n), 312);
+	cr_assert_eq(n, a->ngregs);
+	cr_assert_eq(arch_sigframe_gregs(x, &n), 0);
+	uint64_t r[ARCH_MAX_GREGS] = { 0 };
+	r[8] = 98;
+	cr_assert_eq(arch_syscall_at_insn(a, r, 0xd4000001u), 98);
+	cr_assert_eq(arch_syscall_at_insn(a, r, 0xd65f03c0u), -1);	/* ret */
+	r[8] = (uint64_t)-1;
+	cr_assert_eq(arch_syscall_at_insn(a, r, 0xd4000001u), -1);
+	r[15] = 202;
+	cr_assert_eq(arch_syscall_at_insn(x, r, 0xd4000001u), -1);
+}
+
 Test(arch, lookup)
 {
 	cr_assert_eq(arch_by_elf_machine(62), arch_by_id(ARCH_X86_64));

@@ -33,7 +33,7 @@ static void teardown(void)
 	kept_free(&stream);
 }
 
-TestSuite(watch, .fini = teardown, .timeout = 300);
+TestSuite(watch, .fini = teardown, .timeout = 300 * TEST_TIME_SCALE);
 
 /* The bound of a wait for one event (a line of the stream or of the
  * fixture, every task out of a stop): each wait ends at its event, so the

@@ -20,6 +20,12 @@
 #                          so not part of deps
 #   tools/setup.sh services
 #                          install all that, build, and run bench/services.sh
+#   tools/setup.sh arm64-deps
+#                          install what tools/arm64-vm.sh needs on this
+#                          machine to make and boot the emulated arm64
+#                          machine (qemu-system-aarch64, qemu-user for
+#                          its second stage, debootstrap, e2fsprogs,
+#                          cpio): not part of deps
 #   tools/setup.sh mirror  print the Debian archive apt uses (see below)
 #
 # Run it as root (ptrace of other processes and apt-get need it), or as a
@@ -74,6 +80,13 @@ SERVICE_PACKAGES=(
 	elfutils python3 python3-jsonschema procps
 	memcached libmemcached-tools rocksdb-tools redis-server redis-tools
 	prometheus-node-exporter iproute2
+)
+
+# tools/arm64-vm.sh: the emulated arm64 machine the suites run
+# on; its own packages are debootstrap'ed into its root, not installed here.
+ARM64_HOST_PACKAGES=(
+	qemu-system-arm qemu-user-static debootstrap debian-archive-keyring e2fsprogs cpio
+	gzip git python3
 )
 
 as_root() {
@@ -435,6 +448,7 @@ test) run_tests ;;
 deps) deps ;;
 build) deps; build build ;;
 services-deps) services_install ;;
+arm64-deps) install_missing "${ARM64_HOST_PACKAGES[@]}" ;;
 services)
 	deps
 	build build
@@ -442,7 +456,7 @@ services)
 	exec bash "$top/bench/services.sh"
 	;;
 *)
-	sed -n '2,24p' "$0"
+	sed -n '2,28p' "$0"
 	exit 2
 	;;
 esac
