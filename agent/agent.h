@@ -139,7 +139,7 @@ struct agent_verdict {
 	bool cpython;		/* a CPython runtime was found */
 	size_t threads, deadlocks, orphans, stalls;
 	size_t jobctl;		/* threads in a job-control stop */
-	size_t progress[TINSPECT_PROGRESS_INSIDE + 1];	/* by class */
+	size_t progress[TINSPECT_PROGRESS_COUNT];	/* by class */
 	size_t same;		/* threads in the wait they were in at the
 				 * previous update */
 	size_t undecided;	/* threads in untimed waits that record no

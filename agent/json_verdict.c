@@ -11,7 +11,7 @@ static void progress_json(struct jw *w, const struct agent_verdict *v)
 {
 	jw_key(w, "progress");
 	jw_obj(w);
-	for (int p = TINSPECT_PROGRESS_UNKNOWN; p <= TINSPECT_PROGRESS_INSIDE; p++)
+	for (int p = 0; p < TINSPECT_PROGRESS_COUNT; p++)
 		jw_kint(w, tinspect_progress_name((enum tinspect_progress)p),
 			(int64_t)v->progress[p]);
 	jw_obj_end(w);

@@ -436,14 +436,15 @@ static int report_unsupported(pid_t pid)
 int main(int argc, char **argv)
 {
 	struct agent_opts ao = { 0 };
-	struct tinspect_options dopts = TINSPECT_OPTIONS_INIT;
-	/* like gdb's auto-load safe-path: the directories whose
-	 * libthread_db may be loaded for a target without --target-thread-db */
-	dopts.thread_db_safe_path = getenv("TINSPECT_THREAD_DB_SAFE_PATH");
-	dopts.stop_timeout_ns = 1000ull * 1000000;
-	dopts.cancel = &got_signal;
-	dopts.wake_signal = WAKE_SIGNAL;
-	dopts.holding = &holding;
+	TINSPECT_OPTIONS(dopts,
+		/* like gdb's auto-load safe-path: the directories whose
+		 * libthread_db may be loaded for a target without
+		 * --target-thread-db */
+		.thread_db_safe_path = getenv("TINSPECT_THREAD_DB_SAFE_PATH"),
+		.stop_timeout_ns = 1000ull * 1000000,
+		.cancel = &got_signal,
+		.wake_signal = WAKE_SIGNAL,
+		.holding = &holding);
 	enum { OPT_JSON = 256, OPT_PRETTY, OPT_MAX_FREEZE, OPT_STOP_TIMEOUT,
 	       OPT_THREAD_DB, OPT_PROC_MEM, OPT_NO_STACKS, OPT_MAX_FRAMES,
 	       OPT_STACK_BYTES, OPT_DEBUGINFOD, OPT_TLS, OPT_ERRNO, OPT_KEYS,

@@ -71,7 +71,7 @@ static const char *const states[] = {
 static void put_threads(FILE *f, const tinspect_snapshot *snap)
 {
 	size_t count[sizeof states / sizeof *states] = { 0 };
-	size_t blocked[TINSPECT_LOCK_JOIN + 1] = { 0 };
+	size_t blocked[TINSPECT_LOCK_KIND_COUNT] = { 0 };
 	size_t nthreads = tinspect_snapshot_nthreads(snap);
 	for (size_t i = 0; i < nthreads; i++) {
 		const tinspect_thread *th = tinspect_snapshot_thread(snap, i);
@@ -80,7 +80,7 @@ static void put_threads(FILE *f, const tinspect_snapshot *snap)
 			if (!strcmp(states[k], st))
 				count[k]++;
 		const tinspect_wait *w = tinspect_thread_wait(th);
-		if (w && (unsigned)tinspect_wait_kind(w) <= TINSPECT_LOCK_JOIN)
+		if (w && (unsigned)tinspect_wait_kind(w) < TINSPECT_LOCK_KIND_COUNT)
 			blocked[tinspect_wait_kind(w)]++;
 	}
 	family(f, "tinspect_threads", "gauge",
@@ -91,7 +91,7 @@ static void put_threads(FILE *f, const tinspect_snapshot *snap)
 	family(f, "tinspect_threads_blocked", "gauge",
 	       "Threads blocked in a futex wait at the last update, by the kind of "
 	       "object waited on (futex: not identified).");
-	for (int k = 0; k <= TINSPECT_LOCK_JOIN; k++)
+	for (int k = 0; k < TINSPECT_LOCK_KIND_COUNT; k++)
 		fprintf(f, "tinspect_threads_blocked{kind=\"%s\"} %zu\n",
 			tinspect_lock_kind_name((enum tinspect_lock_kind)k), blocked[k]);
 	family(f, "tinspect_threads_with_errors", "gauge",

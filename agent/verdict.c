@@ -69,6 +69,7 @@ bool verdict_undecided_wait(const tinspect_snapshot *snap, const tinspect_thread
 			return false;
 		break;
 	case TINSPECT_LOCK_JOIN:
+	case TINSPECT_LOCK_KIND_COUNT:
 		return false;
 	}
 	return !ends_a_stall(snap, tinspect_thread_tid(th));
@@ -101,6 +102,7 @@ static const char *kind_words(const tinspect_lock *l)
 		return outside ? "waits on mutexes held outside the process"
 			       : "waits on mutexes whose owner is unknown";
 	case TINSPECT_LOCK_JOIN:
+	case TINSPECT_LOCK_KIND_COUNT:
 		break;
 	}
 	return "waits";
@@ -153,7 +155,7 @@ void verdict_make(const tinspect_snapshot *snap, unsigned long update,
 	for (size_t i = 0; i < v->threads; i++) {
 		const tinspect_thread *th = tinspect_snapshot_thread(snap, i);
 		enum tinspect_progress p = tinspect_thread_progress(th);
-		v->progress[p <= TINSPECT_PROGRESS_INSIDE ? p : TINSPECT_PROGRESS_UNKNOWN]++;
+		v->progress[(unsigned)p < TINSPECT_PROGRESS_COUNT ? p : TINSPECT_PROGRESS_UNKNOWN]++;
 		v->jobctl += tinspect_thread_jobctl_stopped(th);
 		bool same = verdict_same_wait(snap, th);
 		v->same += same;
