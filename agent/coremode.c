@@ -8,6 +8,7 @@
  * them in ao->formats).
  */
 #include "agent.h"
+#include "common.h"
 #include "formats.h"
 
 #include <errno.h>

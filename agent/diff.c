@@ -24,7 +24,8 @@
  * captures one time in three.
  */
 #include "agent.h"
-#include "overtime.h"
+#include "common.h"
+#include "jwriter.h"
 
 #include <errno.h>
 #include <jansson.h>

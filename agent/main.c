@@ -5,6 +5,7 @@
  * outcome to a one-line message and a documented exit status.
  */
 #include "agent.h"
+#include "common.h"
 #include "formats.h"
 #include "guard.h"
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "jwriter.h"
 #include "formats.h"
 #include "dbs_int.h"
 #include "arch.h"

@@ -19,7 +19,7 @@
  * jw_init() (which takes the stream's lock) and jw_finish() (which
  * releases it).
  */
-#include "agent.h"
+#include "jwriter.h"
 
 #include <inttypes.h>
 #include <locale.h>

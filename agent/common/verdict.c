@@ -33,7 +33,7 @@
  * variable waits"), in a watch with how many are the same as at the
  * previous update.
  */
-#include "agent.h"
+#include "verdict.h"
 
 #include <stdlib.h>
 #include <string.h>

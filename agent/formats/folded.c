@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent.h"
+#include "jwriter.h"
 
 void folded_sanitize(const char *s, char *buf, size_t len)
 {

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent.h"
+#include "jwriter.h"
 #include "config.h"
 
 #if HAVE_PPROF

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent.h"
+#include "jwriter.h"
 #include "config.h"
 
 /* Named locks with their own tinspect_lock_waiters series. */

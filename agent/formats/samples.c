@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent.h"
+#include "common.h"
 
 /* ---- the intern table ------------------------------------------------------ */
 
@@ -219,12 +219,9 @@ static const char *frame_name(const tinspect_frame *f, char *buf, size_t len)
 	const char *module = tinspect_frame_module(f);
 	if (symbol)
 		return symbol;
-	if (module) {
-		const char *b = strrchr(module, '/');
-		snprintf(buf, len, "%s+0x%" PRIx64, b ? b + 1 : module,
-			 tinspect_frame_module_offset(f));
-		return buf;
-	}
+	if (module)
+		return agent_module_offset(buf, len, module,
+					   tinspect_frame_module_offset(f));
 	return "??";
 }
 

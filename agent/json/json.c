@@ -10,14 +10,13 @@
  * 64-bit values are "0x..." strings: JSON readers with 53-bit numbers must
  * not lose address bits.
  */
-#include "agent.h"
-#include "overtime.h"
+#include "json.h"
+#include "common.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "config.h"
 
@@ -43,16 +42,6 @@ static void capture_messages(struct jw *w, const tinspect_snapshot *snap)
 	for (size_t i = 0; i < tinspect_snapshot_nwarnings(snap); i++)
 		jw_str(w, tinspect_snapshot_warning(snap, i));
 	jw_arr_end(w);
-}
-
-void json_symbol(struct jw *w, const tinspect_symbol *s)
-{
-	jw_obj(w);
-	jw_khex(w, "addr", tinspect_symbol_addr(s));
-	jw_kstr(w, "module", tinspect_symbol_module(s));
-	jw_kstr(w, "symbol", tinspect_symbol_name(s));
-	jw_kint(w, "offset", (int64_t)tinspect_symbol_offset(s));
-	jw_obj_end(w);
 }
 
 static void syscall_json(struct jw *w, const tinspect_thread *th)
@@ -667,14 +656,10 @@ static void snapshot_json(struct jw *w, const tinspect_snapshot *snap,
 	jw_obj_end(w);
 
 	char ts[64];
-	struct tm tm;
 	int64_t sec;
 	long nsec;
 	tinspect_snapshot_captured_at(snap, &sec, &nsec);
-	time_t t = (time_t)sec;
-	gmtime_r(&t, &tm);
-	size_t l = strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(ts + l, sizeof ts - l, ".%06ldZ", nsec / 1000);
+	agent_iso_time(sec, nsec, ts, sizeof ts);
 	jw_kstr(w, "captured_at", ts);
 
 	jw_key(w, "process");

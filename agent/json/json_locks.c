@@ -4,18 +4,11 @@
  * "orphaned_locks" of the process, with the decoded state of every lock
  * under its kind's name.
  */
-#include "agent.h"
+#include "json.h"
+#include "common.h"
 
 #include <inttypes.h>
 #include <stdio.h>
-
-void json_tid(struct jw *w, const char *k, pid_t tid)
-{
-	if (tid > 0)
-		jw_kint(w, k, tid);
-	else
-		jw_knull(w, k);
-}
 
 static const char *mode_name(enum tinspect_wait_mode m)
 {

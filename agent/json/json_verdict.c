@@ -5,7 +5,8 @@
  * thread on, and the undecided waits (untimed, on primitives that record
  * no owner), with whether they are worth a line of the verdict and why.
  */
-#include "agent.h"
+#include "json.h"
+#include "verdict.h"
 
 static void progress_json(struct jw *w, const struct agent_verdict *v)
 {

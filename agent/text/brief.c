@@ -4,7 +4,7 @@
  * name, kernel state, the innermost frame, and what it waits on (the lock
  * and its holder, or the syscall it sleeps in).
  */
-#include "agent.h"
+#include "text.h"
 
 #include <string.h>
 

@@ -17,7 +17,8 @@
  * and orphaned locks in full (report_lock_details), and at the very end
  * every lock waited on (report_all_locks).
  */
-#include "agent.h"
+#include "text.h"
+#include "verdict.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

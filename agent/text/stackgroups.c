@@ -6,11 +6,8 @@
  * same function at the same offset (the same return addresses), or, for
  * code outside any module (JIT), any such frame, since JIT code addresses
  * differ from thread to thread without saying anything.
- *
- * Also the frame helpers the report shares: the function a blocked thread
- * called the wait from, and a frame's name on one line.
  */
-#include "agent.h"
+#include "text.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -366,49 +363,3 @@ void stack_groups_print(FILE *out, const tinspect_snapshot *snap,
 	(void)verbose;
 }
 
-/* ---- frames ------------------------------------------------------------------------- */
-
-static bool runtime_module(const char *path)
-{
-	const char *b = path ? strrchr(path, '/') : NULL;
-	b = b ? b + 1 : path;
-	return b && (!strncmp(b, "libc.so", 7) || !strncmp(b, "libpthread.so", 13) ||
-		     !strncmp(b, "ld-linux", 8) || !strncmp(b, "libc-2.", 7));
-}
-
-const tinspect_frame *agent_wait_caller(const tinspect_thread *th)
-{
-	for (size_t i = 0, n = tinspect_thread_nframes(th); i < n; i++) {
-		const tinspect_frame *f = tinspect_thread_frame(th, i);
-		const char *module = tinspect_frame_module(f);
-		if (module && !runtime_module(module))
-			return f;
-		if (!module && i > 0)
-			return f;	/* JIT code called into libc */
-	}
-	return NULL;
-}
-
-const char *agent_frame_name(const tinspect_frame *f, char *buf, size_t len)
-{
-	FILE *m = fmemopen(buf, len, "w");
-	if (!m) {
-		snprintf(buf, len, "??");
-		return buf;
-	}
-	const char *symbol = tinspect_frame_symbol(f);
-	const char *module = tinspect_frame_module(f);
-	if (symbol) {
-		agent_put_escaped(m, symbol);
-	} else if (module) {
-		const char *b = strrchr(module, '/');
-		agent_put_escaped(m, b ? b + 1 : module);
-		fprintf(m, "+0x%" PRIx64, tinspect_frame_module_offset(f));
-	} else {
-		fputs("?? (JIT or generated code)", m);
-	}
-	fputc('\0', m);
-	fclose(m);
-	buf[len - 1] = '\0';
-	return buf;
-}

@@ -8,97 +8,13 @@
  * target are printed escaped, never raw: a thread name must not be able
  * to move the cursor of the engineer's terminal.
  */
-#include "agent.h"
-#include "overtime.h"
+#include "text.h"
 
 #include <inttypes.h>
-#include <sched.h>
 #include <string.h>
 #include <time.h>
 
 #include "config.h"
-
-const char *agent_state_name(char state)
-{
-	switch (state) {
-	case 'R': return "running";
-	case 'S': return "sleeping";
-	case 'D': return "disk sleep";
-	case 'T': return "stopped";
-	case 't': return "tracing stop";
-	case 'Z': return "zombie";
-	case 'X': return "dead";
-	case 'I': return "idle";
-	case 'P': return "parked";
-	case 'W': return "waking";
-	case 'K': return "wakekill";
-	default: return "unknown";
-	}
-}
-
-const char *agent_policy_name(unsigned policy)
-{
-	switch (policy) {
-	case SCHED_OTHER: return "SCHED_OTHER";
-	case SCHED_FIFO: return "SCHED_FIFO";
-	case SCHED_RR: return "SCHED_RR";
-	case SCHED_BATCH: return "SCHED_BATCH";
-	case SCHED_IDLE: return "SCHED_IDLE";
-	case 6: return "SCHED_DEADLINE";
-	default: return "unknown";
-	}
-}
-
-void agent_fput_quoted(FILE *out, const char *s, size_t len)
-{
-	fputc('"', out);
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (c == '"' || c == '\\')
-			fprintf(out, "\\%c", c);
-		else if (c >= 0x20 && c < 0x7f)
-			fputc(c, out);
-		else
-			fprintf(out, "\\x%02x", c);
-	}
-	fputc('"', out);
-}
-
-void agent_put_escaped(FILE *out, const char *s)
-{
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c >= 0x20 && c < 0x7f)
-			fputc(c, out);
-		else
-			fprintf(out, "\\x%02x", c);
-	}
-}
-
-void agent_put_symbol(FILE *out, const tinspect_symbol *s)
-{
-	const char *module = tinspect_symbol_module(s);
-	const char *name = tinspect_symbol_name(s);
-	uint64_t offset = tinspect_symbol_offset(s);
-	const char *base = module ? strrchr(module, '/') : NULL;
-	base = base ? base + 1 : module;
-	if (name) {
-		agent_put_escaped(out, name);
-		if (offset)
-			fprintf(out, "+0x%" PRIx64, offset);
-	} else if (module) {
-		/* no symbol: where it is in its file, for addr2line/objdump */
-		fprintf(out, "0x%" PRIx64 " (", tinspect_symbol_addr(s));
-		agent_put_escaped(out, base);
-		fprintf(out, "+0x%" PRIx64 ", no symbol)", offset);
-	} else {
-		fprintf(out, "0x%" PRIx64, tinspect_symbol_addr(s));
-	}
-	if (module) {
-		fputs(" in ", out);
-		agent_put_escaped(out, module);
-	}
-}
 
 static void put_syscall(FILE *out, const tinspect_thread *th)
 {
@@ -129,76 +45,6 @@ static void put_syscall(FILE *out, const tinspect_thread *th)
 	for (int i = 0; i < 6; i++)
 		fprintf(out, "%s0x%" PRIx64, i ? ", " : "", sc.args[i]);
 	fprintf(out, ")%s\n", note);
-}
-
-/* A stack as gdb's "bt" prints it: #N  pc in symbol+off at file:line. */
-void agent_put_stack(FILE *out, const tinspect_thread *th, bool in_group)
-{
-	unsigned level = 0;
-	for (size_t i = 0, n = tinspect_thread_nframes(th); i < n; i++) {
-		const tinspect_frame *f = tinspect_thread_frame(th, i);
-		bool inlined = tinspect_frame_inlined(f);
-		const char *module = tinspect_frame_module(f);
-		const char *symbol = tinspect_frame_symbol(f);
-		const char *file = tinspect_frame_file(f);
-		fprintf(out, "  #%-2u ", level++);
-		if (inlined)
-			fputs("[inlined]          ", out);
-		else if (in_group && !module)
-			fputs("                   ", out);
-		else
-			fprintf(out, "0x%016" PRIx64 " ", tinspect_frame_pc(f));
-		fputs("in ", out);
-		if (symbol) {
-			uint64_t offset = tinspect_frame_offset(f);
-			agent_put_escaped(out, symbol);
-			if (offset && !inlined)
-				fprintf(out, "+0x%" PRIx64, offset);
-		} else if (!module) {
-			fputs("?? (outside any module: JIT or generated code)", out);
-		} else {
-			fputs("??", out);
-		}
-		if (file) {
-			int line = tinspect_frame_line(f);
-			fputs(" at ", out);
-			agent_put_escaped(out, file);
-			if (line)
-				fprintf(out, ":%d", line);
-		}
-		if (module && !inlined) {
-			const char *base = strrchr(module, '/');
-			fputs(" from ", out);
-			agent_put_escaped(out, base ? base + 1 : module);
-			if (!symbol)
-				fprintf(out, "+0x%" PRIx64, tinspect_frame_module_offset(f));
-		}
-		fputc('\n', out);
-	}
-	switch (tinspect_thread_stack_end(th)) {
-	case TINSPECT_STACK_TRUNCATED:
-		fputs("  (stack truncated: more than the copied stack bytes are "
-		      "needed; see --stack-bytes)\n", out);
-		break;
-	case TINSPECT_STACK_MAX_FRAMES:
-		fputs("  (more frames: --max-frames reached)\n", out);
-		break;
-	case TINSPECT_STACK_UNKNOWN_CODE:
-		fputs("  (unwinding stopped in code outside any module: no unwind "
-		      "information and no frame pointer chain lead to its caller)\n",
-		      out);
-		break;
-	case TINSPECT_STACK_BAD_SP:
-	case TINSPECT_STACK_ERROR: {
-		const char *error = tinspect_thread_stack_error(th);
-		fputs("  (unwinding stopped: ", out);
-		agent_put_escaped(out, error ? error : "unknown error");
-		fputs(")\n", out);
-		break;
-	}
-	default:
-		break;
-	}
 }
 
 /* ---- --tls, --errno, --keys, stack bounds ---------------------------------------- */
@@ -469,7 +315,7 @@ static void put_thread(FILE *out, const tinspect_snapshot *snap, size_t ti,
 		fprintf(out, " (tid %d in its namespace)", (int)ns_tid);
 	if (tinspect_thread_is_main(th))
 		fputs(" [main]", out);
-	overtime_put_wait_age(out, th);
+	agent_put_wait_age(out, th);
 	fputc('\n', out);
 
 	if (pr == TINSPECT_PROC_NONE) {

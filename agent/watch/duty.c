@@ -8,6 +8,7 @@
  * harmed more), and says so in the stream (interval_changed).
  */
 #include "overtime.h"
+#include "common.h"
 
 #include <inttypes.h>
 #include <time.h>
@@ -28,7 +29,7 @@ static void interval_line(const struct duty *d, const tinspect_snapshot *snap,
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	char t[64];
-	overtime_iso_time((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec, t, sizeof t);
+	agent_iso_time_ns((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec, t, sizeof t);
 	uint64_t freeze = tinspect_snapshot_freeze_ns(snap);
 	bool longer = d->interval_ns > d->base_ns;
 	if (!json) {

@@ -15,7 +15,7 @@
  * recorded and raises the cancel flag, so the loop resumes the target and
  * ends.
  */
-#include "agent.h"
+#include "outq.h"
 
 #include <errno.h>
 #include <pthread.h>

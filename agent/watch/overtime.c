@@ -26,74 +26,11 @@
  * and the README say.
  */
 #include "overtime.h"
+#include "common.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-void overtime_iso_time(int64_t ns, char *buf, size_t len)
-{
-	struct tm tm;
-	time_t t = (time_t)(ns / 1000000000);
-	long nsec = (long)(ns % 1000000000);
-	gmtime_r(&t, &tm);
-	size_t l = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf + l, len - l, ".%06ldZ", nsec / 1000);
-}
-
-static int64_t captured_ns(const tinspect_snapshot *snap)
-{
-	int64_t sec;
-	long nsec;
-	tinspect_snapshot_captured_at(snap, &sec, &nsec);
-	return sec * 1000000000 + nsec;
-}
-
-/* ---- the age of each wait, in the snapshot's renderings ----------------------- */
-
-void json_waiting(struct jw *w, const tinspect_snapshot *snap,
-		  const tinspect_thread *th)
-{
-	int64_t since = tinspect_thread_waiting_since_ns(th);
-	if (since < 0)
-		return;
-	char t[64];
-	overtime_iso_time(since, t, sizeof t);
-	int64_t now = captured_ns(snap);
-	jw_kstr(w, "waiting_since", t);
-	jw_key(w, "waiting_seconds");
-	jw_real(w, now > since ? (double)(now - since) / 1e9 : 0.0);
-}
-
-/* "12 seconds", "3 minutes", as Go prints a goroutine's wait */
-static void put_age(FILE *out, double s)
-{
-	if (s < 120)
-		fprintf(out, "%.0f second%s", s, (long)(s + 0.5) == 1 ? "" : "s");
-	else
-		fprintf(out, "%.0f minutes", s / 60);
-}
-
-void overtime_put_wait_age(FILE *out, const tinspect_thread *th)
-{
-	int64_t since = tinspect_thread_waiting_since_ns(th);
-	int64_t now = captured_ns(tinspect_thread_snapshot(th));
-	/* only a wait an earlier update saw: "0 seconds" on every blocked
-	 * thread of a one-shot capture says nothing */
-	if (since < 0 || since >= now)
-		return;
-	const tinspect_wait *wt = tinspect_thread_wait(th);
-	struct tinspect_syscall sc;
-	const char *what = NULL;
-	if (wt)
-		what = tinspect_lock_kind_name(tinspect_wait_kind(wt));
-	else if (tinspect_thread_syscall(th, &sc, sizeof sc) == 0)
-		what = sc.name;
-	fprintf(out, " [%s, ", what ? what : "waiting");
-	put_age(out, (double)(now - since) / 1e9);
-	fputc(']', out);
-}
 
 /* ---- hung threads and persistent lock holders ------------------------------------ */
 
@@ -188,7 +125,7 @@ static void event_head(struct jw *w, const struct overtime *o, int64_t now,
 		       const char *event)
 {
 	char t[64];
-	overtime_iso_time(now, t, sizeof t);
+	agent_iso_time_ns(now, t, sizeof t);
 	jw_obj(w);
 	jw_kstr(w, "format_version", TINSPECT_FORMAT_VERSION);
 	jw_kstr(w, "kind", "event");
@@ -211,7 +148,7 @@ static void json_object_ref(struct jw *w, const char *key, enum tinspect_lock_ki
 static void json_since(struct jw *w, int64_t since, int64_t now)
 {
 	char t[64];
-	overtime_iso_time(since, t, sizeof t);
+	agent_iso_time_ns(since, t, sizeof t);
 	jw_kstr(w, "since", t);
 	jw_key(w, "seconds");
 	jw_real(w, (double)(now - since) / 1e9);
@@ -256,7 +193,7 @@ static void hung_line(FILE *f, const struct overtime *o, const struct hung_rec *
 		return;
 	}
 	char t[64];
-	overtime_iso_time(now, t, sizeof t);
+	agent_iso_time_ns(now, t, sizeof t);
 	fprintf(f, "%s ", t);
 	text_thread(f, r->tid, r->name);
 	fputs(!how ? " hung: waiting for " : !strcmp(how, "exited") ?
@@ -265,7 +202,7 @@ static void hung_line(FILE *f, const struct overtime *o, const struct hung_rec *
 	if (r->owner)
 		fprintf(f, " (held by %d)", (int)r->owner);
 	fputs(" since ", f);
-	overtime_iso_time(r->since, t, sizeof t);
+	agent_iso_time_ns(r->since, t, sizeof t);
 	fprintf(f, "%s, %.1f s\n", t, (double)(now - r->since) / 1e9);
 }
 
@@ -382,12 +319,12 @@ static void held_line(FILE *f, const struct overtime *o, const struct held_rec *
 		return;
 	}
 	char t[64];
-	overtime_iso_time(now, t, sizeof t);
+	agent_iso_time_ns(now, t, sizeof t);
 	fprintf(f, "%s %s: ", t, how ? "lock released" : "lock held");
 	text_object_ref(f, r->kind, r->addr, r->symbol);
 	fputs(how ? " was held by " : " held by ", f);
 	text_thread(f, r->owner, oname);
-	overtime_iso_time(r->since, t, sizeof t);
+	agent_iso_time_ns(r->since, t, sizeof t);
 	fprintf(f, " since %s, %.1f s", t, (double)(now - r->since) / 1e9);
 	if (how) {
 		fprintf(f, " (%s)\n", how);
@@ -476,7 +413,7 @@ void overtime_update(struct overtime *o, const tinspect_snapshot *snap, bool jso
 {
 	if (!o || o->hung_after_ns <= 0)
 		return;
-	int64_t now = captured_ns(snap);
+	int64_t now = agent_captured_ns(snap);
 	track_hung(o, snap, now, json, f);
 	if (tinspect_snapshot_locks_analysed(snap))
 		track_held(o, snap, now, json, f);

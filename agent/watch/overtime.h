@@ -1,7 +1,8 @@
 /*
- * overtime.h: what lasts across the updates of a watch (issue 14): the
- * age of each wait, hung threads and persistent lock holders
- * (overtime.c), the cost of watching and --max-duty (duty.c).  The watch
+ * overtime.h: what lasts across the updates of a watch: hung threads and
+ * persistent lock holders (overtime.c), the cost of watching and
+ * --max-duty (duty.c).  (The age of each wait, which the snapshot's
+ * renderings show, is common/waitage.c.)  The watch
  * loop (watch.c) calls these once per update; each writes whole stream
  * lines to the FILE it is given.
  */
@@ -9,16 +10,7 @@
 #define TINSPECT_AGENT_OVERTIME_H
 
 #include "agent.h"
-
-/* CLOCK_REALTIME ns as "YYYY-MM-DDTHH:MM:SS.uuuuuuZ" (captured_at's form) */
-void overtime_iso_time(int64_t ns, char *buf, size_t len);
-
-/* "waiting_since", "waiting_seconds" of a thread object, when known. */
-void json_waiting(struct jw *w, const tinspect_snapshot *snap,
-		  const tinspect_thread *th);
-/* " [mutex, 12 minutes]" after a thread's name, for a wait an earlier
- * update saw already; nothing otherwise. */
-void overtime_put_wait_age(FILE *out, const tinspect_thread *th);
+#include "jwriter.h"
 
 /* Hung threads and locks held long (--hung-after); 0 disables. */
 struct overtime;

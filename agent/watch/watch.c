@@ -14,8 +14,12 @@
  * waitpid() when following threads): the target is never polled.
  */
 #include "agent.h"
+#include "common.h"
 #include "formats.h"
+#include "jwriter.h"
+#include "outq.h"
 #include "overtime.h"
+#include "verdict.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -27,15 +31,6 @@
 #include <time.h>
 
 #include "config.h"
-
-static void iso_time(int64_t sec, long nsec, char *buf, size_t len)
-{
-	struct tm tm;
-	time_t t = (time_t)sec;
-	gmtime_r(&t, &tm);
-	size_t l = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf + l, len - l, ".%06ldZ", nsec / 1000);
-}
 
 /* CLOCK_MONOTONIC, the clock of tinspect_session_wait()'s deadline */
 static uint64_t now_ns(void)
@@ -92,7 +87,7 @@ static bool jline_open(struct jline *l, const char *kind, pid_t pid, int64_t sec
 	if (!mb_open(&l->m))
 		return false;
 	char t[64];
-	iso_time(sec, nsec, t, sizeof t);
+	agent_iso_time(sec, nsec, t, sizeof t);
 	jw_init(&l->w, l->m.f, false);
 	jw_obj(&l->w);
 	jw_key(&l->w, "format_version");
@@ -179,12 +174,8 @@ static const char *start_routine_name(const tinspect_thread *th, char *buf, size
 	const char *module = tinspect_symbol_module(start);
 	if (name)
 		return name;
-	if (module) {
-		const char *b = strrchr(module, '/');
-		snprintf(buf, len, "%s+0x%" PRIx64, b ? b + 1 : module,
-			 tinspect_symbol_offset(start));
-		return buf;
-	}
+	if (module)
+		return agent_module_offset(buf, len, module, tinspect_symbol_offset(start));
 	if (tinspect_symbol_addr(start)) {
 		snprintf(buf, len, "0x%" PRIx64, tinspect_symbol_addr(start));
 		return buf;
@@ -329,7 +320,7 @@ static void summary_text(const tinspect_snapshot *snap, unsigned long update)
 	long nsec;
 	size_t n = tinspect_snapshot_nthreads(snap);
 	tinspect_snapshot_captured_at(snap, &sec, &nsec);
-	iso_time(sec, nsec, t, sizeof t);
+	agent_iso_time(sec, nsec, t, sizeof t);
 	size_t counts[128] = { 0 }, blocked = 0;
 	for (size_t i = 0; i < n; i++) {
 		const tinspect_thread *th = tinspect_snapshot_thread(snap, i);
@@ -374,7 +365,7 @@ static void event_text(const tinspect_event *ev, int64_t sec, long nsec)
 	char t[64];
 	pid_t tid = tinspect_event_tid(ev);
 	int status = tinspect_event_wait_status(ev);
-	iso_time(sec, nsec, t, sizeof t);
+	agent_iso_time(sec, nsec, t, sizeof t);
 	if (tinspect_event_kind(ev) == TINSPECT_EVENT_THREAD_CREATED) {
 		const tinspect_symbol *start = tinspect_event_start(ev);
 		const char *name = start ? tinspect_symbol_name(start) : NULL;
@@ -454,7 +445,7 @@ static void stream_event(const struct watch_opts *w, pid_t pid, const char *what
 		if (!f)
 			return;
 		char t[64];
-		iso_time(ts.tv_sec, ts.tv_nsec, t, sizeof t);
+		agent_iso_time(ts.tv_sec, ts.tv_nsec, t, sizeof t);
 		fprintf(f, "%s %s%s%s\n", t, what, detail ? ": " : "", detail ? detail : "");
 		mb_put(&m);
 		return;

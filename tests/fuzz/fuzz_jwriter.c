@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "jwriter.h"
 #include "fuzz_input.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
