@@ -46,6 +46,9 @@ struct agent_opts {
 				 * "update"); 0 outside watch mode */
 	struct formats *formats;	/* the files for other tools
 					 * (formats.h); NULL: none */
+	/* the report's renderer, render_text or render_json (main.c) */
+	int (*render)(FILE *out, const tinspect_snapshot *snap,
+		      const struct agent_opts *o);
 };
 
 /* --watch */
@@ -78,18 +81,20 @@ int agent_watch(tinspect_session **sp, pid_t pid, const struct tinspect_options 
  * status: EXIT_SNAPSHOT_OK, or EXIT_USAGE when a document cannot be read
  * or is of another major format version (said on stderr). */
 int agent_diff(const char *old_path, const char *new_path, bool json);
-/* main.c: render one snapshot (text or JSON), free it, and return the
- * exit status it makes (EXIT_SNAPSHOT_OK, EXIT_PARTIAL, EXIT_DEADLOCK). */
-int agent_report(tinspect_snapshot *snap, const struct agent_opts *ao);
-/* coremode.c: tinspect --core: one report from a core file; the exit
- * status. */
+/* coremode.c: tinspect --core: the snapshot of a core file
+ * (EXIT_SNAPSHOT_OK and *ret), or the exit status when it cannot be read
+ * (EXIT_USAGE, EXIT_INTERNAL; the reason said on stderr). */
 int agent_core(const char *core, const char *exe, const char *sysroot,
-	       const struct tinspect_options *opts, const struct agent_opts *ao);
+	       const struct tinspect_options *opts, tinspect_snapshot **ret);
 
 /* JSON document format; bump the minor for additions, the major for
  * changes that break readers. */
 #define TINSPECT_FORMAT_VERSION "2.3"
 
+/* The renderers: the report of one snapshot, the whole document, to out
+ * (text/text.c, json/json.c); 0, or -1 if writing failed.  main.c picks
+ * one (agent_opts.render) for a capture, a core and every update of a
+ * watch. */
 int render_text(FILE *out, const tinspect_snapshot *snap,
 		const struct agent_opts *o);
 int render_json(FILE *out, const tinspect_snapshot *snap,

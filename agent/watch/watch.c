@@ -493,12 +493,9 @@ static void snapshot_out(const tinspect_snapshot *snap, unsigned long update,
 	struct agent_opts lo = *ao;
 	lo.update = update;
 	lo.pretty = false;
-	if (w->json) {
-		render_json(f, snap, &lo);
-	} else {
+	if (!w->json)
 		fprintf(f, "--- update %lu ---\n", update);
-		render_text(f, snap, &lo);
-	}
+	ao->render(f, snap, &lo);
 	if (w->follow)
 		mb_put(&m);
 	else
