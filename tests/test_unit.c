@@ -360,7 +360,7 @@ Test(render, hostile_tls_values_make_valid_json)
 	tinspect_snapshot_free(ts);
 }
 
-/* ---- the streaming JSON writer (agent/jwriter.c) ---------------------------- */
+/* ---- the streaming JSON writer (agent/common/jwriter.c) --------------------- */
 
 /* A writer on a memory stream. */
 struct jw_buf {
