@@ -18,6 +18,9 @@ the build, not from the intentions:
   - headers: the #include "..." lines of the module's headers, resolved
     beside the including header, then in the module's folders; a header
     that includes itself through others is a cycle too.
+  - rooms: a module whose folders are rooms (ROOMS below) lists them
+    lowest first; a file may use the files of its own room and of the
+    rooms below, never one beside or above it.
 
 It prints, per module, the files, the dependencies between them and every
 cycle (a strongly connected set of files, with the symbols that tie each
@@ -32,6 +35,21 @@ import subprocess
 import sys
 
 MODULES = ["agent", "libtinspect", "dbsession", "proc_service", "arch"]
+
+# The rooms of a module, lowest first: rooms in one tuple are beside each
+# other (neither may use the other).  docs/ARCHITECTURE.md, "Inside agent/".
+ROOMS = {
+    "agent": [("common",), ("text", "json", "formats"), ("watch",), ("",)],
+}
+
+
+def room_rank(mod, path):
+    """(room, rank) of a file of a module with rooms, else None."""
+    room = os.path.dirname(path).split(os.sep)[0]
+    for rank, rooms in enumerate(ROOMS.get(mod, [])):
+        if room in rooms:
+            return room, rank
+    return None
 
 
 def module_objects(build, top):
@@ -184,7 +202,17 @@ def main():
         for c in hcycles:
             bad += 1
             print("  include cycle: " + " -> ".join(c))
-    print(f"check-cycles: {bad} cycle(s) in {', '.join(MODULES)}")
+        for (a, b), syms in sorted(why.items()):
+            ra, rb = room_rank(mod, a), room_rank(mod, b)
+            if mod in ROOMS and (ra is None or rb is None):
+                bad += 1
+                print(f"  {a if ra is None else b}: in no room of {mod}")
+            elif ra and rb and ra[0] != rb[0] and rb[1] >= ra[1]:
+                bad += 1
+                print(f"  room order: {a} uses {b} ({', '.join(sorted(syms)[:4])}):"
+                      f" {rb[0] or mod + '/'} is not below {ra[0] or mod + '/'}")
+    print(f"check-cycles: {bad} cycle(s) or room-order breach(es) in "
+          f"{', '.join(MODULES)}")
     return 1 if bad else 0
 
 
