@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # services.sh - tinspect on real Debian programs, the way a new user would
-# try it (issue 9), with a summary line of the counts:
+# try it, with a summary line of the counts:
 #
 #   mariadb  MariaDB in a temporary datadir under mysqlslap load (200
 #            clients): 20 snapshots with no deadlock, no stall, no park,
@@ -16,7 +16,7 @@
 #            semaphore waits, with CPython's note.
 #
 #
-# and healthy services under load (issue 20), SNAPSHOTS snapshots each (a
+# and healthy services under load, SNAPSHOTS snapshots each (a
 # JSON document and a text report): every one exits 0 and its verdict is
 # "No deadlock found", the threads eu-stack lists are the ones tinspect
 # lists; servers listen on 127.0.0.1 only:

@@ -609,7 +609,7 @@ Test(strpool, outsized_first_string)
 	dbs_strpool_unref(p);
 }
 
-/* ---- the files for other tools (issue 15) ------------------------------------ */
+/* ---- the files for other tools (agent/formats/) ----------------------------- */
 
 static char *label_value(const char *s)
 {

@@ -1,5 +1,5 @@
 /*
- * formats.h: the files tinspect writes for other tools (issue 15), beside
+ * formats.h: the files tinspect writes for other tools, beside
  * its report on stdout:
  *
  *   --prometheus FILE  the text exposition format for node_exporter's

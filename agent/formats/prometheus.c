@@ -232,8 +232,8 @@ static void put_capture(FILE *f, const tinspect_snapshot *snap)
 }
 
 /*
- * Hung threads and the longest wait, from the wait ages of issue 14
- * (tinspect_thread_waiting_since_ns()), as --hung-after counts them: a
+ * Hung threads and the longest wait, from the ages of the waits a watch
+ * follows (tinspect_thread_waiting_since_ns()), as --hung-after counts them: a
  * thread in a wait that is not idle (tinspect_wait_is_idle() == 0: a
  * mutex, rwlock, semaphore, barrier or join; not a condvar, not an
  * unidentified futex, not another system call) for hung_after_ns or

@@ -1,6 +1,6 @@
 /*
  * report.c: the first screen of the text report, for a person in an
- * incident (issue 9), and the lock texts the other views share.
+ * incident, and the lock texts the other views share.
  *
  *   Verdict: deadlocks (jstack's "Found one Java-level deadlock" shape),
  *            orphaned locks, stalls, a process stopped by job control;

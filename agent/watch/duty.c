@@ -1,5 +1,5 @@
 /*
- * duty.c: what watching costs the target (issue 14).  Every update stops
+ * duty.c: what watching costs the target.  Every update stops
  * every thread for its freeze; the duty cycle is the share of the time
  * the target spent frozen: over the whole stream, and over the last
  * interval.  --max-duty PERCENT keeps the second under a limit by

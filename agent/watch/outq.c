@@ -184,7 +184,7 @@ int outq_finish(struct outq *q)
 }
 
 /*
- * A line written as it is produced (issue 14: a 10 000-thread snapshot is
+ * A line written as it is produced (a 10 000-thread snapshot is
  * a 35 MB line, and building it whole, then copying it into the queue,
  * cost more memory than the capture).  Its pieces are queued in order; the
  * producer waits while more than STREAM_BOUND bytes are queued.  Only

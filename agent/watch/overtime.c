@@ -1,6 +1,6 @@
 /*
  * overtime.c: what has been stuck, and for how long, across the updates
- * of a watch (issue 14).  The library says since when each thread has
+ * of a watch.  The library says since when each thread has
  * been in its wait (tinspect_thread_waiting_since_ns()); this file turns
  * that into what an engineer on call acts on:
  *

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """check.py: what bench/services.sh asserts about tinspect's JSON on real
-services (issue 9).  Each subcommand reads the documents the script saved,
+services.  Each subcommand reads the documents the script saved,
 validates every one against the snapshot schema, prints one result line
 starting with "RESULT <service>:" and exits non-zero if a check failed.
 
