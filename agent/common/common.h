@@ -61,6 +61,12 @@ void agent_iso_time_ns(int64_t ns, char *buf, size_t len);
 /* When the snapshot was captured, CLOCK_REALTIME ns. */
 int64_t agent_captured_ns(const tinspect_snapshot *snap);
 
+/* ---- locksort.c ------------------------------------------------------------- */
+
+/* The snapshot's locks, the most waited on first; NULL if there is none
+ * or no memory.  The caller frees the array. */
+const tinspect_lock **agent_locks_by_waiters(const tinspect_snapshot *snap);
+
 /* ---- waitage.c -------------------------------------------------------------- */
 
 /* " [mutex, 12 minutes]" after a thread's name, for a wait an earlier

@@ -253,32 +253,6 @@ static void put_lock_line(FILE *out, const tinspect_snapshot *snap,
 
 /* ---- what one snapshot cannot prove ------------------------------------------ */
 
-static int cmp_by_waiters(const void *a, const void *b)
-{
-	const tinspect_lock *x = *(const tinspect_lock *const *)a;
-	const tinspect_lock *y = *(const tinspect_lock *const *)b;
-	size_t nx = tinspect_lock_nwaiters(x), ny = tinspect_lock_nwaiters(y);
-	if (nx != ny)
-		return nx > ny ? -1 : 1;
-	uint64_t ax = tinspect_lock_addr(x), ay = tinspect_lock_addr(y);
-	return (ax > ay) - (ax < ay);
-}
-
-/* The locks by waiters, most first; NULL if none or ENOMEM. */
-static const tinspect_lock **locks_by_waiters(const tinspect_snapshot *snap)
-{
-	size_t n = tinspect_snapshot_nlocks(snap);
-	if (!n)
-		return NULL;
-	const tinspect_lock **v = malloc(n * sizeof *v);
-	if (!v)
-		return NULL;
-	for (size_t i = 0; i < n; i++)
-		v[i] = tinspect_snapshot_lock(snap, i);
-	qsort(v, n, sizeof *v, cmp_by_waiters);
-	return v;
-}
-
 /* "(called from f)" of a lock: its first waiter's caller, and whether
  * the others agree */
 static void put_lock_caller(FILE *out, const tinspect_snapshot *snap,
@@ -326,7 +300,7 @@ static void put_undecided_why(FILE *out, const struct agent_verdict *v)
 static void put_undecided(FILE *out, const tinspect_snapshot *snap,
 			  const struct agent_opts *o, const struct agent_verdict *v)
 {
-	const tinspect_lock **order = locks_by_waiters(snap);
+	const tinspect_lock **order = agent_locks_by_waiters(snap);
 	size_t nobj = 0, nlocks = tinspect_snapshot_nlocks(snap);
 	put_undecided_why(out, v);
 	size_t shown = 0;
@@ -668,7 +642,7 @@ static void put_counts(FILE *out, const tinspect_snapshot *snap)
 static void put_top_locks(FILE *out, const tinspect_snapshot *snap,
 			  const struct agent_opts *o)
 {
-	const tinspect_lock **order = locks_by_waiters(snap);
+	const tinspect_lock **order = agent_locks_by_waiters(snap);
 	if (!order)
 		return;
 	size_t n = tinspect_snapshot_nlocks(snap);

@@ -183,17 +183,6 @@ static const char *start_routine_name(const tinspect_thread *th, char *buf, size
 	return "(unknown)";
 }
 
-static int cmp_waiters(const void *a, const void *b)
-{
-	const tinspect_lock *x = *(const tinspect_lock *const *)a;
-	const tinspect_lock *y = *(const tinspect_lock *const *)b;
-	size_t nx = tinspect_lock_nwaiters(x), ny = tinspect_lock_nwaiters(y);
-	if (nx != ny)
-		return nx > ny ? -1 : 1;
-	uint64_t ax = tinspect_lock_addr(x), ay = tinspect_lock_addr(y);
-	return (ax > ay) - (ax < ay);
-}
-
 #define TOP_LOCKS 5
 
 static void summary_locks_json(struct jw *w, const tinspect_snapshot *snap)
@@ -209,11 +198,7 @@ static void summary_locks_json(struct jw *w, const tinspect_snapshot *snap)
 				tally_add(&by_kind,
 					  tinspect_lock_kind_name(tinspect_wait_kind(b)));
 		}
-		v = calloc(nlocks + 1, sizeof *v);
-		for (size_t i = 0; v && i < nlocks; i++)
-			v[i] = tinspect_snapshot_lock(snap, i);
-		if (v)
-			qsort(v, nlocks, sizeof *v, cmp_waiters);
+		v = agent_locks_by_waiters(snap);
 	}
 	tally_json(w, "blocked_by_kind", &by_kind);
 
