@@ -1,5 +1,5 @@
 /*
- * diff.c: tinspect --diff OLD.json NEW.json (issue 14).  Java engineers
+ * diff.c: tinspect --diff OLD.json NEW.json.  Java engineers
  * compare a series of thread dumps to find "persistent blockers"; this is
  * that comparison for two tinspect snapshots: which threads appeared and
  * went away, and what did not move between the captures: threads in the
@@ -27,7 +27,8 @@
  * captures one time in three.
  */
 #include "agent.h"
-#include "overtime.h"
+#include "common.h"
+#include "jwriter.h"
 
 #include <errno.h>
 #include <fcntl.h>

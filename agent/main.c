@@ -1,26 +1,28 @@
 /*
- * main.c: the tinspect command.  Parses the command line, owns the signals
- * (so that SIGINT/SIGTERM/SIGHUP/SIGPIPE in the middle of a capture resume
- * the target before tinspect goes), runs one capture and maps every
- * outcome to a one-line message and a documented exit status.
+ * main.c: the tinspect command.  main() is parse (cmdline.c) -> check
+ * (cmdline.c) -> run: one capture of a process, a watch (watch/), a core
+ * file (coremode.c), --diff (diff.c) or a saved lock-order graph
+ * (lockorder/).  It owns the signals (so that
+ * SIGINT/SIGTERM/SIGHUP/SIGPIPE in the middle of a capture resume the
+ * target before tinspect goes), picks the renderer of the report (the one
+ * place that does: the report of a capture, of a core and of every update
+ * of a watch), and maps every outcome to a one-line message and a
+ * documented exit status.
  */
 #include "agent.h"
+#include "cmdline.h"
+#include "common.h"
 #include "formats.h"
 #include "guard.h"
 #include "lockorder.h"
 
 #include <errno.h>
-#include <getopt.h>
-#include <limits.h>
 #include <malloc.h>
-#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
-
-#include "config.h"
 
 #define WAKE_SIGNAL SIGALRM
 
@@ -101,226 +103,6 @@ static void raise_fd_limit(void)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
-}
-
-static const char usage_text[] =
-"Usage: tinspect [OPTIONS] PID\n"
-"       tinspect --diff [--json] OLD.json NEW.json\n"
-"       tinspect --core FILE [--exe PATH] [--sysroot DIR] [OPTIONS]\n"
-"       tinspect --lock-order FILE [--json] [--check]\n"
-"Stop every thread of process PID together for as short a time as possible,\n"
-"record what each thread is doing, let the process go, and report.  With\n"
-"--core, the same report from a core file (post-mortem).  With\n"
-"--diff, compare two snapshots taken with --json: threads that appeared and\n"
-"went away, and what stayed stuck (the same wait, a lock held by the same\n"
-"owner, a deadlock) in both.\n"
-"\n"
-"Options:\n"
-"  --json               print one JSON document (schema in "
-"share/tinspect/schema)\n"
-"  --pretty             indent the JSON\n"
-"  --brief              text: the summary, then one line per thread (tid,\n"
-"                       name, state, top frame, what it waits on)\n"
-"  --verbose            text: also CPU, signals, registers and stack bounds\n"
-"                       of every thread, every stack in full, every lock\n"
-"  --check              exit with status 10 if a deadlock was found (after\n"
-"                       printing the report as usual); with --lock-order,\n"
-"                       12 if none was but the lock-order graph holds a\n"
-"                       potential deadlock\n"
-"  --max-freeze MS      abandon the capture and resume the target if it would\n"
-"                       stay stopped longer than MS milliseconds\n"
-"  --stop-timeout MS    leave out threads that do not stop within MS ms\n"
-"                       (uninterruptible sleep); default 1000\n"
-"  --no-stacks          do not capture or unwind stacks\n"
-"  --max-frames N       at most N frames per stack (default 256)\n"
-"  --stack-bytes N      bytes of each stack copied while stopped, from sp\n"
-"                       up (default 65536); a stack that needs more ends\n"
-"                       with a \"truncated\" marker\n"
-"  --debuginfod         let elfutils fetch missing debug info from the\n"
-"                       servers in $DEBUGINFOD_URLS (off by default)\n"
-"  --watch SECONDS      stay attached and print an update every SECONDS\n"
-"                       (fractions allowed, at most 86400) until the\n"
-"                       target exits; with --json one document per line\n"
-"                       (NDJSON)\n"
-"  --count N            stop after N updates\n"
-"  --hung-after SECONDS in watch mode, report a thread that has waited this\n"
-"                       long on a lock, a join or a semaphore (thread_hung,\n"
-"                       then thread_recovered) and a lock held this long by\n"
-"                       one owner while others wait (lock_held); default\n"
-"                       60, 0 turns it off\n"
-"  --max-duty PERCENT   in watch mode, lengthen the interval when an update's\n"
-"                       freeze would keep the target frozen more than\n"
-"                       PERCENT of the time (said in the stream)\n"
-"  --summary            compact update lines for dashboards\n"
-"  --follow-threads     also report every thread creation and exit as it\n"
-"                       happens (stays attached between updates)\n"
-"  --prometheus FILE    after every update, replace FILE (atomically) by\n"
-"                       the metrics in Prometheus' text format, for\n"
-"                       node_exporter's textfile collector\n"
-"  --folded FILE        at the end (also on SIGINT/SIGTERM) write the stacks\n"
-"                       of every thread of every update as folded stacks\n"
-"                       (flamegraph.pl), the leaf saying what it waits on\n"
-"  --folded-by thread-name  put the thread's name at the root of each stack\n"
-"  --pprof FILE         the same samples as a gzip'ed pprof profile\n"
-"                       (go tool pprof, Parca, Pyroscope)\n"
-"  --lock-order FILE    keep the lock-order graph (a watch keeps one in\n"
-"                       memory anyway) in FILE: read at the start, merged\n"
-"                       with what this run learns, replaced atomically\n"
-"                       (JSON); without a PID, print the saved graph\n"
-"  --no-lock-order      in watch mode, keep no lock-order graph (and read\n"
-"                       no lock words beyond those waited on)\n"
-"  --nonblocking[=strict]  stop no thread and attach to none: threads\n"
-"                       blocked in the kernel are read from /proc (pc, sp,\n"
-"                       syscall) and their stacks copied live; running\n"
-"                       threads are listed without stacks.  A deadlock or\n"
-"                       stall seen that way is confirmed by one ordinary\n"
-"                       stopped capture, which is then the report; with\n"
-"                       =strict nothing is ever stopped and it is reported\n"
-"                       as unconfirmed, never as a deadlock\n"
-"  --update-priority idle|normal  the CPU priority of nonblocking updates:\n"
-"                       idle (SCHED_IDLE: a CPU only when nothing else\n"
-"                       wants it; the default with --watch) or normal\n"
-"                       (the default of a one-shot capture)\n"
-"  --thread-db PATH     libthread_db to load (default: the system's)\n"
-"  --target-thread-db   when the system's libthread_db does not fit the\n"
-"                       target's glibc (a container's), load the target's\n"
-"                       own: code from its file system, run in tinspect,\n"
-"                       so never by default (also: its directory in\n"
-"                       TINSPECT_THREAD_DB_SAFE_PATH, colon-separated);\n"
-"                       replaces --no-target-thread-db, now the default\n"
-"  --tls NAME[:TYPE]    the thread-local variable NAME in every thread\n"
-"                       (repeatable); TYPE: int long unsigned ulong int8\n"
-"                       int16 uint8 uint16 hex pointer string bytes:N\n"
-"                       (default: its DWARF type, else its bits in hex)\n"
-"  --errno              errno of every thread\n"
-"  --keys               pthread keys in use, their destructors, and every\n"
-"                       thread's values\n"
-"  --proc-mem           read target memory through /proc/PID/mem\n"
-"  --core FILE          report on a core file instead of a process: written\n"
-"                       by the kernel (systemd-coredump: coredumpctl dump PID\n"
-"                       -o FILE) or by gdb (gcore PID); plain, zstd, xz or\n"
-"                       lz4.  --watch, --follow-threads, --max-freeze,\n"
-"                       --stop-timeout, --proc-mem, --prometheus do not\n"
-"                       apply to a core; --folded and --pprof take its\n"
-"                       stacks, one sample per thread\n"
-"  --exe PATH           with --core: the executable (when it was deleted or\n"
-"                       moved since the crash)\n"
-"  --sysroot DIR        with --core: look up the core's files under DIR (a\n"
-"                       copy of the crashed machine's or container's root)\n"
-"  -h, --help           this text\n"
-"  -V, --version        version\n"
-"\n"
-"Exit status:\n"
-"  0   complete snapshot\n"
-"  1   snapshot taken, but some threads could not be fully read (their\n"
-"      errors say why: registers, libthread_db, a stack whose unwinding\n"
-"      failed in native code); a stack that stops in JIT code is no error\n"
-"  2   usage error (with --diff: a document that cannot be read, of\n"
-"      another major format version, or failing the snapshot schema on a\n"
-"      member compared; with --core: a core file that cannot be read: not\n"
-"      found, not a core, too damaged, the message says which)\n"
-"  3   no such process (or only its zombie: exited, not reaped)\n"
-"  4   permission denied (the message says why)\n"
-"  5   unsupported target (32-bit, other architecture, kernel thread)\n"
-"  6   the process exited (or exec'd) during the capture\n"
-"  7   --max-freeze exceeded; the capture was abandoned, the target resumed\n"
-"  8   internal error (out of memory, cannot write the output)\n"
-"  10  --check: a deadlock was found (a cycle of threads waiting for locks\n"
-"      held by each other); the report says which\n"
-"  11  --check with --nonblocking=strict: a candidate deadlock was seen\n"
-"      but, nothing being stopped, not proven (reported as unconfirmed)\n"
-"  12  --check with --lock-order: no deadlock, but the lock-order graph\n"
-"      holds a potential deadlock (a lock order inversion)\n"
-"  128+N  killed by signal N (after resuming the target)\n"
-"The target is never left stopped, whatever the exit status.\n";
-
-/* A plain decimal number ("12", "0.5", ".5"): no sign, no blanks, no
- * exponent, no hex, no "nan" or "inf" (strtod() takes them all), at most
- * max.  The number of ns it makes at unit ns per unit. */
-static bool parse_decimal(const char *s, double max, double unit_ns,
-			  uint64_t *ret_ns)
-{
-	size_t digits = strspn(s, "0123456789");
-	size_t frac = 0;
-	if (s[digits] == '.')
-		frac = strspn(s + digits + 1, "0123456789");
-	if (digits + frac == 0 || s[digits + (s[digits] == '.' ? 1 + frac : 0)])
-		return false;
-	errno = 0;
-	double v = strtod(s, NULL);
-	if (errno || !isfinite(v) || v < 0 || v > max)
-		return false;
-	*ret_ns = (uint64_t)(v * unit_ns);
-	return true;
-}
-
-static bool parse_ms(const char *s, uint64_t *ret_ns)
-{
-	return parse_decimal(s, 86400000.0, 1e6, ret_ns);	/* a day */
-}
-
-/* Decimal digits only: strtoul() would take blanks, a sign, hex, octal. */
-static bool all_digits(const char *s)
-{
-	return *s && s[strspn(s, "0123456789")] == '\0';
-}
-
-static bool parse_count(const char *s, unsigned long min, unsigned long max,
-			unsigned long *ret)
-{
-	if (!all_digits(s))
-		return false;
-	errno = 0;
-	unsigned long v = strtoul(s, NULL, 10);
-	if (errno || v < min || v > max)
-		return false;
-	*ret = v;
-	return true;
-}
-
-/* " 12" and "+12" are no PIDs: a script passing them has a bug to see. */
-static bool parse_pid(const char *s, pid_t *ret)
-{
-	if (!all_digits(s))
-		return false;
-	errno = 0;
-	long v = strtol(s, NULL, 10);
-	if (errno || v <= 0 || v > INT_MAX)
-		return false;
-	*ret = (pid_t)v;
-	return true;
-}
-
-/* One --tls NAME[:TYPE]; names must be unique (they key the JSON). */
-static int parse_tls(const char *arg, struct tinspect_tls_request *v, size_t *n,
-		     size_t max)
-{
-	struct tinspect_tls_request r = { .type = TINSPECT_TLS_AUTO };
-	if (*n == max) {
-		fprintf(stderr, "tinspect: --tls: at most %zu variables\n", max);
-		return -1;
-	}
-	size_t len = strcspn(arg, ":");
-	if (len == 0 ||
-	    (arg[len] && tinspect_tls_parse_type(arg + len + 1, &r.type, &r.size))) {
-		fprintf(stderr, "tinspect: --tls: not NAME[:TYPE] with TYPE one of "
-			"int long unsigned ulong int8 int16 uint8 uint16 hex "
-			"pointer string bytes:N (N <= %d): %s\n", TINSPECT_TLS_BYTES_MAX,
-			arg);
-		return -1;
-	}
-	char *name = strndup(arg, len);
-	if (!name)
-		return -1;
-	for (size_t i = 0; i < *n; i++)
-		if (!strcmp(v[i].name, name)) {
-			fprintf(stderr, "tinspect: --tls: %s given twice\n", name);
-			free(name);
-			return -1;
-		}
-	r.name = name;	/* lives until exit */
-	v[(*n)++] = r;
-	return 0;
 }
 
 static int report_eperm(pid_t pid)
@@ -447,521 +229,12 @@ static int report_unsupported(pid_t pid)
 	return report_error(pid, -ENOEXEC, false, 0);
 }
 
-/*
- * glibc raises its mmap threshold (up to 32 MiB) each time a mapped block
- * is freed, and its trim threshold to twice that: after the first capture
- * of a large process, the big arrays of the next ones (the snapshot, the
- * copies' lists) come from heaps that keep their pages, and the heap of
- * the capture's own thread is not trimmed by malloc_trim().  A watch of
- * 10 000 threads held 7 MiB more at its peak for it.  Fixed at their
- * defaults, large blocks are mapped and unmapped with each capture.
- */
-static void malloc_policy(void)
+/* Render one snapshot to stdout with the renderer the command line chose,
+ * free it, and return the exit status it makes (EXIT_SNAPSHOT_OK,
+ * EXIT_PARTIAL, EXIT_DEADLOCK, EXIT_UNCONFIRMED, EXIT_LOCK_ORDER). */
+static int agent_report(tinspect_snapshot *snap, const struct agent_opts *ao)
 {
-	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-	mallopt(M_TRIM_THRESHOLD, 128 * 1024);
-}
-
-int main(int argc, char **argv)
-{
-	malloc_policy();
-	struct agent_opts ao = { 0 };
-	struct tinspect_options dopts = TINSPECT_OPTIONS_INIT;
-	/* like gdb's auto-load safe-path: the directories whose
-	 * libthread_db may be loaded for a target without --target-thread-db */
-	dopts.thread_db_safe_path = getenv("TINSPECT_THREAD_DB_SAFE_PATH");
-	dopts.stop_timeout_ns = 1000ull * 1000000;
-	dopts.cancel = &got_signal;
-	dopts.wake_signal = WAKE_SIGNAL;
-	dopts.holding = &holding;
-	enum { OPT_JSON = 256, OPT_PRETTY, OPT_MAX_FREEZE, OPT_STOP_TIMEOUT,
-	       OPT_THREAD_DB, OPT_PROC_MEM, OPT_NO_STACKS, OPT_MAX_FRAMES,
-	       OPT_STACK_BYTES, OPT_DEBUGINFOD, OPT_TLS, OPT_ERRNO, OPT_KEYS,
-	       OPT_NO_TARGET_TDB, OPT_TARGET_TDB, OPT_CHECK, OPT_WATCH, OPT_COUNT, OPT_SUMMARY,
-	       OPT_FOLLOW, OPT_BRIEF, OPT_VERBOSE, OPT_HUNG_AFTER, OPT_MAX_DUTY,
-	       OPT_DIFF, OPT_PROMETHEUS, OPT_FOLDED, OPT_FOLDED_BY, OPT_PPROF, OPT_CORE, OPT_EXE, OPT_SYSROOT, OPT_NONBLOCKING,
-	       OPT_UPDATE_PRIORITY, OPT_LOCK_ORDER, OPT_NO_LOCK_ORDER };
-	struct format_opts fo = { 0 };
-	const char *core = NULL, *exe = NULL, *sysroot = NULL;
-	/* options that make no sense for a core, refused with --core */
-	const char *live_only = NULL;
-	struct watch_opts wo = { 0 };
-	bool watch = false, diff = false, hung_after_set = false;
-	const char *lock_order_path = NULL;
-	bool no_lock_order = false;
-	int idle_updates = -1;	/* --update-priority; -1: the default */
-	bool debuginfod = false;
-	enum { MAX_TLS = 64 };
-	static struct tinspect_tls_request tls[MAX_TLS];
-	static const struct option lo[] = {
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "pretty", no_argument, NULL, OPT_PRETTY },
-		{ "check", no_argument, NULL, OPT_CHECK },
-		{ "brief", no_argument, NULL, OPT_BRIEF },
-		{ "verbose", no_argument, NULL, OPT_VERBOSE },
-		{ "watch", required_argument, NULL, OPT_WATCH },
-		{ "count", required_argument, NULL, OPT_COUNT },
-		{ "summary", no_argument, NULL, OPT_SUMMARY },
-		{ "follow-threads", no_argument, NULL, OPT_FOLLOW },
-		{ "prometheus", required_argument, NULL, OPT_PROMETHEUS },
-		{ "folded", required_argument, NULL, OPT_FOLDED },
-		{ "folded-by", required_argument, NULL, OPT_FOLDED_BY },
-		{ "pprof", required_argument, NULL, OPT_PPROF },
-		{ "hung-after", required_argument, NULL, OPT_HUNG_AFTER },
-		{ "max-duty", required_argument, NULL, OPT_MAX_DUTY },
-		{ "diff", no_argument, NULL, OPT_DIFF },
-		{ "nonblocking", optional_argument, NULL, OPT_NONBLOCKING },
-		{ "update-priority", required_argument, NULL, OPT_UPDATE_PRIORITY },
-		{ "lock-order", required_argument, NULL, OPT_LOCK_ORDER },
-		{ "no-lock-order", no_argument, NULL, OPT_NO_LOCK_ORDER },
-		{ "max-freeze", required_argument, NULL, OPT_MAX_FREEZE },
-		{ "stop-timeout", required_argument, NULL, OPT_STOP_TIMEOUT },
-		{ "thread-db", required_argument, NULL, OPT_THREAD_DB },
-		{ "proc-mem", no_argument, NULL, OPT_PROC_MEM },
-		{ "no-stacks", no_argument, NULL, OPT_NO_STACKS },
-		{ "max-frames", required_argument, NULL, OPT_MAX_FRAMES },
-		{ "stack-bytes", required_argument, NULL, OPT_STACK_BYTES },
-		{ "debuginfod", no_argument, NULL, OPT_DEBUGINFOD },
-		{ "tls", required_argument, NULL, OPT_TLS },
-		{ "errno", no_argument, NULL, OPT_ERRNO },
-		{ "keys", no_argument, NULL, OPT_KEYS },
-		{ "no-target-thread-db", no_argument, NULL, OPT_NO_TARGET_TDB },
-		{ "target-thread-db", no_argument, NULL, OPT_TARGET_TDB },
-		{ "core", required_argument, NULL, OPT_CORE },
-		{ "exe", required_argument, NULL, OPT_EXE },
-		{ "sysroot", required_argument, NULL, OPT_SYSROOT },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int c;
-	unsigned long count;
-	while ((c = getopt_long(argc, argv, "hV", lo, NULL)) != -1) {
-		switch (c) {
-		case OPT_JSON:
-			ao.json = true;
-			break;
-		case OPT_PRETTY:
-			ao.pretty = true;
-			break;
-		case OPT_CHECK:
-			ao.check = true;
-			break;
-		case OPT_BRIEF:
-			ao.brief = true;
-			break;
-		case OPT_VERBOSE:
-			ao.verbose = true;
-			break;
-		case OPT_CORE:
-			core = optarg;
-			break;
-		case OPT_EXE:
-			exe = optarg;
-			break;
-		case OPT_SYSROOT:
-			sysroot = optarg;
-			break;
-		case OPT_MAX_FREEZE:
-			live_only = "--max-freeze";
-			if (!parse_ms(optarg, &dopts.max_freeze_ns) ||
-			    !dopts.max_freeze_ns) {
-				fprintf(stderr, "tinspect: --max-freeze: not a positive "
-					"number of milliseconds: %s\n", optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case OPT_STOP_TIMEOUT:
-			live_only = "--stop-timeout";
-			/* 0 would mean: wait for ever for a D-state thread,
-			 * with every other thread stopped meanwhile */
-			if (!parse_ms(optarg, &dopts.stop_timeout_ns) ||
-			    dopts.stop_timeout_ns < 1000000) {
-				fprintf(stderr, "tinspect: --stop-timeout: not a number "
-					"of milliseconds (at least 1): %s\n", optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case OPT_THREAD_DB:
-			dopts.thread_db_path = optarg;
-			break;
-		case OPT_PROC_MEM:
-			live_only = "--proc-mem";
-			dopts.flags |= TINSPECT_OPT_PROC_MEM;
-			break;
-		case OPT_WATCH:
-			live_only = "--watch";
-			/* seconds, fractions allowed, at most a day */
-			if (!parse_decimal(optarg, 86400.0, 1e9, &wo.interval_ns) ||
-			    !wo.interval_ns) {
-				fprintf(stderr, "tinspect: --watch: not a positive "
-					"number of seconds (at most 86400): %s\n",
-					optarg);
-				return EXIT_USAGE;
-			}
-			watch = true;
-			break;
-		case OPT_COUNT:
-			if (!parse_count(optarg, 1, 1ul << 40, &count)) {
-				fprintf(stderr, "tinspect: --count: not a positive "
-					"number: %s\n", optarg);
-				return EXIT_USAGE;
-			}
-			wo.count = count;
-			break;
-		case OPT_SUMMARY:
-			wo.summary = true;
-			break;
-		case OPT_FOLLOW:
-			live_only = "--follow-threads";
-			wo.follow = true;
-			break;
-		case OPT_PROMETHEUS:
-			fo.prometheus = optarg;
-			break;
-		case OPT_FOLDED:
-			fo.folded = optarg;
-			break;
-		case OPT_FOLDED_BY:
-			if (strcmp(optarg, "thread-name")) {
-				fprintf(stderr, "tinspect: --folded-by: only "
-					"thread-name is known: %s\n", optarg);
-				return EXIT_USAGE;
-			}
-			fo.folded_by_name = true;
-			break;
-		case OPT_PPROF:
-#if !HAVE_PPROF
-			fprintf(stderr, "tinspect: --pprof: this tinspect was built "
-				"without protobuf-c (protoc-c and libprotobuf-c-dev)\n");
-			return EXIT_USAGE;
-#endif
-			fo.pprof = optarg;
-			break;
-		case OPT_HUNG_AFTER:
-			if (!parse_decimal(optarg, 86400.0 * 365, 1e9, &wo.hung_after_ns)) {
-				fprintf(stderr, "tinspect: --hung-after: not a number of "
-					"seconds: %s\n", optarg);
-				return EXIT_USAGE;
-			}
-			hung_after_set = true;
-			break;
-		case OPT_MAX_DUTY: {
-			uint64_t centi;	/* hundredths of a percent */
-			if (!parse_decimal(optarg, 100.0, 100.0, &centi) || !centi) {
-				fprintf(stderr, "tinspect: --max-duty: not a percentage "
-					"above 0 and at most 100: %s\n", optarg);
-				return EXIT_USAGE;
-			}
-			wo.max_duty_percent = (double)centi / 100.0;
-			break;
-		}
-		case OPT_DIFF:
-			diff = true;
-			break;
-		case OPT_NONBLOCKING:
-			if (optarg && strcmp(optarg, "strict") != 0) {
-				fprintf(stderr, "tinspect: --nonblocking takes no "
-					"value or =strict, not '%s'\n", optarg);
-				return EXIT_USAGE;
-			}
-			dopts.flags |= optarg ? TINSPECT_OPT_NONBLOCKING_STRICT
-					      : TINSPECT_OPT_NONBLOCKING;
-			break;
-		case OPT_LOCK_ORDER:
-			lock_order_path = optarg;
-			break;
-		case OPT_NO_LOCK_ORDER:
-			no_lock_order = true;
-			break;
-		case OPT_UPDATE_PRIORITY:
-			if (strcmp(optarg, "idle") && strcmp(optarg, "normal")) {
-				fprintf(stderr, "tinspect: --update-priority is idle "
-					"or normal, not '%s'\n", optarg);
-				return EXIT_USAGE;
-			}
-			idle_updates = !strcmp(optarg, "idle");
-			break;
-		case OPT_NO_STACKS:
-			dopts.flags |= TINSPECT_OPT_NO_STACKS;
-			break;
-		case OPT_MAX_FRAMES:
-			if (!parse_count(optarg, 1, 1024, &count)) {
-				fprintf(stderr, "tinspect: --max-frames: not a number "
-					"from 1 to 1024: %s\n", optarg);
-				return EXIT_USAGE;
-			}
-			dopts.max_frames = (unsigned)count;
-			break;
-		case OPT_STACK_BYTES:
-			if (!parse_count(optarg, 64, 64ul << 20, &count)) {
-				fprintf(stderr, "tinspect: --stack-bytes: not a number "
-					"from 64 to 67108864: %s\n", optarg);
-				return EXIT_USAGE;
-			}
-			dopts.stack_bytes = count;
-			break;
-		case OPT_DEBUGINFOD:
-			debuginfod = true;
-			break;
-		case OPT_TLS:
-			if (parse_tls(optarg, tls, &dopts.ntls, MAX_TLS))
-				return EXIT_USAGE;
-			dopts.tls = tls;
-			break;
-		case OPT_ERRNO:
-			dopts.flags |= TINSPECT_OPT_ERRNO;
-			break;
-		case OPT_KEYS:
-			dopts.flags |= TINSPECT_OPT_KEYS;
-			break;
-		case OPT_NO_TARGET_TDB:
-			/* the old default was to load it: a script that
-			 * forbade it gets what it asked for, but must know
-			 * the option is gone */
-			fprintf(stderr, "tinspect: --no-target-thread-db is gone: "
-				"the target's own libthread_db is never loaded "
-				"unless --target-thread-db (or "
-				"TINSPECT_THREAD_DB_SAFE_PATH) allows it; drop the "
-				"option\n");
-			return EXIT_USAGE;
-		case OPT_TARGET_TDB:
-			dopts.flags |= TINSPECT_OPT_TARGET_THREAD_DB;
-			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			return EXIT_SNAPSHOT_OK;
-		case 'V':
-			printf("tinspect %s\n", TINSPECT_VERSION);
-			return EXIT_SNAPSHOT_OK;
-		default:
-			fputs(usage_text, stderr);
-			return EXIT_USAGE;
-		}
-	}
-	if (diff) {
-		if (optind != argc - 2 || watch) {
-			fprintf(stderr, "tinspect: --diff takes two documents: "
-				"tinspect --diff [--json] OLD.json NEW.json\n");
-			return EXIT_USAGE;
-		}
-		return agent_diff(argv[optind], argv[optind + 1], ao.json);
-	}
-	if (lock_order_path && no_lock_order) {
-		fprintf(stderr, "tinspect: --lock-order and --no-lock-order do not "
-			"go together\n");
-		return EXIT_USAGE;
-	}
-	if (lock_order_path && (core || diff)) {
-		fprintf(stderr, "tinspect: --lock-order learns from a live process "
-			"(or, without a PID, prints a saved graph)\n");
-		return EXIT_USAGE;
-	}
-	if (lock_order_path && optind == argc && !core)
-		return lockorder_show(lock_order_path, ao.json, ao.check);
-	if ((exe || sysroot) && !core) {
-		fprintf(stderr, "tinspect: --exe and --sysroot go with --core\n");
-		return EXIT_USAGE;
-	}
-	if (core) {
-		if (optind != argc) {
-			fprintf(stderr, "tinspect: --core FILE takes no PID\n");
-			return EXIT_USAGE;
-		}
-		if (live_only) {
-			fprintf(stderr, "tinspect: %s does not apply to a core file: "
-				"a core is one frozen moment, nothing runs or stops\n",
-				live_only);
-			return EXIT_USAGE;
-		}
-		if (ao.brief && ao.verbose) {
-			fprintf(stderr, "tinspect: --brief and --verbose do not go "
-				"together\n");
-			return EXIT_USAGE;
-		}
-		if (fo.prometheus) {
-			fprintf(stderr, "tinspect: --prometheus does not apply to a "
-				"core file: its gauges are a live process's state "
-				"for a textfile collector (--folded and --pprof "
-				"take a core's stacks)\n");
-			return EXIT_USAGE;
-		}
-		if (!debuginfod)
-			unsetenv("DEBUGINFOD_URLS");
-		raise_fd_limit();
-		if (formats_wanted(&fo)) {
-			const char *bad = NULL;
-			int e = formats_open(&fo, &ao.formats, &bad);
-			if (e) {
-				fprintf(stderr, "tinspect: cannot write %s: %s\n",
-					bad ? bad : "the output files", strerror(-e));
-				return e == -ENOMEM ? EXIT_INTERNAL : EXIT_USAGE;
-			}
-		}
-		return agent_core(core, exe, sysroot, &dopts, &ao);
-	}
-	pid_t pid;
-	if (optind != argc - 1 || !parse_pid(argv[optind], &pid)) {
-		if (optind == argc - 1)
-			fprintf(stderr, "tinspect: not a PID: %s\n", argv[optind]);
-		fputs(usage_text, stderr);
-		return EXIT_USAGE;
-	}
-	if (pid == getpid()) {
-		fprintf(stderr, "tinspect: cannot inspect itself\n");
-		return EXIT_USAGE;
-	}
-
-	/* elfutils consults debuginfod servers when DEBUGINFOD_URLS is set:
-	 * an incident tool must not wait on the network unless asked to */
-	if (!debuginfod)
-		unsetenv("DEBUGINFOD_URLS");
-	if (!watch && (wo.count || wo.summary || wo.follow || hung_after_set ||
-		       wo.max_duty_percent > 0 || no_lock_order)) {
-		fprintf(stderr, "tinspect: --count, --summary, --follow-threads, "
-			"--hung-after, --max-duty and --no-lock-order go with "
-			"--watch\n");
-		return EXIT_USAGE;
-	}
-	if (watch && !hung_after_set)
-		wo.hung_after_ns = 60 * UINT64_C(1000000000);
-	bool nonblocking = dopts.flags & (TINSPECT_OPT_NONBLOCKING |
-					  TINSPECT_OPT_NONBLOCKING_STRICT);
-	if (idle_updates >= 0 && !nonblocking) {
-		fprintf(stderr, "tinspect: --update-priority goes with --nonblocking "
-			"(an all-stop capture is a freeze: it runs at full speed)\n");
-		return EXIT_USAGE;
-	}
-	/* a nonblocking watch runs for weeks on busy machines: it yields the
-	 * CPU unless told otherwise; a one-shot capture does not wait */
-	if (idle_updates > 0 || (idle_updates < 0 && watch && nonblocking))
-		dopts.flags |= TINSPECT_OPT_IDLE_PRIORITY;
-	if (wo.follow && (dopts.flags & (TINSPECT_OPT_NONBLOCKING |
-					 TINSPECT_OPT_NONBLOCKING_STRICT))) {
-		fprintf(stderr, "tinspect: --follow-threads attaches to every "
-			"thread; --nonblocking attaches to none\n");
-		return EXIT_USAGE;
-	}
-	if (ao.brief && ao.verbose) {
-		fprintf(stderr, "tinspect: --brief and --verbose do not go together\n");
-		return EXIT_USAGE;
-	}
-	if (ao.json && (ao.brief || ao.verbose)) {
-		fprintf(stderr, "tinspect: --brief and --verbose shape the text "
-			"report; the JSON document is always complete\n");
-		return EXIT_USAGE;
-	}
-	if (watch && (ao.pretty || ao.check)) {
-		fprintf(stderr, "tinspect: --pretty and --check do not go with "
-			"--watch (one line per update)\n");
-		return EXIT_USAGE;
-	}
-
-	if (fo.folded_by_name && !fo.folded) {
-		fprintf(stderr, "tinspect: --folded-by goes with --folded\n");
-		return EXIT_USAGE;
-	}
-	struct formats *formats = NULL;
-	if (formats_wanted(&fo)) {
-		const char *bad = NULL;
-		fo.wait_ages = watch;
-		fo.hung_after_ns = wo.hung_after_ns;
-		int e = formats_open(&fo, &formats, &bad);
-		if (e) {
-			fprintf(stderr, "tinspect: cannot write %s: %s\n",
-				bad ? bad : "the output files", strerror(-e));
-			return e == -ENOMEM ? EXIT_INTERNAL : EXIT_USAGE;
-		}
-		ao.formats = formats;
-		finish_first = watch && (fo.folded || fo.pprof);
-	}
-	/* the lock-order graph: every watch keeps one unless told not to
-	 * (its locks' words are then read in every update), and --lock-order
-	 * keeps it in a file, also for a one-shot capture */
-	if ((watch && !no_lock_order) || lock_order_path) {
-		char why[1024];
-		int e = lockorder_open(lock_order_path, &ao.lockorder, why, sizeof why);
-		if (e) {
-			fprintf(stderr, "tinspect: --lock-order: %s\n", why);
-			formats_close(formats);
-			return e == -ENOMEM ? EXIT_INTERNAL : EXIT_USAGE;
-		}
-		formats_set_lockorder(formats, ao.lockorder);
-		if (watch)
-			dopts.flags |= TINSPECT_OPT_TRACK_LOCKS;
-		/* a signal between updates ends the loop, so that the file
-		 * keeps the last counts */
-		finish_first |= watch && lock_order_path;
-	}
-
-	raise_fd_limit();
-	install_signals(dopts.max_freeze_ns);
-	tinspect_session *s = NULL;
-	capturing = 1;
-	int err = tinspect_session_init(pid, &dopts, &s);
-	if (err) {
-		capturing = 0;
-		formats_close(formats);
-		lockorder_close(ao.lockorder);
-		if (err == -ENOEXEC)
-			return report_unsupported(pid);
-		return report_error(pid, err, false, dopts.max_freeze_ns);
-	}
-	if (watch) {
-		wo.json = ao.json;
-		wo.cancel = &got_signal;
-		/* signals only raise the flag for the whole watch: the loop
-		 * resumes and detaches, then dies of the signal */
-		err = agent_watch(&s, pid, &dopts, &wo, &ao);
-		tinspect_session_destroy(s);
-		capturing = 0;
-		/* the samples of every update made, also when a signal ended
-		 * the run */
-		int ferr = formats_close(formats);
-		/* and the lock-order graph with its last counts */
-		ferr |= lockorder_close(ao.lockorder);
-		if (got_signal)
-			reraise();
-		if (err == -EPIPE)
-			reraise_signal(SIGPIPE);	/* the reader is gone */
-		if (err)
-			return report_error(pid, err, true, dopts.max_freeze_ns);
-		return ferr ? EXIT_INTERNAL : EXIT_SNAPSHOT_OK;
-	}
-	tinspect_snapshot *snap = NULL;
-	err = tinspect_session_update(s, &snap);
-	tinspect_session_destroy(s);
-	capturing = 0;
-	if (got_signal)
-		reraise();
-	/* once, without --watch: the files of this one update (or, after
-	 * the freeze limit, a textfile that counts the failure) */
-	if (snap && ao.lockorder)
-		lockorder_sample(ao.lockorder, snap, 0);
-	if (snap)
-		formats_snapshot(formats, snap);
-	else if (err == -ETIMEDOUT)
-		formats_update_failed(formats);
-	int ferr = formats_close(formats);
-	if (err) {
-		lockorder_close(ao.lockorder);
-		return report_error(pid, err, true, dopts.max_freeze_ns);
-	}
-
-	int status = agent_report(snap, &ao);
-	/* --lock-order FILE: this update merged into it */
-	ferr |= lockorder_close(ao.lockorder);
-	/* a file of --prometheus/--folded/--pprof not written: an internal
-	 * error, unless the deadlock the caller asked about was found */
-	if (ferr && status != EXIT_DEADLOCK && status != EXIT_LOCK_ORDER)
-		status = EXIT_INTERNAL;
-	return status;
-}
-
-int agent_report(tinspect_snapshot *snap, const struct agent_opts *ao)
-{
-	int r = ao->json ? render_json(stdout, snap, ao)
-			 : render_text(stdout, snap, ao);
+	int r = ao->render(stdout, snap, ao);
 	int status = tinspect_snapshot_threads_with_errors(snap) ? EXIT_PARTIAL
 								 : EXIT_SNAPSHOT_OK;
 	/* --check: a deadlock is what the caller asked about; it wins over
@@ -981,4 +254,202 @@ int agent_report(tinspect_snapshot *snap, const struct agent_opts *ao)
 		return EXIT_INTERNAL;
 	}
 	return status;
+}
+
+/* The files for other tools; -1 when they are open (or none was asked
+ * for), else the exit status (said). */
+static int open_formats(const struct format_opts *fo, struct formats **ret)
+{
+	if (!formats_wanted(fo))
+		return -1;
+	const char *bad = NULL;
+	int e = formats_open(fo, ret, &bad);
+	if (e) {
+		fprintf(stderr, "tinspect: cannot write %s: %s\n",
+			bad ? bad : "the output files", strerror(-e));
+		return e == -ENOMEM ? EXIT_INTERNAL : EXIT_USAGE;
+	}
+	return -1;
+}
+
+/* The lock-order graph: every watch keeps one unless told not to (its
+ * locks' words are then read in every update), and --lock-order keeps it
+ * in a file, also for a one-shot capture.  -1 when it is open (or none is
+ * kept), else the exit status (said). */
+static int open_lockorder(struct cmdline *cl, struct formats *formats)
+{
+	if (!(cl->watch && !cl->no_lock_order) && !cl->lock_order_path)
+		return -1;
+	char why[1024];
+	int e = lockorder_open(cl->lock_order_path, &cl->ao.lockorder, why,
+			       sizeof why);
+	if (e) {
+		fprintf(stderr, "tinspect: --lock-order: %s\n", why);
+		return e == -ENOMEM ? EXIT_INTERNAL : EXIT_USAGE;
+	}
+	formats_set_lockorder(formats, cl->ao.lockorder);
+	if (cl->watch)
+		cl->opts->flags |= TINSPECT_OPT_TRACK_LOCKS;
+	/* a signal between updates ends the loop, so that the file keeps
+	 * the last counts */
+	finish_first |= cl->watch && cl->lock_order_path;
+	return -1;
+}
+
+/* The files and the lock-order graph of one snapshot, then its report.  A
+ * file of --prometheus, --folded, --pprof or --lock-order not written
+ * (ferr) is an internal error, unless the deadlock (or the potential
+ * deadlock) the caller asked about was found. */
+static int report_with_files(tinspect_snapshot *snap, struct formats *formats,
+			     const struct agent_opts *ao)
+{
+	if (ao->lockorder)
+		lockorder_sample(ao->lockorder, snap, 0);
+	formats_snapshot(formats, snap);
+	int ferr = formats_close(formats);
+	int status = agent_report(snap, ao);
+	/* --lock-order FILE: this update merged into it */
+	ferr |= lockorder_close(ao->lockorder);
+	if (ferr && status != EXIT_DEADLOCK && status != EXIT_LOCK_ORDER)
+		status = EXIT_INTERNAL;
+	return status;
+}
+
+/* tinspect --core FILE */
+static int run_core(struct cmdline *cl)
+{
+	if (!cl->debuginfod)
+		unsetenv("DEBUGINFOD_URLS");
+	raise_fd_limit();
+	struct formats *formats = NULL;
+	int status = open_formats(&cl->fo, &formats);
+	if (status >= 0)
+		return status;
+	tinspect_snapshot *snap = NULL;
+	status = agent_core(cl->core, cl->exe, cl->sysroot, cl->opts, &snap);
+	if (status != EXIT_SNAPSHOT_OK) {
+		formats_close(formats);
+		return status;
+	}
+	return report_with_files(snap, formats, &cl->ao);
+}
+
+/* tinspect --watch SECONDS PID, on the session opened */
+static int run_watch(struct cmdline *cl, tinspect_session *s,
+		     struct formats *formats)
+{
+	cl->wo.json = cl->ao.json;
+	cl->wo.cancel = &got_signal;
+	/* signals only raise the flag for the whole watch: the loop
+	 * resumes and detaches, then dies of the signal */
+	int err = agent_watch(&s, cl->pid, cl->opts, &cl->wo, &cl->ao);
+	tinspect_session_destroy(s);
+	capturing = 0;
+	/* the samples of every update made, also when a signal ended
+	 * the run */
+	int ferr = formats_close(formats);
+	/* and the lock-order graph with its last counts */
+	ferr |= lockorder_close(cl->ao.lockorder);
+	if (got_signal)
+		reraise();
+	if (err == -EPIPE)
+		reraise_signal(SIGPIPE);	/* the reader is gone */
+	if (err)
+		return report_error(cl->pid, err, true, cl->opts->max_freeze_ns);
+	return ferr ? EXIT_INTERNAL : EXIT_SNAPSHOT_OK;
+}
+
+/* tinspect PID, and --watch */
+static int run_live(struct cmdline *cl)
+{
+	/* elfutils consults debuginfod servers when DEBUGINFOD_URLS is set:
+	 * an incident tool must not wait on the network unless asked to */
+	if (!cl->debuginfod)
+		unsetenv("DEBUGINFOD_URLS");
+	struct formats *formats = NULL;
+	int status = open_formats(&cl->fo, &formats);
+	if (status >= 0)
+		return status;
+	cl->ao.formats = formats;
+	finish_first = formats && cl->watch && (cl->fo.folded || cl->fo.pprof);
+	status = open_lockorder(cl, formats);
+	if (status >= 0) {
+		formats_close(formats);
+		return status;
+	}
+
+	raise_fd_limit();
+	install_signals(cl->opts->max_freeze_ns);
+	tinspect_session *s = NULL;
+	capturing = 1;
+	int err = tinspect_session_init(cl->pid, cl->opts, &s);
+	if (err) {
+		capturing = 0;
+		formats_close(formats);
+		lockorder_close(cl->ao.lockorder);
+		if (err == -ENOEXEC)
+			return report_unsupported(cl->pid);
+		return report_error(cl->pid, err, false, cl->opts->max_freeze_ns);
+	}
+	if (cl->watch)
+		return run_watch(cl, s, formats);
+	tinspect_snapshot *snap = NULL;
+	err = tinspect_session_update(s, &snap);
+	tinspect_session_destroy(s);
+	capturing = 0;
+	if (got_signal)
+		reraise();
+	if (err) {
+		/* after the freeze limit, a textfile that counts the failure */
+		if (err == -ETIMEDOUT)
+			formats_update_failed(formats);
+		formats_close(formats);
+		lockorder_close(cl->ao.lockorder);
+		return report_error(cl->pid, err, true, cl->opts->max_freeze_ns);
+	}
+	return report_with_files(snap, formats, &cl->ao);
+}
+
+/*
+ * glibc raises its mmap threshold (up to 32 MiB) each time a mapped block
+ * is freed, and its trim threshold to twice that: after the first capture
+ * of a large process, the big arrays of the next ones (the snapshot, the
+ * copies' lists) come from heaps that keep their pages, and the heap of
+ * the capture's own thread is not trimmed by malloc_trim().  A watch of
+ * 10 000 threads held 7 MiB more at its peak for it.  Fixed at their
+ * defaults, large blocks are mapped and unmapped with each capture.
+ */
+static void malloc_policy(void)
+{
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+	mallopt(M_TRIM_THRESHOLD, 128 * 1024);
+}
+
+int main(int argc, char **argv)
+{
+	malloc_policy();
+	TINSPECT_OPTIONS(opts,
+		/* like gdb's auto-load safe-path: the directories whose
+		 * libthread_db may be loaded for a target without
+		 * --target-thread-db */
+		.thread_db_safe_path = getenv("TINSPECT_THREAD_DB_SAFE_PATH"),
+		.stop_timeout_ns = 1000ull * 1000000,
+		.cancel = &got_signal,
+		.wake_signal = WAKE_SIGNAL,
+		.holding = &holding);
+	struct cmdline cl = { .opts = &opts };
+	int status = cmdline_parse(argc, argv, &cl);
+	if (status < 0)
+		status = cmdline_check(&cl, argc, argv);
+	if (status >= 0)
+		return status;
+	/* the report's format: here only */
+	cl.ao.render = cl.ao.json ? render_json : render_text;
+	if (cl.diff)
+		return agent_diff(cl.diff_old, cl.diff_new, cl.ao.json);
+	if (cl.lock_order_show)
+		return lockorder_show(cl.lock_order_path, cl.ao.json, cl.ao.check);
+	if (cl.core)
+		return run_core(&cl);
+	return run_live(&cl);
 }

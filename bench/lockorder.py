@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""lockorder.py - what the lock-order graph of a watch gives and costs
-(issue 25); bench/lockorder.sh runs it with the paths filled in.
+"""lockorder.py - what the lock-order graph of a watch gives and costs;
+bench/lockorder.sh runs it with the paths filled in.
 
 Part 1, time to the report: R runs per mode (all-stop, nonblocking), each
 on a fresh `fx_lockorder abba` (paths that take order_a then order_b and

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# lockorder.sh - the lock-order graph of a watch (issue 25): how soon it
-# reports a potential deadlock, and what it costs the target.
+# lockorder.sh - the lock-order graph of a watch: how soon it reports a
+# potential deadlock, and what it costs the target.
 #
 #   bench/lockorder.sh [-r RUNS] [-i INTERVAL] [-s SECONDS] [-R ROUNDS]
 #                      [-p PARTS] [-b BASE_TINSPECT]

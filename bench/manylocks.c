@@ -1,6 +1,7 @@
 /*
  * manylocks: a target that makes a watch remember many locks, for
- * bench/lockorder.sh's freeze measure (issue 25).
+ * bench/lockorder.sh's measure of what tracking their words adds to the
+ * freeze.
  *
  *   manylocks [LOCKS] [PAIRS] [spread]   (default 1000 mutexes, 100 pairs)
  *

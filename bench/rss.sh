@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # rss.sh - tinspect's peak memory (RSS) in every mode on one large process
-# (issue 27 item 6, issue 22): at most 64 MiB each, and flat over a watch.
+# (the memory goal of a capture and of watching): at most 64 MiB each, and
+# flat over a watch.
 #
 #   bench/rss.sh [-n N] [-r R] [-u UPDATES] [-i INTERVAL]
 #

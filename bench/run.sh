@@ -38,7 +38,7 @@
 #                      built with meson if missing)
 #   SHARED_BENCH=DIR   the harness (default REPO/../shared/bench)
 #   QUIET_MAX, QUIET_PCT are passed on to measure.sh.
-# Goals (issue 22): freeze / floor <= 1.10 (1.20 with --container) for
+# Goals (what a capture may cost): freeze / floor <= 1.10 (1.20 with --container) for
 # tinspect and every variant; at the largest goal N, tinspect's freeze <=
 # 0.70 x the single-tracer floor; wall / eu-stack <= 0.12 at N >= 1000
 # (<= 0.05 at N >= 10000); peak RSS <= 64 MiB.  Each is printed with
@@ -121,8 +121,9 @@ read -r -a _a <<<"$NS"; NS="${_a[*]}"
 read -r -a _a <<<"$COMPARE_NS"; COMPARE_NS="${_a[*]}"
 read -r -a _a <<<"$GOAL_NS"; GOAL_NS="${_a[*]}"
 
-# variants: NAME:ARGS[:REGEX] -> parallel arrays; the JSON output is a
-# goal of its own (issue 22), so it runs unless asked not to
+# variants: NAME:ARGS[:REGEX] -> parallel arrays; the JSON output has
+# goals of its own (a freeze and a wall time like the text's), so it runs
+# unless asked not to
 if ((RUN_JSON)); then
 	have_json=0
 	for v in "${VARIANTS[@]}"; do [[ ${v%%:*} == json ]] && have_json=1; done

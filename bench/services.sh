@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # services.sh - tinspect on real Debian programs, the way a new user would
-# try it (issue 9), with a summary line of the counts:
+# try it, with a summary line of the counts:
 #
 #   mariadb  MariaDB in a temporary datadir under mysqlslap load (200
 #            clients): 20 snapshots with no deadlock, no stall, no park,
@@ -16,7 +16,7 @@
 #            semaphore waits, with CPython's note.
 #
 #
-# and healthy services under load (issue 20), SNAPSHOTS snapshots each (a
+# and healthy services under load, SNAPSHOTS snapshots each (a
 # JSON document and a text report): every one exits 0 and its verdict is
 # "No deadlock found", the threads eu-stack lists are the ones tinspect
 # lists; servers listen on 127.0.0.1 only:
@@ -28,7 +28,7 @@
 #                  scraped in a loop: also Go recognised, with its version.
 #
 # Then, on MariaDB, memcached, db_bench and redis still under load, the
-# lock-order graph (issue 25): a watch of LOCKORDER_SECONDS (default 600;
+# lock-order graph: a watch of LOCKORDER_SECONDS (default 600;
 # 0: none) per mode of LOCKORDER_MODES (default "stop"; "stop
 # nonblocking" for both, nonblocking at --update-priority normal) at
 # --watch LOCKORDER_INTERVAL (default 1) with --lock-order: at least 10

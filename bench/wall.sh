@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # wall.sh - tinspect's wall time against eu-stack's, for the same report
 # (source lines and inlined frames: eu-stack -s -i), interleaved on the
-# same live target (issue 22).
+# same live target (the wall-time goal of a capture).
 #
 #   bench/wall.sh [-n "14 1000 10000"] [-r R] [-m]
 #
@@ -134,7 +134,7 @@ for l in "${labels[@]}"; do
 		"${res[$l,eu-stack]}" "${res[$l,cold]}"
 done
 echo
-echo "goals (wall / eu-stack -s -i, medians; issue 22):"
+echo "goals (wall / eu-stack -s -i, medians):"
 for l in "${labels[@]}"; do
 	g=$(goal_of "${res[$l,n]}")
 	for m in tinspect tinspect-json; do

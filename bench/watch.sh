@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # watch.sh - what `tinspect --watch` costs a busy process, all-stop against
-# --nonblocking, side by side in one run (issue 14).
+# --nonblocking, side by side in one run.
 #
 #   bench/watch.sh [-n "1000 10000"] [-s SECONDS] [-r R] [-w WORKERS] [-i INTERVAL]
 #                  [-m "stop nonblocking nb-normal"]
@@ -20,7 +20,7 @@
 # the target's throughput (units/s from its own counter) and its ratio to
 # the median of "none", and tinspect's peak RSS (GNU time, %M).  Then, per
 # N, the peak RSS of one-shot `tinspect --json PID >/dev/null` both ways.
-# At the end: the medians per N and mode, and the goals of issue 14 at the
+# At the end: the medians per N and mode, and the goals of watching at the
 # largest N (nonblocking costs under 1 % of throughput; peak RSS at most
 # 64 MiB).  Every process is started and killed by PID here.
 set -u

@@ -1,6 +1,7 @@
 /*
  * condwait.c: which condition variable a waiter sleeps on, from the
- * waiter's own cancellation cleanup record (issue 9).
+ * waiter's own cancellation cleanup record (what a busy condvar of a real
+ * service needed).
  *
  * A glibc 2.36 cond waiter sleeps on __g_signals[g], cond+40 or cond+44,
  * and the two readings of the futex word differ by 4 bytes: the words

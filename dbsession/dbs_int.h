@@ -232,8 +232,8 @@ struct dbs_session {
 struct tdb_result {
 	td_err_e err;
 	const char *step;
-	/* what is used of td_thrinfo_t (384 bytes, per thread: issue 14's
-	 * memory budget), under its own names */
+	/* what is used of td_thrinfo_t (384 bytes, per thread: a watch of
+	 * 10 000 threads keeps to a memory budget), under its own names */
 	struct {
 		__typeof__(((td_thrinfo_t *)0)->ti_tid) ti_tid;
 		__typeof__(((td_thrinfo_t *)0)->ti_lid) ti_lid;
@@ -418,8 +418,8 @@ struct dbs_lock_input {
 	/* The layouts verified for the target's glibc (the row of
 	 * glibc_locks.c's table for it); NULL: glibc 2.36's, unless
 	 * glibc_unverified says why there is none: then no lock word is
-	 * decoded, and no wait is matched to a pthread object (issue 13:
-	 * never another version's layout). */
+	 * decoded, and no wait is matched to a pthread object (never another
+	 * version's layout). */
 	const struct dbs_glibc_locks *glibc;
 	const char *glibc_unverified;
 	/* With glibc_unverified: each lock's note (NULL: that its glibc's

@@ -5,7 +5,7 @@
  * retried on EINTR (find-debuginfo.c try_open, dwfl_report_elf,
  * linux-proc-maps.c): a stripped program whose .gnu_debuglink names a FIFO
  * beside it or in .debug/ made tinspect block for ever after the resume,
- * deaf to every signal but SIGKILL (issue 10).  These callbacks open
+ * deaf to every signal but SIGKILL (a hostile target).  These callbacks open
  * files only through psvc_open_regular (regular files, never blocking),
  * search the places libdwfl's standard search does (elfutils 0.188
  * find-debuginfo.c: by build-id under /usr/lib/debug/.build-id, then the

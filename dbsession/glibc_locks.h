@@ -8,8 +8,8 @@
  * The table (glibc_locks.c) is the one source of these facts: one row per
  * glibc version it was verified for (2.31, 2.36, 2.41: docs/GLIBC.md §5)
  * and architecture, chosen by dbs_glibc_locks_for().  A version that is
- * not in it gets no row at all: its lock words are not decoded (issue 13:
- * never another version's layout).  glibc_versions.c tells the version.
+ * not in it gets no row at all: its lock words are not decoded (never
+ * another version's layout).  glibc_versions.c tells the version.
  */
 #ifndef TINSPECT_GLIBC_LOCKS_H
 #define TINSPECT_GLIBC_LOCKS_H

@@ -1,6 +1,6 @@
 /*
  * locks.c: what each blocked thread waits on, the state of those locks, and
- * the wait-for graph (issue 4).  glibc's libthread_db has no lock API
+ * the wait-for graph.  glibc's libthread_db has no lock API
  * (docs/GLIBC.md §7): everything comes from the stopped registers (the
  * futex call), /proc (wchan), the lock words read during the stop
  * (lock_prefetch.c), ELF symbols and the calling frames' names.  This file

@@ -1,6 +1,5 @@
 /*
- * nonblock.c: updates that hold nothing (issue 14, "watching without
- * stopping").
+ * nonblock.c: updates that hold nothing: watching without stopping.
  *
  * A nonblocking capture (proc_service's live_observe.c) stops and attaches
  * to no thread: a thread blocked in the kernel is observed through

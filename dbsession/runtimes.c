@@ -1,10 +1,10 @@
 /*
- * runtimes.c: language runtimes whose locks are not pthread objects
- * (issue 9).  tinspect decodes glibc's mutexes, rwlocks, condvars,
- * semaphores, barriers and joins; a JVM's monitors, a Go program's
- * sync.Mutex or CPython's threading.Lock are built differently (or on
- * top of owner-less primitives), so where such a runtime is loaded the
- * report says what stays invisible and which tool shows it, instead of
+ * runtimes.c: language runtimes whose locks are not pthread objects (JVMs,
+ * Go, CPython, as real services showed).  tinspect decodes glibc's mutexes,
+ * rwlocks, condvars, semaphores, barriers and joins; a JVM's monitors, a Go
+ * program's sync.Mutex or CPython's threading.Lock are built differently
+ * (or on top of owner-less primitives), so where such a runtime is loaded
+ * the report says what stays invisible and which tool shows it, instead of
  * letting "no deadlock found" read as a clean bill of health.
  *
  * Detection uses only what the module map and the symbol tables show

@@ -1,9 +1,11 @@
 /*
  * session.c: init / update / destroy.  One update is the data flow of
- * DESIGN.md: list tasks and read their /proc facts while the target runs;
- * stop everything; gather registers and libthread_db's view through the
- * per-stop page cache (prefetched in batches); resume; then analyse and
- * build the snapshot from the copies.  Only step 3 is frozen time.
+ * docs/ARCHITECTURE.md ("One snapshot"): list tasks and read their /proc
+ * facts while the target runs; stop everything; gather registers and
+ * libthread_db's view through the per-stop page cache (prefetched in
+ * batches); resume; then analyse and build the snapshot from the
+ * copies.  Only what lies between the stop and the resume is frozen
+ * time.
  */
 #include "dbs_int.h"
 #include "glibc_versions.h"
@@ -132,7 +134,7 @@ static void ta_setup(struct dbs_session *s)
 	 * a 2.31 target (nptl_version in libpthread.so.0) gets
 	 * TD_NOLIBTHREAD although it has a thread library.  Only a library
 	 * of the target's own glibc may say "no thread library"; another's
-	 * answer is a mismatch (issue 13). */
+	 * answer is a mismatch (a container of another distribution). */
 	if (e == TD_NOLIBTHREAD && dbs_tdb_serves_other_glibc(s))
 		e = TD_VERSION;
 	if (e == TD_VERSION || e == TD_NOLIBTHREAD) {

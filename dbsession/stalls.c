@@ -1,6 +1,6 @@
 /*
  * stalls.c: chains of threads stuck behind a lock holder that cannot move
- * on by itself (issue 9).  A stall is reported only where one snapshot
+ * on by itself.  A stall is reported only where one snapshot
  * proves it, so that a healthy JVM, database or Python server shows none:
  *
  *   T1 waits for an owned lock L1 (a mutex, an rwlock held by a writer,

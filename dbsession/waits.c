@@ -1,6 +1,6 @@
 /*
  * waits.c: how long each thread has been in its wait, across the updates
- * of one session (issue 14).  A snapshot is one instant; a thread blocked
+ * of one session.  A snapshot is one instant; a thread blocked
  * on a mutex in one update and again in the next may have waited the
  * whole time, or may have taken the lock, worked, and come back.  The
  * session remembers, per thread, what it waited on at the last update,

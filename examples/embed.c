@@ -60,10 +60,10 @@ int main(int argc, char **argv)
 	install(SIGINT, on_stop);
 	install(SIGTERM, on_stop);
 
-	struct tinspect_options opts = TINSPECT_OPTIONS_INIT;
-	opts.wake_signal = SIGALRM;
-	opts.cancel = &cancelled;
-	opts.flags = TINSPECT_OPT_NO_STACKS;	/* the cycles need no stacks */
+	TINSPECT_OPTIONS(opts,
+		.wake_signal = SIGALRM,
+		.cancel = &cancelled,
+		.flags = TINSPECT_OPT_NO_STACKS);	/* the cycles need no stacks */
 
 	tinspect_session *s = NULL;
 	tinspect_snapshot *snap = NULL;

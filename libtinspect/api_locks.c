@@ -6,7 +6,9 @@
 
 #include <errno.h>
 
-_Static_assert(TINSPECT_LOCK_JOIN == (int)DBS_LOCK_JOIN, "lock kind");
+/* the kinds are dbsession's, the last one last */
+_Static_assert(TINSPECT_LOCK_JOIN == (int)DBS_LOCK_JOIN &&
+	       TINSPECT_LOCK_KIND_COUNT == DBS_LOCK_JOIN + 1, "lock kind");
 _Static_assert(TINSPECT_MODE_WRITE == (int)DBS_MODE_WRITE, "wait mode");
 _Static_assert(TINSPECT_OWNER_UNKNOWN == (int)DBS_OWNER_UNKNOWN, "owner state");
 _Static_assert(TINSPECT_STALL_STOPPED == (int)DBS_STALL_STOPPED, "stall end");

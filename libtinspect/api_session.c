@@ -10,8 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-
 /* The public enums are dbsession's values: a snapshot's fields are handed
  * out as they are. */
 _Static_assert(TINSPECT_TLS_BOOL == (int)DBS_TLS_BOOL &&
@@ -344,7 +342,7 @@ const char *tinspect_strerror(int err)
 
 const char *tinspect_version(void)
 {
-	return TINSPECT_VERSION;
+	return TINSPECT_VERSION_STRING;
 }
 
 const char *tinspect_host_arch(void)

@@ -193,6 +193,7 @@ const char *tinspect_progress_name(enum tinspect_progress progress)
 	case TINSPECT_PROGRESS_DISK: return dbs_progress_name(DBS_PROGRESS_DISK);
 	case TINSPECT_PROGRESS_STOPPED: return dbs_progress_name(DBS_PROGRESS_STOPPED);
 	case TINSPECT_PROGRESS_INSIDE: return dbs_progress_name(DBS_PROGRESS_INSIDE);
+	case TINSPECT_PROGRESS_COUNT: break;
 	}
 	return "unknown";
 }

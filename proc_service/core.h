@@ -1,6 +1,6 @@
 /*
  * core (psvc_core_*): reading an ELF core file, for the core-file backend
- * of proc_service (issue 12).  Nothing here knows about ptrace or /proc.
+ * of proc_service (tinspect --core).  Nothing here knows about ptrace or /proc.
  *
  * What is read from where
  *   - ELF header and program headers (libelf, PN_XNUM extended numbering

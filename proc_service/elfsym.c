@@ -263,7 +263,7 @@ struct psvc_elf *psvc_elfsym_open_fd(int fd, int *ret_err)
 	e->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	/* libelf has the file mapped: it needs no descriptor (FDREAD reads
 	 * in whatever is not), and a process with thousands of libraries
-	 * must not cost thousands of them (issue 10) */
+	 * must not cost thousands of them (a hostile target could) */
 	if (e->elf && elf_cntl(e->elf, ELF_C_FDREAD) != 0) {
 		elf_end(e->elf);
 		e->elf = NULL;

@@ -7,7 +7,7 @@
  * copied out of a buffer with it.  A value that fails its check makes its
  * datum unknown, with a reason that names the descriptor and the value:
  * the target may be corrupt or hostile, and tinspect must neither crash
- * nor guess (issue 10: a 32-bit "offset + 8 > size" wrapped at offset
+ * nor guess (a 32-bit "offset + 8 > size" once wrapped at offset
  * 0xfffffff8 and read 4 GiB past a table).
  *
  * libthread_db's descriptors are uint32 {size in bits, count, offset}

@@ -5,10 +5,10 @@
  * a synthetic image in the tests and the fuzzer), a loop or a foreign
  * entry is caught by its l_prev link (the first entry's must be 0, every
  * other's the entry before it, so no entry can be met twice).  A
- * well-formed chain of 25000 copies of libc's entry once cost 9 GB and
- * every file descriptor (issue 10): an entry whose dynamic section (l_ld)
- * an earlier entry already has is the same object again and is skipped
- * without a second look, the distinct entries are bounded by what
+ * well-formed chain of 25000 copies of libc's entry (a hostile target) once
+ * cost 9 GB and every file descriptor: an entry whose dynamic section
+ * (l_ld) an earlier entry already has is the same object again and is
+ * skipped without a second look, the distinct entries are bounded by what
  * /proc/PID/maps can justify, and the walk itself by a hard cap.
  */
 #include "psvc_int.h"

@@ -2,8 +2,8 @@
  * live_stop.c: stopping every task of a live process together and letting
  * them go (the live backend's stop and resume).
  *
- * The sequence follows elfutils' linux-pid-attach.c and strace, with the
- * measured constraints of DESIGN.md: PTRACE_SEIZE + PTRACE_INTERRUPT (never
+ * The sequence follows elfutils' linux-pid-attach.c and strace, with these
+ * measured constraints: PTRACE_SEIZE + PTRACE_INTERRUPT (never
  * PTRACE_ATTACH, whose SIGSTOP makes attaching O(N^2) and leaves a stopped
  * process behind if we die), and waitpid(tid, __WALL) per task (never
  * waitpid(-1), O(N) per call in the kernel).  Because nothing is queued to

@@ -6,8 +6,8 @@
  * reads, lock words): one block answers many reads.  It is wasteful for
  * what is copied in bulk: a thread's stack is used from sp up, sp falls
  * anywhere in its page, and keeping that whole page for each of 10 000
- * threads costs tens of MiB for nothing (issue 14: 141 MiB peak at 10 000
- * threads).  So bulk copies are kept here byte-exact:
+ * threads costs tens of MiB for nothing (a watch of 10 000 threads peaked
+ * at 141 MiB).  So bulk copies are kept here byte-exact:
  *
  *   kept runs     live until psvc_release_capture(): stacks, and the few
  *                 descriptor words the analysis after the resume reads;
@@ -571,12 +571,12 @@ uint64_t psvc_runs_bytes(const struct psvc_target *t)
 
 /*
  * The session unwinds the stacks in the order it copied them, and needs
- * each one once (issue 14: "free each thread's stack copy as soon as it is
- * unwound"): after the run at addr has been used, it and every kept run
- * copied before it are given up, and the arena pages they filled alone go
- * back to the system (MADV_DONTNEED: the peak RSS then holds the stacks
- * not unwound yet, not all of them).  What the analysis after that still
- * needs of them was retained first (psvc_frozen_retain).
+ * each one once (a watch's memory budget: each thread's stack copy is freed
+ * as soon as it is unwound): after the run at addr has been used, it and
+ * every kept run copied before it are given up, and the arena pages they
+ * filled alone go back to the system (MADV_DONTNEED: the peak RSS then
+ * holds the stacks not unwound yet, not all of them).  What the analysis
+ * after that still needs of them was retained first (psvc_frozen_retain).
  */
 void psvc_frozen_done(struct psvc_target *t, uint64_t addr)
 {

@@ -5,7 +5,7 @@
  * /proc/PID/maps; modules only the maps know (the vDSO, a static
  * executable, everything when r_debug is unusable) are added from there.
  * Their ELF files are opened by modfiles.c, their symbols looked up by
- * symbols.c.
+ * symbols.c; modmap.c answers what the map holds.
  *
  * The map is rebuilt only when the file-backed mappings change; symbol
  * tables of modules that stay are carried over (the generation number says
@@ -579,46 +579,6 @@ int psvc_modules_load(struct psvc_target *t)
 	t->mod_fingerprint = fp;
 	t->mod_generation++;
 	return 0;
-}
-
-enum psvc_modmap_source psvc_modmap_source(const struct psvc_target *t)
-{
-	return t->modmap_source;
-}
-
-const char *psvc_modmap_note(const struct psvc_target *t)
-{
-	return t->modmap_note;
-}
-
-uint64_t psvc_modules_generation(const struct psvc_target *t)
-{
-	return t->mod_generation;
-}
-
-size_t psvc_nmodules(const struct psvc_target *t)
-{
-	return t->nmods;
-}
-
-struct psvc_module *psvc_module_at(struct psvc_target *t, size_t i)
-{
-	return i < t->nmods ? &t->mods[i] : NULL;
-}
-
-struct psvc_module *psvc_module_for_addr(struct psvc_target *t, uint64_t addr)
-{
-	size_t lo = 0, hi = t->nmods;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (addr < t->mods[mid].start)
-			hi = mid;
-		else if (addr >= t->mods[mid].end)
-			lo = mid + 1;
-		else
-			return &t->mods[mid];
-	}
-	return NULL;
 }
 
 /* ---- mappings ------------------------------------------------------------------ */

@@ -4,13 +4,13 @@
  * user can write to) without letting that file block or act on tinspect.
  *
  * A FIFO named by a stripped program's debuglink made tinspect block for
- * ever in open() (libdwfl's own search retries open() on EINTR, so no
- * signal ended it), and opening a device can have side effects (a tape
- * rewinds, a watchdog arms).  So the name is first opened O_PATH, which
- * opens nothing, and only a regular file is then opened for reading,
+ * ever in open() (a hostile target; libdwfl's own search retries open() on
+ * EINTR, so no signal ended it), and opening a device can have side effects
+ * (a tape rewinds, a watchdog arms).  So the name is first opened O_PATH,
+ * which opens nothing, and only a regular file is then opened for reading,
  * through /proc/self/fd: the very inode that was checked, even if the name
- * is re-pointed meanwhile.  O_NONBLOCK and O_NOCTTY are belts and braces
- * for the fallback when /proc/self is not there.
+ * is re-pointed meanwhile.  O_NONBLOCK and O_NOCTTY are belts and braces for
+ * the fallback when /proc/self is not there.
  *
  * "Regular" is not enough: /proc/kmsg is a regular file to stat(), and
  * reading it consumes the kernel's log (syslog's destructive read: a

@@ -72,8 +72,7 @@ int main(int argc, char **argv)
 		return fail("init of pid -1: not -ESRCH, or *ret was set");
 	p_tinspect_session_destroy(s);
 
-	struct tinspect_options opts = TINSPECT_OPTIONS_INIT;
-	opts.flags = TINSPECT_OPT_NO_STACKS;
+	TINSPECT_OPTIONS(opts, .flags = TINSPECT_OPT_NO_STACKS);
 	tinspect_snapshot *snap = NULL;
 	int err = p_tinspect_session_init(pid, &opts, &s);
 	if (!err)

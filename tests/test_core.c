@@ -1,5 +1,5 @@
 /*
- * test_core: tinspect --core on real cores (issue 12).  Every lock fixture
+ * test_core: tinspect --core on real cores.  Every lock fixture
  * of the live lock suite is inspected live, then dumped by gcore and by the
  * kernel (SIGABRT, core_pattern pointed at this test's directory for the
  * dump, corepattern.c), and `tinspect --core` must find the same deadlock

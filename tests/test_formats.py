@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""test_formats.py: the files tinspect writes for other tools (issue 15),
+"""test_formats.py: the files tinspect writes for other tools,
 each made from a real fixture and read by a real consumer of its format:
 
   --prometheus  served by node_exporter's textfile collector (Debian's

@@ -1,6 +1,6 @@
 /*
  * test_hostile: targets that damage, at run time, what tinspect reads in
- * them (issue 10): libthread_db's descriptors in libc (huge, negative,
+ * them: libthread_db's descriptors in libc (huge, negative,
  * wrapping values, every _thread_db_sizeof_*), the link_map chain
  * (thousands of copies of an entry, a loop, garbage), a live thread's
  * struct pthread (tid, specific[], list links), a mutex's words while a
@@ -242,7 +242,8 @@ Test(hostile, absurd_descriptors_refuse_libthread_db)
 
 Test(hostile, key_descriptor_past_its_struct_leaves_keys_unknown)
 {
-	/* the crash of issue 10: offset 0xfffffff8 wrapped a 32-bit check */
+	/* a crash this target once caused: offset 0xfffffff8 wrapped a
+	 * 32-bit check */
 	const char *args[] = { "desc", "pthread_key_struct_seq", "2", "0xfffffff8",
 			       NULL };
 	start_hostile(args);

@@ -1,6 +1,6 @@
 /*
  * test_inputs: what the user hands tinspect and what it finds instead of a
- * process (issue 10): option values that are no numbers, PIDs with blanks
+ * process: option values that are no numbers, PIDs with blanks
  * or signs, a kernel thread and a non-dumpable process seen by a user
  * without privileges, a zombie; and output for line-oriented readers (no
  * raw U+2028/U+2029 inside JSON strings).  The real tinspect on real

@@ -78,7 +78,7 @@ files_present() {
 	local f missing=0
 	for f in "$root/bin/tinspect" "$so" "$libdir/libtinspect.so" \
 		"$libdir/libtinspect.a" "$root/include/tinspect/tinspect.h" \
-		"$root/include/tinspect/types.h" "$root/include/tinspect/session.h" \
+		"$root/include/tinspect/version.h" "$root/include/tinspect/types.h" "$root/include/tinspect/session.h" \
 		"$root/include/tinspect/snapshot.h" "$root/include/tinspect/thread.h" \
 		"$root/include/tinspect/locks.h" "$root/share/man/man1/tinspect.1" \
 		"$root/share/man/man3/tinspect.3" "$root/share/man/man3/tinspect_session.3" \
@@ -99,15 +99,20 @@ check "the installed tinspect runs without LD_LIBRARY_PATH" \
 	env -u LD_LIBRARY_PATH "$root/bin/tinspect" --version
 
 # ---- exported symbols -------------------------------------------------------------
+# nm -D of the library without the symbol versions (name@@TINSPECT_0.1)
+# and without the version nodes themselves (absolute symbols, "A")
+so_exports() {
+	nm -D --defined-only "$so" | awk '$(NF - 1) != "A" { sub(/@.*/, "", $NF); print }'
+}
 exports_public_only() {
 	local bad
-	bad=$(nm -D --defined-only "$so" | awk '{print $NF}' |
+	bad=$(so_exports | awk '{print $NF}' |
 		grep -v '^tinspect_' | grep -vxF -f <(tr -s ' \n' '\n' <<<"$ps_callbacks"))
 	[[ -z $bad ]] || { echo "exported beyond the public API: $bad"; return 1; }
 	# nm's output in a variable, not piped into grep -q: under pipefail
 	# grep -q's early exit gives nm SIGPIPE and the pipeline fails
 	local s dyn
-	dyn=$(nm -D --defined-only "$so")
+	dyn=$(so_exports)
 	for s in $ps_callbacks; do
 		grep -q " T $s\$" <<<"$dyn" || { echo "$s not exported"; return 1; }
 	done
@@ -115,6 +120,18 @@ exports_public_only() {
 		{ echo "too few tinspect_ functions"; return 1; }
 }
 check "nm -D of libtinspect.so: only tinspect_* and the ps_* callbacks" exports_public_only
+
+# Every exported function has the symbol version of a named release node
+# (libtinspect.map), none is unversioned.
+exports_versioned() {
+	local bad
+	bad=$(objdump -T "$so" | awk '$2 == "g" && $4 != "*UND*" && $NF ~ /^(tinspect_|ps_)/ &&
+		$(NF - 1) !~ /^TINSPECT_[0-9]+\.[0-9]+$/ { print $(NF - 1), $NF }')
+	[[ -z $bad ]] || { echo "not in a TINSPECT_x.y node: $bad"; return 1; }
+	[[ $(objdump -T "$so" | grep -c ' TINSPECT_0\.1 *tinspect_') -gt 100 ]] ||
+		{ echo "too few tinspect_ functions in TINSPECT_0.1"; return 1; }
+}
+check "objdump -T of libtinspect.so: every export has a TINSPECT_x.y symbol version" exports_versioned
 
 archive_public_only() {
 	local bad
@@ -136,7 +153,7 @@ every_function_documented() {
 	local f missing="" names headers
 	names=$(man3_names) || return 1
 	headers=$(cat "$root"/include/tinspect/*.h) || return 1
-	for f in $(nm -D --defined-only "$so" | awk '$NF ~ /^tinspect_/ {print $NF}'); do
+	for f in $(so_exports | awk '$NF ~ /^tinspect_/ {print $NF}'); do
 		grep -qw -- "$f" <<<"$names" || missing+=" $f"
 		grep -qw -- "$f" <<<"$headers" || missing+=" $f(header)"
 	done
@@ -171,7 +188,7 @@ mkdir -p "$work/app"
 cd "$work/app" || exit 1
 export PKG_CONFIG_PATH=$libdir/pkgconfig PKG_CONFIG_SYSROOT_DIR=$dest
 cflags=$(pkg-config --cflags tinspect) || not_ok "pkg-config --cflags tinspect"
-for h in tinspect types session snapshot thread locks; do
+for h in tinspect version types session snapshot thread locks; do
 	echo "#include <tinspect/$h.h>" >"h_$h.c"
 	cp "h_$h.c" "h_$h.cc"
 	check "<tinspect/$h.h> alone: cc -std=c99 -Wall -Wextra -pedantic -Werror" \

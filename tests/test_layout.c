@@ -206,7 +206,8 @@ Test(layout, fields_past_their_struct)
 	struct psvc_field_rule r = { "struct key", 16, 64, 1, 1 };
 	struct psvc_field f = { 1, 2, 3 };
 	char why[256];
-	/* the crash of issue 10: 0xfffffff8 + 8 wrapped a 32-bit check */
+	/* a crash a hostile target once caused: 0xfffffff8 + 8 wrapped a
+	 * 32-bit check */
 	struct psvc_desc d = { 64, 1, 0xfffffff8u };
 	cr_assert_eq(psvc_field_check("seq", &d, &r, &f, why, sizeof why), -ERANGE);
 	cr_assert(strstr(why, "offset 0xfffffff8") && strstr(why, "struct key"), "%s", why);

@@ -1,5 +1,5 @@
 /*
- * test_lockdecode: the lock analysis without a process (issue 4).  Lock
+ * test_lockdecode: the lock analysis without a process.  Lock
  * words captured from the fx_lock_* fixtures (tests/data/x86_64-*.words)
  * through the decoders, and synthetic snapshots - threads stopped in
  * futex(2), target memory, symbols, frame names - through the whole

@@ -1,6 +1,7 @@
 /*
- * test_lockgraph: the lock-order graph as pure data (agent/lockgraph.c)
- * and its file (agent/lockgraph_file.c), on observations made up here.
+ * test_lockgraph: the lock-order graph as pure data
+ * (agent/lockorder/lockgraph.c) and its file
+ * (agent/lockorder/lockgraph_file.c), on observations made up here.
  *
  *  - one thread's orders never make an inversion; two threads' do, once,
  *    rotated to its smallest lock; a three-lock ring; a ring that becomes

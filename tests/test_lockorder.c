@@ -1,6 +1,6 @@
 /*
- * test_lockorder: lock order learned by watching (issue 25).  The real
- * tinspect watches fx_lockorder, whose paths take locks in orders that can
+ * test_lockorder: lock order learned by watching.  The real tinspect
+ * watches fx_lockorder, whose paths take locks in orders that can
  * deadlock while their timing keeps them apart (so they never do), and
  * must report the potential deadlock as soon as both orders were seen:
  *

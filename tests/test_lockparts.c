@@ -76,7 +76,7 @@ Test(lockparts, table_rows_for_glibc_2_36)
 	}
 }
 
-/* One table keyed by glibc version (issue 13): 2.31 as 2.36, 2.41 without
+/* One table keyed by glibc version: 2.31 as 2.36, 2.41 without
  * __g_refs, anything else no row and a reason. */
 Test(lockparts, table_rows_by_glibc_version)
 {

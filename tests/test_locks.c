@@ -1,5 +1,5 @@
 /*
- * test_locks: the real tinspect on the lock fixtures (issue 4).  Each
+ * test_locks: the real tinspect on the lock fixtures.  Each
  * fx_lock_* program reports what it planted (fixtures/fx_lock.h: locks
  * with their address, kind and symbol, owners, waiters, the cycle or stall
  * it expects); the tests compare that with blocked_on, locks[],

@@ -1,5 +1,5 @@
 /*
- * test_nonblocking: --nonblocking and --nonblocking=strict (issue 14).
+ * test_nonblocking: --nonblocking and --nonblocking=strict.
  * The real tinspect on real fixtures: while it watches a 3000-thread
  * process, a thread of the test samples every task's State and TracerPid
  * in /proc and must never see a ptrace stop nor a tracer; a planted ABBA

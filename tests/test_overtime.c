@@ -1,5 +1,5 @@
 /*
- * test_overtime: what lasts across updates (issue 14).  fx_overtime is
+ * test_overtime: what lasts across the updates of a watch.  fx_overtime is
  * watched while it changes on command: a thread blocks on a mutex whose
  * owner sleeps, and is let go later (thread_hung, lock_held, then
  * thread_recovered, lock_released, with the durations the fixture's own

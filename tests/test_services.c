@@ -1,5 +1,5 @@
 /*
- * test_services: what real services showed (issue 9), each defect planted
+ * test_services: what real services showed, each defect planted
  * by a fixture: a lock in the anonymous tail of .bss, zero-word futex
  * waits that are not parks, a busy condvar, a semaphore ABBA, lock holders
  * that are and are not stalled, generated code on the stack, runtimes

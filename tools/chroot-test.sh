@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # chroot-test.sh - the test suite run from inside a fresh Debian 12 root, as
-# Debian's package builders and many CI systems run it (issue 13, item 4).
+# Debian's package builders and many CI systems run it.
 #
 #   tools/chroot-test.sh           tools/setup.sh test inside the chroot
 #   tools/chroot-test.sh --quick   tools/setup.sh build, then meson test

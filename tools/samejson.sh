@@ -6,9 +6,10 @@
 # carry timings, so the two binaries are run back to back on the SAME live
 # fixture process, and only the fields that measure time are removed before
 # the documents are compared byte for byte: captured_at, capture.freeze_us,
-# capture.duration_us, capture.timings, every thread's cpu times and the
+# capture.duration_us, capture.timings, every thread's cpu times, the
 # CPU it last ran on (sched.processor: the scheduler moves it between two
-# runs).  A warm-up capture comes first: the first ptrace stop of a timed
+# runs) and the clock time its wait was first seen (waiting_since: in a
+# one-shot capture, the capture's own time).  A warm-up capture comes first: the first ptrace stop of a timed
 # futex wait turns it into restart_syscall, and both binaries must see the
 # same state.  Everything else - thread
 # identities, registers, stacks, locks, deadlocks, TLS values, keys,
@@ -58,6 +59,7 @@ for k in ("freeze_us", "duration_us", "timings"):
     cap.pop(k, None)
 for th in doc.get("threads") or []:
     th.pop("cpu", None)
+    th.pop("waiting_since", None)
     (th.get("sched") or {}).pop("processor", None)
 json.dump(doc, sys.stdout, indent=1, sort_keys=True)
 print()

@@ -47,7 +47,7 @@ PACKAGES=(
 	libdebuginfod1
 	# the fuzzers (clang's libFuzzer runtime) and memcheck
 	clang libclang-rt-14-dev valgrind
-	# core files (issue 12): compressed cores as systemd-coredump writes
+	# core files (tinspect --core): compressed cores as systemd-coredump writes
 	# them; gcore, and the tools that compress the test cores
 	libzstd-dev liblzma-dev liblz4-dev gdb zstd xz-utils lz4 time
 	# the containers suite's Debian 11/12/13 roots (tools/roots.sh);
@@ -58,7 +58,7 @@ PACKAGES=(
 	# rendered; libdw's pkg-config --static names -lbz2 (and -llzma,
 	# -lz: above and below)
 	groff-base libbz2-dev
-	# --pprof (issue 15): profile.proto compiled by protoc-c, packed by
+	# --pprof: profile.proto compiled by protoc-c, packed by
 	# libprotobuf-c, gzip'ed by zlib; and the consumers the formats suite
 	# reads the files with: node_exporter's textfile collector, Python's
 	# prometheus_client parser, go tool pprof; the go suite's Go fixtures
@@ -69,9 +69,9 @@ PACKAGES=(
 	musl-tools
 )
 
-# The real services bench/services.sh inspects (issue 9).  MariaDB and a
+# The real services bench/services.sh inspects.  MariaDB and a
 # JDK are hundreds of megabytes: installed only when asked for.  And the
-# healthy services under load (issue 20): memcached under memaslap,
+# healthy services under load: memcached under memaslap,
 # rocksdb's db_bench, redis under redis-benchmark, node_exporter (ss, of
 # iproute2, finds free ports).  Their packages' own services are not
 # started on installation (services_install).

@@ -1,5 +1,5 @@
 // Threads: a JVM with many threads in the states a Java service has, for
-// bench/services.sh (issue 9).  Compiled with javac at run time; nothing
+// bench/services.sh.  Compiled with javac at run time; nothing
 // here is part of tinspect.
 //
 //   java -cp DIR Threads [N]     N worker threads (default 500)

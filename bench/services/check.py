@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """check.py: what bench/services.sh asserts about tinspect's JSON on real
-services (issue 9).  Each subcommand reads the documents the script saved,
+services.  Each subcommand reads the documents the script saved,
 validates every one against the snapshot schema, prints one result line
 starting with "RESULT <service>:" and exits non-zero if a check failed.
 
@@ -13,7 +13,7 @@ starting with "RESULT <service>:" and exits non-zero if a check failed.
       around-1.json and around-2.json; with "go", the Go runtime and its
       version must be recognised.
   check.py lockorder SERVICE MODE SCHEMA STREAM.ndjson GRAPH.json SECONDS
-      a watch of SECONDS with --lock-order GRAPH.json (issue 25): every
+      a watch of SECONDS with --lock-order GRAPH.json: every
       line valid (tinspect-stream.schema.json), no lock_order_inversion
       event, no inversion in any summary line nor in the saved graph
       (tinspect-lockorder.schema.json); what the graph learned, and the

@@ -1,5 +1,5 @@
-# pyservice.py: a CPython process in the states bench/services.sh checks
-# (issue 9).  Run with Debian's /usr/bin/python3; nothing here is part of
+# pyservice.py: a CPython process in the states bench/services.sh checks.
+# Run with Debian's /usr/bin/python3; nothing here is part of
 # tinspect.
 #
 #  - "lockwait-N" threads wait on a held threading.Lock (a semaphore inside

@@ -18,6 +18,7 @@
 #define TINSPECT_SESSION_H
 
 #include <signal.h>
+#include <string.h>	/* memset(), for TINSPECT_OPTIONS() */
 
 #include <tinspect/types.h>
 
@@ -90,14 +91,14 @@ enum tinspect_option_flags {
 };
 
 /*
- * What a session does.  Initialise with TINSPECT_OPTIONS_INIT (or set
- * `size` to sizeof(struct tinspect_options) and zero the rest): zero is
- * the default of every member.  `size` lets later versions of the library
- * add members at the end without breaking programs built against this
- * one.  tinspect_session_init() copies what it needs (the tls requests and
- * their names too): the structure may be freed after it returns, except
- * what `cancel` and `holding` point to, which must live as long as the
- * session.
+ * What a session does.  Declare it with TINSPECT_OPTIONS() (below), or
+ * memset() it to zero and set `size` to sizeof(struct tinspect_options):
+ * zero is the default of every member.  `size` lets later versions of the
+ * library add members at the end without breaking programs built against
+ * this one.  tinspect_session_init() copies what it needs (the tls
+ * requests and their names too): the structure may be freed after it
+ * returns, except what `cancel` and `holding` point to, which must live
+ * as long as the session.
  */
 struct tinspect_options {
 	size_t size;		/* sizeof(struct tinspect_options) */
@@ -144,6 +145,25 @@ struct tinspect_options {
 	 * tinspect program passes $TINSPECT_THREAD_DB_SAFE_PATH.  NULL: none. */
 	const char *thread_db_safe_path;
 };
+
+/*
+ * Declare options NAME with every byte zero, padding included, then
+ * `size` and the members given set (libbpf's LIBBPF_OPTS):
+ *     TINSPECT_OPTIONS(opts, .flags = TINSPECT_OPT_KEYS, .max_frames = 64);
+ * Zero padding matters to a library older than the program: the bytes
+ * beyond the members it knows must be zero, and a newer member's padding
+ * lies among them.  A GNU C statement expression (GCC, Clang).
+ */
+#define TINSPECT_OPTIONS(NAME, ...)						\
+	struct tinspect_options NAME = ({					\
+		memset(&NAME, 0, sizeof(struct tinspect_options));		\
+		(struct tinspect_options){					\
+			.size = sizeof(struct tinspect_options),		\
+			__VA_ARGS__						\
+		};								\
+	})
+/* The older form, an initializer: the members are zero, padding is left
+ * to the compiler.  Prefer TINSPECT_OPTIONS(). */
 #define TINSPECT_OPTIONS_INIT { .size = sizeof(struct tinspect_options) }
 
 /*
@@ -332,7 +352,7 @@ int tinspect_diagnose_eperm(pid_t pid, struct tinspect_eperm_diag *ret,
 int tinspect_process_status(pid_t pid, char *ret_state, pid_t *ret_ppid,
 			    bool *ret_kernel_thread);
 
-/* ---- errors and versions ------------------------------------------------ */
+/* ---- errors and the architecture ---------------------------------------- */
 
 /*
  * The text of an error this library returned (a negative errno; a
@@ -342,8 +362,6 @@ int tinspect_process_status(pid_t pid, char *ret_state, pid_t *ret_ppid,
  */
 const char *tinspect_strerror(int err);
 
-/* The library's version ("0.1.0"). */
-const char *tinspect_version(void);
 /* The architecture this library inspects ("x86_64", "aarch64"). */
 const char *tinspect_host_arch(void);
 

@@ -280,6 +280,9 @@ enum tinspect_progress {
 	 * private futex wait: mutex, condvar, semaphore, barrier, unknown
 	 * futex; a join), or a PI waiter glibc parked for ever */
 	TINSPECT_PROGRESS_INSIDE,
+	/* Not a class: how many there are (an array indexed by class has
+	 * this many entries; a later version may add classes before it). */
+	TINSPECT_PROGRESS_COUNT,
 };
 enum tinspect_progress tinspect_thread_progress(const tinspect_thread *th);
 /* "unknown", "running", "timed", "outside", "disk", "stopped", "inside". */

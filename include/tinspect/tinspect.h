@@ -101,6 +101,7 @@
 #ifndef TINSPECT_TINSPECT_H
 #define TINSPECT_TINSPECT_H
 
+#include <tinspect/version.h>
 #include <tinspect/types.h>
 #include <tinspect/session.h>
 #include <tinspect/snapshot.h>

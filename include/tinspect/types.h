@@ -101,6 +101,9 @@ enum tinspect_lock_kind {
 	TINSPECT_LOCK_BARRIER,
 	TINSPECT_LOCK_JOIN,		/* pthread_join(): the object is the
 					 * thread being joined */
+	/* Not a kind: how many there are (an array indexed by kind has
+	 * this many entries; a later version may add kinds before it). */
+	TINSPECT_LOCK_KIND_COUNT,
 };
 
 /* How a thread waits for an rwlock. */

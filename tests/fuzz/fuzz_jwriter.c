@@ -1,5 +1,5 @@
 /*
- * fuzz_jwriter: the streaming JSON writer (agent/jwriter.c) driven by
+ * fuzz_jwriter: the streaming JSON writer (agent/common/jwriter.c) driven by
  * arbitrary calls with arbitrary bytes: strings with invalid UTF-8, NULs,
  * controls and U+2028/U+2029, any integer, any double (NaN, infinities,
  * subnormals), keys, nesting.  Whenever jw_finish() says the calls were
@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "jwriter.h"
 #include "fuzz_input.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

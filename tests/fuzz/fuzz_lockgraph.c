@@ -1,9 +1,9 @@
 /*
- * fuzz_lockgraph: the --lock-order file reader (agent/lockgraph_file.c) on
- * any bytes.  A document it accepts must hold only what the graph allows
- * (every index in range: the cycle search and the renderers walk it), be
- * written again as valid JSON, and read back into a graph of the same
- * size; one it refuses must say why.
+ * fuzz_lockgraph: the --lock-order file reader
+ * (agent/lockorder/lockgraph_file.c) on any bytes.  A document it accepts
+ * must hold only what the graph allows (every index in range: the cycle
+ * search and the renderers walk it), be written again as valid JSON, and
+ * read back into a graph of the same size; one it refuses must say why.
  */
 #include <jansson.h>
 #include <stdio.h>

@@ -1,0 +1,39 @@
+/*
+ * names.c: the words the reports use for a thread's kernel state (the
+ * letter of /proc/TID/stat) and its scheduling policy, in the text and in
+ * the JSON document alike.
+ */
+#include "common.h"
+
+#include <sched.h>
+
+const char *agent_state_name(char state)
+{
+	switch (state) {
+	case 'R': return "running";
+	case 'S': return "sleeping";
+	case 'D': return "disk sleep";
+	case 'T': return "stopped";
+	case 't': return "tracing stop";
+	case 'Z': return "zombie";
+	case 'X': return "dead";
+	case 'I': return "idle";
+	case 'P': return "parked";
+	case 'W': return "waking";
+	case 'K': return "wakekill";
+	default: return "unknown";
+	}
+}
+
+const char *agent_policy_name(unsigned policy)
+{
+	switch (policy) {
+	case SCHED_OTHER: return "SCHED_OTHER";
+	case SCHED_FIFO: return "SCHED_FIFO";
+	case SCHED_RR: return "SCHED_RR";
+	case SCHED_BATCH: return "SCHED_BATCH";
+	case SCHED_IDLE: return "SCHED_IDLE";
+	case 6: return "SCHED_DEADLINE";
+	default: return "unknown";
+	}
+}

@@ -1,0 +1,19 @@
+/*
+ * json.h: the parts of the snapshot document (render_json(), json.c) that
+ * its files write for each other.
+ */
+#ifndef TINSPECT_AGENT_JSON_H
+#define TINSPECT_AGENT_JSON_H
+
+#include "agent.h"
+#include "jwriter.h"
+
+/* json_locks.c: a thread's "blocked_on" value; the process's lock
+ * members ("locks", "deadlocks", "stalls", "orphaned_locks"). */
+void json_blocked_on(struct jw *w, const tinspect_snapshot *snap,
+		     const tinspect_thread *th);
+void json_locks(struct jw *w, const tinspect_snapshot *snap);
+/* json_verdict.c: "verdict" (update: the watch's, 0 outside a watch) */
+void json_verdict(struct jw *w, const tinspect_snapshot *snap, unsigned long update);
+
+#endif
