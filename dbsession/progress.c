@@ -1,13 +1,14 @@
 /*
  * progress.c: what could move a thread of a snapshot on, if anything.
  *
- * The verdict needs it (agent/verdict.c, through tinspect_thread_progress):
- * waits that record no owner (condition variables, semaphores) may be
- * threads waiting for each other, or an idle pool; they say something only
- * when no thread of the process can make progress: none runs, none sleeps
- * with a timeout, none waits for something from outside the process, so
- * nothing inside it will ever post or signal.  The stalls (stalls.c) ask
- * the same of a lock holder's system call.
+ * The verdict needs it (agent/common/verdict.c, through
+ * tinspect_thread_progress): waits that record no owner (condition
+ * variables, semaphores) may be threads waiting for each other, or an
+ * idle pool; they say something only when no thread of the process can
+ * make progress: none runs, none sleeps with a timeout, none waits for
+ * something from outside the process, so nothing inside it will ever post
+ * or signal.  The stalls (stalls.c) ask the same of a lock holder's system
+ * call.
  *
  * The classes, first match:
  *   STOPPED  job-control stop (SIGSTOP, SIGTSTP): it goes on at SIGCONT

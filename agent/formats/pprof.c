@@ -1,8 +1,8 @@
 /*
  * pprof.c: --pprof FILE, the samples of --folded as a profile.proto
  * (github.com/google/pprof, proto/profile.proto; our copy of its messages
- * is agent/profile.proto, compiled by protoc-c), gzip-compressed as the
- * format requires, for `go tool pprof`, Parca and Pyroscope.
+ * is agent/formats/profile.proto, compiled by protoc-c), gzip-compressed
+ * as the format requires, for `go tool pprof`, Parca and Pyroscope.
  *
  * One sample type, ("threads", "count"): a sample's value is how many
  * times, over all updates, a thread was seen with that stack.  Its leaf
