@@ -228,9 +228,9 @@ static int open_dir(const char *path, struct psvc_fileinfo *ret)
 
 static void serve(int sock)
 {
-	struct file_req *r = malloc(sizeof *r);
-	if (!r)
-		return;
+	/* on the stack: the helper ends by _exit() (here, or its watchdog
+	 * at any moment), so nothing it allocates is ever freed */
+	struct file_req req, *r = &req;
 	for (;;) {
 		ssize_t n = recv(sock, r, sizeof *r, 0);
 		if (n < 0 && errno == EINTR)
@@ -503,17 +503,20 @@ static int run_request(struct psvc_target *t, const char *path, bool dir,
 	if (cancelled(t))
 		return -EINTR;
 	let_go(t);
-	struct file_req *r = calloc(1, sizeof *r);
-	if (!r)
-		return -ENOMEM;
 	size_t len = strlen(path);
-	if (len >= sizeof r->path) {
-		free(r);
+	if (len >= sizeof ((struct file_req *)0)->path)
 		return -ENAMETOOLONG;
-	}
-	memcpy(r->path, path, len);
-	r->dir = dir;
+	/* the helper is forked before the request is allocated: a copy of
+	 * it in the helper would be memory the helper lost (valgrind
+	 * follows the fork and says so at the helper's exit) */
 	int err = t->files_up ? 0 : helper_start(t);
+	struct file_req *r = err ? NULL : calloc(1, sizeof *r);
+	if (!err && !r)
+		err = -ENOMEM;
+	if (r) {
+		memcpy(r->path, path, len);
+		r->dir = dir;
+	}
 	ssize_t n = -1;
 	while (!err && (n = send(t->files_sock, r, sizeof *r, MSG_NOSIGNAL)) < 0 &&
 	       errno == EINTR)
