@@ -120,7 +120,7 @@ int agent_core(const char *core, const char *exe, const char *sysroot,
 
 /* JSON document format; bump the minor for additions, the major for
  * changes that break readers. */
-#define TINSPECT_FORMAT_VERSION "2.4"
+#define TINSPECT_FORMAT_VERSION "2.5"
 
 int render_text(FILE *out, const tinspect_snapshot *snap,
 		const struct agent_opts *o);

@@ -171,6 +171,15 @@ int dbs_locks_run(struct dbs_session *s, struct dbs_snapshot *snap)
 			       "are no pthread objects: they are not decoded");
 		return dbs_locks_analyse(snap, &in);
 	}
+	if (s->libc != &dbs_libc_glibc) {
+		/* another C library's objects: its own decoders, or none */
+		in.glibc_unverified = "not glibc";
+		in.undecoded_note = "this C library's lock words are not decoded";
+		dbs_add_error(&snap->warnings, &snap->nwarnings,
+			       "locks: %s: lock words are not decoded and waits "
+			       "are not matched to pthread objects", s->libc->name);
+		return dbs_locks_analyse(snap, &in);
+	}
 	in.glibc = dbs_glibc_locks_for(s->glibc_version, in.arch, &why);
 	if (!in.glibc) {
 		in.glibc_unverified = why;
