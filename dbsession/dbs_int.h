@@ -443,6 +443,8 @@ struct dbs_lock_input {
 	/* With glibc_unverified: each lock's note (NULL: that its glibc's
 	 * layout is not verified). */
 	const char *undecoded_note;
+	/* musl's objects (lock_musl.c) in place of glibc's */
+	bool musl;
 };
 
 /* lock_held.c: which thread holds which mutex or rwlock.  During the stop

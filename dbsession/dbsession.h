@@ -672,6 +672,7 @@ struct dbs_lock {
 	size_t nwaiters;
 	bool orphaned;		/* owner DEAD */
 	const char *note;	/* static text, or NULL */
+	bool musl;		/* musl's words (lock_musl.c) */
 };
 
 /* A lock a thread holds (lock_held.c): a mutex whose words record it as

@@ -139,3 +139,96 @@ Test(musl, text_names_musl_not_libthread_db)
 	cr_assert(!strstr(r.out, "glibc "), "%s", r.out);
 	run_free(&r);
 }
+
+/* ---- locks (docs/MUSL.md §5-§6) ---- */
+
+static uint64_t lock_addr(const char *label)
+{
+	char v[64];
+	cr_assert(fact("lock", label, v, sizeof v), "no lock %s", label);
+	return strtoull(v, NULL, 16);
+}
+
+/* ABBA on mutexes that record their owner: the cycle, both owners, and
+ * --check's exit status 10. */
+static void abba_found(const char *name, const char *type)
+{
+	const char *args[] = { "--type", type, NULL };
+	start(name, args);
+	const char *extra[] = { "--check", NULL };
+	int status;
+	json_t *doc = snapshot(extra, &status);
+	cr_assert_eq(status, 10, "--check: a deadlock is exit status 10");
+	json_t *dl = json_object_get(doc, "deadlocks");
+	cr_assert_eq(json_array_size(dl), 1, "one deadlock");
+	json_t *tids = json_object_get(json_array_get(dl, 0), "threads");
+	pid_t a = (pid_t)json_integer_value(json_array_get(tids, 0));
+	pid_t b = (pid_t)json_integer_value(json_array_get(tids, 1));
+	cr_assert((a == tid_of("teller") && b == tid_of("auditor")) ||
+		  (b == tid_of("teller") && a == tid_of("auditor")),
+		  "the cycle is teller and auditor");
+	const char *labels[] = { "ledger_lock", "audit_lock" };
+	const char *owners[] = { "teller", "auditor" };
+	for (int k = 0; k < 2; k++) {
+		json_t *l = lock_at(doc, lock_addr(labels[k]));
+		cr_assert(l, "%s not among the locks", labels[k]);
+		cr_assert_str_eq(jstr(l, "kind"), "mutex");
+		cr_assert_eq(json_integer_value(json_object_get(l, "owner")),
+			     tid_of(owners[k]), "%s's owner", labels[k]);
+	}
+	json_decref(doc);
+}
+
+Test(musl, abba_errorcheck_deadlock)
+{
+	abba_found("fx_musl_abba", "errorcheck");
+}
+
+Test(musl, abba_recursive_deadlock)
+{
+	abba_found("fx_musl_abba", "recursive");
+}
+
+Test(musl, abba_errorcheck_deadlock_static)
+{
+	abba_found("fx_musl_abba_static", "errorcheck");
+}
+
+/* ABBA on normal mutexes: each wait reported on its mutex, whose owner
+ * musl does not record: never a false owner, no cycle claimed. */
+static void abba_normal(const char *name)
+{
+	const char *args[] = { "--type", "normal", NULL };
+	start(name, args);
+	const char *extra[] = { "--check", NULL };
+	int status;
+	json_t *doc = snapshot(extra, &status);
+	cr_assert_neq(status, 10, "no deadlock can be proved");
+	cr_assert_eq(json_array_size(json_object_get(doc, "deadlocks")), 0);
+	const char *labels[] = { "ledger_lock", "audit_lock" };
+	const char *waiters[] = { "auditor", "teller" };
+	for (int k = 0; k < 2; k++) {
+		json_t *l = lock_at(doc, lock_addr(labels[k]));
+		cr_assert(l, "%s not among the locks", labels[k]);
+		cr_assert_str_eq(jstr(l, "kind"), "mutex");
+		cr_assert(json_is_null(json_object_get(l, "owner")),
+			  "%s: a normal mutex records no owner", labels[k]);
+		const char *note = jstr(l, "note");
+		cr_assert(note && strstr(note, "owner not recorded"), "%s",
+			  note ? note : "(no note)");
+		json_t *b = blocked_on(doc, tid_of(waiters[k]));
+		cr_assert_str_eq(jstr(b, "kind"), "mutex");
+		cr_assert(json_is_null(json_object_get(b, "owner")));
+	}
+	json_decref(doc);
+}
+
+Test(musl, abba_normal_owner_not_recorded)
+{
+	abba_normal("fx_musl_abba");
+}
+
+Test(musl, abba_normal_owner_not_recorded_static)
+{
+	abba_normal("fx_musl_abba_static");
+}
