@@ -5,6 +5,7 @@
 #define TINSPECT_DBS_INT_H
 
 #include "dbsession.h"
+#include "libc.h"
 
 #include <elfutils/libdwfl.h>
 #include <stdarg.h>
@@ -189,6 +190,17 @@ struct dbs_session {
 				 * desc_pieces hold, libthread_db or not */
 	char glibc_version[16];
 	const char *glibc_version_src;	/* static: where it was read */
+	/* the C library (libc.h; libc.c chose it), its version ("" if
+	 * unknown) and where that was read; libc_found: it was recognised
+	 * (glibc: a version read or libthread_db served) */
+	const struct dbs_libc_ops *libc;
+	bool libc_found;
+	char libc_version[24];
+	const char *libc_version_src;
+	enum dbs_threads_source threads_source;	/* when not libthread_db */
+	/* libc_musl.c: a static program; one not named by its symbols
+	 * (stripped), proved musl only by its threads' structs */
+	bool musl_static, musl_unproved;
 	long clk_tck;
 	struct dbs_unwinder *unwinder;	/* NULL with --no-stacks */
 
@@ -244,7 +256,13 @@ struct tdb_result {
 	bool gathered;		/* libthread_db was asked (session.c) */
 	td_thrhandle_t th;
 	uint64_t stack_lo, stack_hi;	/* the stack bytes copied */
+	struct dbs_libc_thread lt;	/* a library without libthread_db */
 };
+/* libc.c: choose the target's C library and set it up for the current
+ * module map (before the stop) */
+void dbs_libc_setup(struct dbs_session *s);
+/* libc_glibc.c: let libthread_db's agent go */
+void dbs_glibc_release(struct dbs_session *s);
 
 /*
  * The optional readers share one life cycle per update, each called from
@@ -425,6 +443,8 @@ struct dbs_lock_input {
 	/* With glibc_unverified: each lock's note (NULL: that its glibc's
 	 * layout is not verified). */
 	const char *undecoded_note;
+	/* musl's objects (lock_musl.c) in place of glibc's */
+	bool musl;
 };
 
 /* lock_held.c: which thread holds which mutex or rwlock.  During the stop

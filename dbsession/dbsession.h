@@ -133,6 +133,8 @@ enum dbs_tdb_status {
 	DBS_TDB_NOSYMS,		/* static binary without .symtab */
 	DBS_TDB_UNAVAILABLE,	/* libthread_db could not be loaded */
 	DBS_TDB_ERROR,		/* another libthread_db error */
+	DBS_TDB_NOT_USED,	/* a C library without one (musl): threads
+				 * identified its own way (libc.h) */
 };
 const char *dbs_tdb_status_name(enum dbs_tdb_status s);
 
@@ -329,6 +331,7 @@ struct dbs_thread {
 	uint64_t pthread;	/* pthread_t */
 	int td_state;		/* td_thr_state_e */
 	bool is_main;		/* ti_startfunc NULL: the initial thread */
+	int detach_state;	/* enum dbs_detach_state (libc.h); musl only */
 	struct dbs_symbol start;	/* start routine */
 
 	struct dbs_stack stack;
@@ -391,6 +394,9 @@ struct dbs_snapshot {
 	char **argv;
 	size_t argc;
 	char glibc_version[16];		/* "" if unknown */
+	const char *libc_name;		/* "glibc", "musl"; NULL if none known */
+	char libc_version[24];		/* "" if unknown */
+	int threads_source;		/* enum dbs_threads_source (libc.h) */
 	enum dbs_tdb_status tdb_status;
 	char *tdb_detail;		/* libthread_db's error, or NULL */
 	enum psvc_modmap_source modmap_source;
@@ -666,6 +672,7 @@ struct dbs_lock {
 	size_t nwaiters;
 	bool orphaned;		/* owner DEAD */
 	const char *note;	/* static text, or NULL */
+	bool musl;		/* musl's words (lock_musl.c) */
 };
 
 /* A lock a thread holds (lock_held.c): a mutex whose words record it as

@@ -39,6 +39,10 @@ static void recorded_owner(struct dbs_lock *l, pid_t *ret_owner,
 {
 	*ret_owner = 0;
 	*ret_state = DBS_OWNER_NONE;
+	if (l->musl && l->decoded) {
+		dbs_musl_recorded_owner(l, ret_owner, ret_state);
+		return;
+	}
 	if (!l->decoded) {
 		/* words unreadable: nothing is known about a holder */
 		if (l->kind == DBS_LOCK_MUTEX || l->kind == DBS_LOCK_RWLOCK ||
@@ -249,7 +253,9 @@ void dbs_lockobj_load(const struct dbs_lockctx *c, struct dbs_lock *l)
 		at = l->addr + c->in->tid_offset;	/* the tid word */
 	if (sz > sizeof l->words)
 		sz = sizeof l->words;
-	if (c->in->glibc_unverified) {
+	if (c->in->musl) {
+		l->decoded = dbs_musl_lock_load(c, l);
+	} else if (c->in->glibc_unverified) {
 		l->note = c->in->undecoded_note ? c->in->undecoded_note
 			: "its glibc's lock layout is not verified: not decoded";
 	} else if (dbs_lock_read(c, at, l->words, sz)) {

@@ -55,6 +55,13 @@
 static int analyse(struct dbs_lockctx *c)
 {
 	int err;
+	if (c->in->musl) {
+		/* musl's words (docs/MUSL.md): no glibc parks or cond pairs */
+		dbs_musl_decide_all(c);
+		if ((err = dbs_lockobj_build(c)) || (err = dbs_lockobj_tidy(c)))
+			return err;
+		return dbs_lockgraph_find(c->snap, c->succ, c->lockof);
+	}
 	dbs_decide_all(c);
 	if ((err = dbs_decide_cond_pairs(c)) ||
 	    (err = dbs_decide_shared(c)) ||
@@ -169,6 +176,20 @@ int dbs_locks_run(struct dbs_session *s, struct dbs_snapshot *snap)
 			       "no program interpreter, no glibc ABI note); its "
 			       "threads wait on the Go runtime's own futexes, which "
 			       "are no pthread objects: they are not decoded");
+		return dbs_locks_analyse(snap, &in);
+	}
+	if (s->libc == &dbs_libc_musl && !s->libc->locks_unverified(s) &&
+	    s->layout_ok) {
+		in.musl = true;
+		return dbs_locks_analyse(snap, &in);
+	}
+	if (s->libc != &dbs_libc_glibc) {
+		/* another C library's objects: its own decoders, or none */
+		in.glibc_unverified = "not glibc";
+		in.undecoded_note = "this C library's lock words are not decoded";
+		dbs_add_error(&snap->warnings, &snap->nwarnings,
+			       "locks: %s: lock words are not decoded and waits "
+			       "are not matched to pthread objects", s->libc->name);
 		return dbs_locks_analyse(snap, &in);
 	}
 	in.glibc = dbs_glibc_locks_for(s->glibc_version, in.arch, &why);

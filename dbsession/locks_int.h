@@ -215,6 +215,16 @@ bool dbs_park_pointer_like(uint64_t v);
 /* Parked waiters moved to the mutex the kernel refused them. */
 int dbs_park_resolve(struct dbs_lockctx *c);
 
+/* ---- lock_musl.c: musl's objects (docs/MUSL.md §5-§10) ------------------ */
+
+/* c->vd[i] for every thread with a valid wait, from musl's words. */
+void dbs_musl_decide_all(struct dbs_lockctx *c);
+/* Read and decode l's words as musl's (l->musl set); false if unread. */
+bool dbs_musl_lock_load(const struct dbs_lockctx *c, struct dbs_lock *l);
+/* The owner musl's words record (never one from a normal mutex). */
+void dbs_musl_recorded_owner(struct dbs_lock *l, pid_t *ret_owner,
+			     enum dbs_owner_state *ret_state);
+
 /* ---- lock_graph.c: cycles and stalls -------------------------------------- */
 
 /* snap->locks->deadlocks (every cycle of succ, rotated to its smallest

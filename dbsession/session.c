@@ -8,7 +8,6 @@
  * time.
  */
 #include "dbs_int.h"
-#include "glibc_versions.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -29,6 +28,7 @@ const char *dbs_tdb_status_name(enum dbs_tdb_status s)
 	case DBS_TDB_NOSYMS: return "no_symbols";
 	case DBS_TDB_UNAVAILABLE: return "unavailable";
 	case DBS_TDB_ERROR: return "error";
+	case DBS_TDB_NOT_USED: return "not_used";
 	}
 	return "error";
 }
@@ -42,128 +42,6 @@ const char *dbs_tdb_origin_name(enum dbs_tdb_origin o)
 	case DBS_TDB_FROM_GIVEN: return "given";
 	}
 	return NULL;
-}
-
-/* ---- libthread_db agent ------------------------------------------------------ */
-
-static bool exe_is_static_unsymbolled(struct psvc_target *t)
-{
-	bool has_ldso = false;
-	struct psvc_module *exe = NULL;
-	for (size_t i = 0; i < psvc_nmodules(t); i++) {
-		struct psvc_module *m = psvc_module_at(t, i);
-		if (m->flags & PSVC_MOD_LDSO)
-			has_ldso = true;
-		if (m->flags & PSVC_MOD_EXE)
-			exe = m;
-	}
-	if (has_ldso || !exe)
-		return false;
-	return psvc_module_load_elf(t, exe) == 0 && !exe->has_symtab;
-}
-
-/* Load the ELF symbol tables libthread_db will ask about now, so that the
- * lookups it makes during the stop cost a hash probe, not a file parse. */
-static void preload_elves(struct psvc_target *t)
-{
-	for (size_t i = 0; i < psvc_nmodules(t); i++) {
-		struct psvc_module *m = psvc_module_at(t, i);
-		if (m->flags & (PSVC_MOD_LIBC | PSVC_MOD_LDSO | PSVC_MOD_EXE))
-			psvc_module_load_elf(t, m);
-	}
-}
-
-static void ta_release(struct dbs_session *s)
-{
-	if (s->ta)
-		s->lib.td_ta_delete(s->ta);
-	s->ta = NULL;
-	free(s->tdb_detail);
-	s->tdb_detail = NULL;
-	free(s->tdb_warning);
-	s->tdb_warning = NULL;
-}
-
-static void pin_checked(void *t, uint64_t addr, const void *bytes, size_t len)
-{
-	psvc_pin(t, addr, bytes, len);
-}
-
-/* (Re)create the thread agent for the current module map. */
-static void ta_setup(struct dbs_session *s)
-{
-	ta_release(s);
-	psvc_unpin_all(s->t);
-	s->layout_ok = false;
-	s->ta_generation = psvc_modules_generation(s->t);
-	if (!s->lib_loaded) {
-		s->tdb_status = DBS_TDB_UNAVAILABLE;
-		return;
-	}
-	preload_elves(s->t);
-
-	/* __nptl_version (2.34 on), nptl_version (libpthread before), else
-	 * its libc's banner (glibc_versions.c) */
-	dbs_glibc_version_read(s->t, s->glibc_version, sizeof s->glibc_version,
-			       &s->glibc_version_src);
-	/* libthread_db trusts the target's descriptors (an alloca of
-	 * _thread_db_sizeof_pthread bytes): check them first (tdbcheck.c) */
-	char why[256];
-	struct tdb_check_io io = {
-		.src = psvc_layout_src(s->t),
-		.arch_id = psvc_arch(s->t)->id,
-		.pin = pin_checked,
-		.pin_ctx = s->t,
-		.pieces = &s->desc_pieces,
-	};
-	if (dbs_tdb_check_layouts(&io, &s->sizeof_pthread, why, sizeof why)) {
-		psvc_unpin_all(s->t);
-		s->tdb_status = DBS_TDB_ERROR;
-		s->tdb_detail = dbs_format("descriptors refused: %s", why);
-		s->tdb_warning = dbs_format("libthread_db is not used for this "
-					    "process: %s (corrupt or hostile thread "
-					    "descriptors); threads are listed from "
-					    "/proc only", why);
-		return;
-	}
-	s->layout_ok = true;
-
-	psvc_tdb_budget(s->t, TDB_READ_BUDGET);
-	td_err_e e = s->lib.td_ta_new(psvc_prochandle(s->t), &s->ta);
-	/* The system's 2.34+ libthread_db asks for __nptl_version in libc:
-	 * a 2.31 target (nptl_version in libpthread.so.0) gets
-	 * TD_NOLIBTHREAD although it has a thread library.  Only a library
-	 * of the target's own glibc may say "no thread library"; another's
-	 * answer is a mismatch (a container of another distribution). */
-	if (e == TD_NOLIBTHREAD && dbs_tdb_serves_other_glibc(s))
-		e = TD_VERSION;
-	if (e == TD_VERSION || e == TD_NOLIBTHREAD) {
-		int pick = dbs_tdb_pick_target_lib(s, e);
-		if (pick == 0)
-			e = TD_OK;	/* the target's own libthread_db fits */
-		else if (pick != -ENOENT)
-			e = TD_VERSION;	/* another glibc, not served */
-	}
-	switch (e) {
-	case TD_OK:
-		s->tdb_status = DBS_TDB_OK;
-		if (s->lib_origin != DBS_TDB_FROM_TARGET)
-			s->lib_origin = s->opts.thread_db_path ? DBS_TDB_FROM_GIVEN
-							       : DBS_TDB_FROM_SYSTEM;
-		return;
-	case TD_NOLIBTHREAD:
-		s->tdb_status = exe_is_static_unsymbolled(s->t)
-					? DBS_TDB_NOSYMS : DBS_TDB_NOLIBTHREAD;
-		break;
-	case TD_VERSION:
-		s->tdb_status = DBS_TDB_VERSION;
-		break;
-	default:
-		s->tdb_status = DBS_TDB_ERROR;
-		break;
-	}
-	s->ta = NULL;
-	s->tdb_detail = dbs_strdup(dbs_tdb_strerror(e));
 }
 
 static struct dbs_session *session_new(pid_t pid, const struct dbs_options *opts)
@@ -250,7 +128,7 @@ static int session_setup(struct dbs_session *s, struct dbs_session **ret)
 	char *detail = NULL;
 	if (dbs_tdb_load(s->opts.thread_db_path, &s->lib, &detail) == 0)
 		s->lib_loaded = true;
-	ta_setup(s);
+	dbs_libc_setup(s);
 	if (!s->lib_loaded && detail) {
 		free(s->tdb_detail);
 		s->tdb_detail = detail;
@@ -271,7 +149,7 @@ void dbs_session_destroy(struct dbs_session *s)
 	if (!s)
 		return;
 	if (s->lib_loaded)
-		ta_release(s);
+		dbs_glibc_release(s);
 	dbs_tls_free(s);
 	dbs_keys_free(s);
 	free(s->tdb_warning);
@@ -461,6 +339,9 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 	if (!snap->argv)
 		snap->argc = 0;
 	memcpy(snap->glibc_version, s->glibc_version, sizeof snap->glibc_version);
+	snap->libc_name = s->libc_found || s->ta ? s->libc->name : NULL;
+	memcpy(snap->libc_version, s->libc_version, sizeof snap->libc_version);
+	snap->threads_source = s->ta ? DBS_THREADS_LIBTHREAD_DB : s->threads_source;
 	snap->tdb_status = s->tdb_status;
 	snap->tdb_detail = dbs_strdup(s->tdb_detail);
 	snap->modmap_source = psvc_modmap_source(t);
@@ -565,33 +446,9 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 		} else {
 			th->syscall.nr = -1;
 		}
-		if (s->ta && res && th->have_regs) {
-			const struct tdb_result *r = &res[i];
-			if (r->err == TD_OK && r->ti.ti_tid != 0 && r->ti.ti_lid != -1) {
-				th->have_pthread = true;
-				th->pthread = (uint64_t)r->ti.ti_tid;
-				th->td_state = r->ti.ti_state;
-				th->is_main = r->ti.ti_startfunc == NULL;
-				if (!th->is_main)
-					dbs_symbolize(t, (uint64_t)(uintptr_t)r->ti.ti_startfunc,
-						  &th->start);
-				if (th->ns_tid && r->ti.ti_lid != th->ns_tid)
-					dbs_add_error(&th->errors, &th->nerrors,
-						       "libthread_db: descriptor says LWP %d",
-						       (int)r->ti.ti_lid);
-			} else if (r->err == TD_OK) {
-				dbs_add_error(&th->errors, &th->nerrors,
-					       "libthread_db: thread not initialised "
-					       "or already joined");
-			} else if (r->step) {
-				const char *hz = dbs_descriptor_hazard(s, th);
-				dbs_add_error(&th->errors, &th->nerrors,
-					       "libthread_db: %s: %s%s%s", r->step,
-					       dbs_tdb_strerror(r->err),
-					       hz ? "; its struct pthread: " : "",
-					       hz ? hz : "");
-			}
-		}
+		/* which pthread the task is: its C library's say (libc.h) */
+		if (res && th->have_regs)
+			s->libc->identify(s, snap, th, &res[i]);
 		if (s->unwinder && th->have_regs && res) {
 			/* what the stop really copied: a range can end early
 			 * (unreadable memory, the freeze limit) */
@@ -657,8 +514,8 @@ static int update_body(struct dbs_session *s, bool nonblocking,
 		return n;
 	if (psvc_modules_load(t) == 0 &&
 	    (psvc_modules_generation(t) != s->ta_generation ||
-	     (s->lib_loaded && !s->ta)))
-		ta_setup(s);
+	     (s->lib_loaded && !s->ta && s->libc == &dbs_libc_glibc)))
+		dbs_libc_setup(s);
 	dbs_tls_prepare(s);
 	dbs_keys_prepare(s);
 	if (s->ta)
@@ -706,14 +563,8 @@ static int update_body(struct dbs_session *s, bool nonblocking,
 	if (res) {
 		dbs_prefetch_capture(s, res);
 		t_mem = psvc_now_ns();
-		if (s->ta) {
-			bool pieces = dbs_descriptor_pieces(s);
-			dbs_gather_tdb(s, res, dbs_tdb_in_freeze(s) ? DBS_TDB_ALL : DBS_TDB_PRIME);
-			if (pieces && !dbs_descriptor_pieces(s))
-				/* libthread_db read a field the pieces may
-				 * lack: whole descriptors, now and later */
-				dbs_copy_descriptors(s);
-		}
+		/* each task's identity, its C library's way (libc.h) */
+		s->libc->gather(s, res);
 	}
 	/* following: threads met at their first stop by this capture */
 	psvc_follow_resolve(t);

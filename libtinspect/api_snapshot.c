@@ -156,6 +156,21 @@ const char *tinspect_snapshot_glibc_version(const tinspect_snapshot *snap)
 	return snap->d->glibc_version[0] ? snap->d->glibc_version : NULL;
 }
 
+const char *tinspect_snapshot_libc(const tinspect_snapshot *snap)
+{
+	return snap->d->libc_name;
+}
+
+const char *tinspect_snapshot_libc_version(const tinspect_snapshot *snap)
+{
+	return snap->d->libc_version[0] ? snap->d->libc_version : NULL;
+}
+
+const char *tinspect_snapshot_threads_source(const tinspect_snapshot *snap)
+{
+	return dbs_threads_source_name((enum dbs_threads_source)snap->d->threads_source);
+}
+
 enum tinspect_tdb_status tinspect_snapshot_tdb_status(const tinspect_snapshot *snap)
 {
 	return (enum tinspect_tdb_status)snap->d->tdb_status;

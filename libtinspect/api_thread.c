@@ -258,6 +258,12 @@ const char *tinspect_td_state_name(int td_state)
 	}
 }
 
+const char *tinspect_thread_detach_state(const tinspect_thread *th)
+{
+	return th->d->have_pthread ? dbs_detach_state_name(th->d->detach_state)
+				   : NULL;
+}
+
 bool tinspect_thread_is_initial(const tinspect_thread *th)
 {
 	return th->d->have_pthread && th->d->is_main;

@@ -24,6 +24,7 @@
 #pragma GCC visibility pop
 
 #include "dbsession.h"
+#include "libc.h"
 
 struct tinspect_session {
 	struct dbs_session *d;

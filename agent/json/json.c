@@ -575,6 +575,7 @@ static void thread_json(struct jw *w, const tinspect_snapshot *snap,
 		jw_obj(w);
 		jw_khex(w, "id", pthread);
 		jw_kstr(w, "td_state", tinspect_td_state_name(td_state));
+		jw_kstr(w, "detach_state", tinspect_thread_detach_state(th));
 		jw_key(w, "start_routine");
 		if (start)
 			json_symbol(w, start);
@@ -683,6 +684,10 @@ static void snapshot_json(struct jw *w, const tinspect_snapshot *snap,
 	jw_kstr(w, "library", tinspect_snapshot_tdb_library(snap));
 	jw_kstr(w, "library_origin",
 		tinspect_tdb_origin_name(tinspect_snapshot_tdb_origin(snap)));
+	/* which C library, and how its threads were identified (2.5) */
+	jw_kstr(w, "libc", tinspect_snapshot_libc(snap));
+	jw_kstr(w, "libc_version", tinspect_snapshot_libc_version(snap));
+	jw_kstr(w, "threads", tinspect_snapshot_threads_source(snap));
 	jw_obj_end(w);
 	jw_kstr(w, "module_map", modmap_name(tinspect_snapshot_modmap(snap)));
 	jw_kint(w, "module_generation", (int64_t)tinspect_snapshot_module_generation(snap));

@@ -395,10 +395,19 @@ static void put_header(FILE *out, const tinspect_snapshot *snap,
 		fputc(')', out);
 	}
 	fprintf(out, ", %s", tinspect_snapshot_arch(snap));
+	const char *libc = tinspect_snapshot_libc(snap);
 	if (glibc)
 		fprintf(out, ", glibc %s", glibc);
-	fprintf(out, ", libthread_db %s",
-		tinspect_tdb_status_name(tinspect_snapshot_tdb_status(snap)));
+	else if (libc && strcmp(libc, "glibc")) {
+		const char *v = tinspect_snapshot_libc_version(snap);
+		fprintf(out, ", %s %s", libc, v ? v : "(version unknown)");
+	}
+	if (tinspect_snapshot_tdb_status(snap) == TINSPECT_TDB_NOT_USED)
+		fprintf(out, ", threads from %s",
+			tinspect_snapshot_threads_source(snap));
+	else
+		fprintf(out, ", libthread_db %s",
+			tinspect_tdb_status_name(tinspect_snapshot_tdb_status(snap)));
 	if (detail) {
 		fputs(" (", out);
 		agent_put_escaped(out, detail);

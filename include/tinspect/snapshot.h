@@ -40,6 +40,16 @@ const char *tinspect_snapshot_arch(const tinspect_snapshot *snap);
 /* glibc's version as the target's libc says ("2.36"); NULL if unknown. */
 const char *tinspect_snapshot_glibc_version(const tinspect_snapshot *snap);
 
+/* The target's C library: "glibc", "musl"; NULL if none was recognised.
+ * Its version ("2.36", "1.2.3"); NULL if unknown (a static musl program
+ * records none). */
+const char *tinspect_snapshot_libc(const tinspect_snapshot *snap);
+const char *tinspect_snapshot_libc_version(const tinspect_snapshot *snap);
+/* How the threads were identified: "libthread_db" (glibc),
+ * "struct_pthread" (musl: the struct at each thread pointer, checked),
+ * "proc" (the kernel's tasks only, no pthread fields). */
+const char *tinspect_snapshot_threads_source(const tinspect_snapshot *snap);
+
 /* What libthread_db made of the target. */
 enum tinspect_tdb_status {
 	TINSPECT_TDB_OK = 0,
@@ -48,10 +58,13 @@ enum tinspect_tdb_status {
 	TINSPECT_TDB_NOSYMS,		/* a static binary without .symtab */
 	TINSPECT_TDB_UNAVAILABLE,	/* libthread_db could not be loaded */
 	TINSPECT_TDB_ERROR,		/* another failure (detail says) */
+	TINSPECT_TDB_NOT_USED,		/* a C library that has none (musl):
+					 * threads identified its own way,
+					 * tinspect_snapshot_threads_source() */
 };
 enum tinspect_tdb_status tinspect_snapshot_tdb_status(const tinspect_snapshot *snap);
 /* "ok", "no_libthread", "version_mismatch", "no_symbols", "unavailable",
- * "error". */
+ * "error", "not_used". */
 const char *tinspect_tdb_status_name(enum tinspect_tdb_status status);
 /* libthread_db's error, or why it was not used; NULL if none. */
 const char *tinspect_snapshot_tdb_detail(const tinspect_snapshot *snap);

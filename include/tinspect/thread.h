@@ -142,6 +142,10 @@ int tinspect_thread_pthread(const tinspect_thread *th, uint64_t *ret_pthread,
 /* "active", "zombie", "run", "sleep", "stopped", "stopped_asleep",
  * "unknown". */
 const char *tinspect_td_state_name(int td_state);
+/* The thread's detach state as its C library records it: "joinable",
+ * "detached", "exiting", "exited"; NULL if not known (libthread_db does
+ * not say it: glibc's threads). */
+const char *tinspect_thread_detach_state(const tinspect_thread *th);
 /* libthread_db knows it as the initial thread (no start routine). */
 bool tinspect_thread_is_initial(const tinspect_thread *th);
 /* The function it was started with; NULL for the initial thread or when

@@ -1,0 +1,234 @@
+/*
+ * test_musl: tinspect on processes linked with musl, against
+ * the fixtures of tests/fixtures/musl built with musl-gcc, dynamic and
+ * static.  Each fixture reports what it planted over its stdout pipe
+ * (fx_lock.h, fx_musl.h): the TIDs and pthread_t of its threads, its
+ * locks, their owners and waiters; the tests check tinspect's JSON against
+ * those facts.  Every fixture is killed by PID in the teardown.
+ */
+#include <criterion/criterion.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+static struct fixture fx;
+
+static void teardown(void)
+{
+	fx_kill(&fx);
+}
+
+TestSuite(musl, .fini = teardown, .timeout = 300 * TEST_TIME_SCALE);
+
+/* The musl version Debian 12's musl-tools installs, which built the
+ * fixtures (docs/MUSL.md, "Live, x86_64"). */
+#define HOST_MUSL "1.2.3"
+
+static void start(const char *name, const char *const *args)
+{
+	char path[256];
+	snprintf(path, sizeof path, "fixtures/musl/%s", name);
+	fx_start(&fx, path, args, 30);
+}
+
+/* The value of "KEY ROLE VALUE" in the fixture's report. */
+static bool fact(const char *key, const char *role, char *buf, size_t len)
+{
+	char prefix[128];
+	snprintf(prefix, sizeof prefix, "%s %s ", key, role);
+	const char *l = fx_line(&fx, prefix);
+	if (!l)
+		return false;
+	snprintf(buf, len, "%s", l + strlen(prefix));
+	char *sp = strchr(buf, ' ');
+	if (sp)
+		*sp = '\0';
+	return true;
+}
+
+static pid_t tid_of(const char *role)
+{
+	char v[64];
+	cr_assert(fact("tid", role, v, sizeof v), "fixture did not report tid %s", role);
+	return (pid_t)atoi(v);
+}
+
+static uint64_t pthread_of(const char *role)
+{
+	char v[64];
+	cr_assert(fact("pthread", role, v, sizeof v), "no pthread %s", role);
+	return strtoull(v, NULL, 16);
+}
+
+static json_t *snapshot(const char *const *extra, int *status)
+{
+	int st;
+	json_t *doc = inspect_json(fx.pid, extra, status ? status : &st);
+	cr_assert(doc);
+	cr_assert(!any_task_stopped(fx.pid) || wait_not_stopped(fx.pid, 2000),
+		  "a task of the fixture was left stopped");
+	return doc;
+}
+
+static void check_identity(json_t *doc, const char *role, const char *start)
+{
+	json_t *t = thread_by_tid(doc, tid_of(role));
+	cr_assert(t, "thread %s missing", role);
+	json_t *p = json_object_get(t, "pthread");
+	cr_assert(json_is_object(p), "%s: no pthread (threads from /proc only)", role);
+	cr_assert_eq(jhex(p, "id"), pthread_of(role), "%s: pthread_t", role);
+	cr_assert_str_eq(jstr(p, "detach_state"), "joinable");
+	json_t *sr = json_object_get(p, "start_routine");
+	cr_assert(json_is_object(sr), "%s: no start routine", role);
+	cr_assert_str_eq(jstr(sr, "symbol"), start, "%s: start routine", role);
+}
+
+static void check_process(json_t *doc, bool is_static)
+{
+	json_t *tdb = json_object_get(json_object_get(doc, "process"), "thread_db");
+	cr_assert_str_eq(jstr(tdb, "libc"), "musl");
+	cr_assert_str_eq(jstr(tdb, "status"), "not_used");
+	cr_assert_str_eq(jstr(tdb, "threads"), "struct_pthread");
+	if (is_static)
+		cr_assert(json_is_null(json_object_get(tdb, "libc_version")),
+			  "a static musl program records no version");
+	else
+		cr_assert_str_eq(jstr(tdb, "libc_version"), HOST_MUSL);
+	cr_assert(json_is_null(json_object_get(json_object_get(doc, "process"),
+					       "glibc_version")));
+	/* the main thread: a pthread_t, no start routine */
+	json_t *m = thread_by_tid(doc, fx.pid);
+	json_t *p = json_object_get(m, "pthread");
+	cr_assert(json_is_object(p), "main thread has no pthread");
+	cr_assert(json_is_null(json_object_get(p, "start_routine")));
+	/* the process says which library in text too */
+}
+
+static void identity_of_abba(const char *name, bool is_static)
+{
+	start(name, NULL);
+	json_t *doc = snapshot(NULL, NULL);
+	check_process(doc, is_static);
+	check_identity(doc, "teller", "teller");
+	check_identity(doc, "auditor", "auditor");
+	json_decref(doc);
+}
+
+Test(musl, detected_with_version_and_thread_identity)
+{
+	identity_of_abba("fx_musl_abba", false);
+}
+
+Test(musl, static_detected_thread_identity)
+{
+	identity_of_abba("fx_musl_abba_static", true);
+}
+
+Test(musl, text_names_musl_not_libthread_db)
+{
+	start("fx_musl_abba", NULL);
+	const char *args[] = { pidstr(fx.pid), NULL };
+	struct run r;
+	run_tinspect(&r, args, 60);
+	cr_assert(r.out && strstr(r.out, ", musl " HOST_MUSL ", threads from "
+					  "struct_pthread"), "%s", r.out ? r.out : "");
+	cr_assert(!strstr(r.out, "no_libthread"), "%s", r.out);
+	cr_assert(!strstr(r.out, "glibc "), "%s", r.out);
+	run_free(&r);
+}
+
+/* ---- locks (docs/MUSL.md §5-§6) ---- */
+
+static uint64_t lock_addr(const char *label)
+{
+	char v[64];
+	cr_assert(fact("lock", label, v, sizeof v), "no lock %s", label);
+	return strtoull(v, NULL, 16);
+}
+
+/* ABBA on mutexes that record their owner: the cycle, both owners, and
+ * --check's exit status 10. */
+static void abba_found(const char *name, const char *type)
+{
+	const char *args[] = { "--type", type, NULL };
+	start(name, args);
+	const char *extra[] = { "--check", NULL };
+	int status;
+	json_t *doc = snapshot(extra, &status);
+	cr_assert_eq(status, 10, "--check: a deadlock is exit status 10");
+	json_t *dl = json_object_get(doc, "deadlocks");
+	cr_assert_eq(json_array_size(dl), 1, "one deadlock");
+	json_t *tids = json_object_get(json_array_get(dl, 0), "threads");
+	pid_t a = (pid_t)json_integer_value(json_array_get(tids, 0));
+	pid_t b = (pid_t)json_integer_value(json_array_get(tids, 1));
+	cr_assert((a == tid_of("teller") && b == tid_of("auditor")) ||
+		  (b == tid_of("teller") && a == tid_of("auditor")),
+		  "the cycle is teller and auditor");
+	const char *labels[] = { "ledger_lock", "audit_lock" };
+	const char *owners[] = { "teller", "auditor" };
+	for (int k = 0; k < 2; k++) {
+		json_t *l = lock_at(doc, lock_addr(labels[k]));
+		cr_assert(l, "%s not among the locks", labels[k]);
+		cr_assert_str_eq(jstr(l, "kind"), "mutex");
+		cr_assert_eq(json_integer_value(json_object_get(l, "owner")),
+			     tid_of(owners[k]), "%s's owner", labels[k]);
+	}
+	json_decref(doc);
+}
+
+Test(musl, abba_errorcheck_deadlock)
+{
+	abba_found("fx_musl_abba", "errorcheck");
+}
+
+Test(musl, abba_recursive_deadlock)
+{
+	abba_found("fx_musl_abba", "recursive");
+}
+
+Test(musl, abba_errorcheck_deadlock_static)
+{
+	abba_found("fx_musl_abba_static", "errorcheck");
+}
+
+/* ABBA on normal mutexes: each wait reported on its mutex, whose owner
+ * musl does not record: never a false owner, no cycle claimed. */
+static void abba_normal(const char *name)
+{
+	const char *args[] = { "--type", "normal", NULL };
+	start(name, args);
+	const char *extra[] = { "--check", NULL };
+	int status;
+	json_t *doc = snapshot(extra, &status);
+	cr_assert_neq(status, 10, "no deadlock can be proved");
+	cr_assert_eq(json_array_size(json_object_get(doc, "deadlocks")), 0);
+	const char *labels[] = { "ledger_lock", "audit_lock" };
+	const char *waiters[] = { "auditor", "teller" };
+	for (int k = 0; k < 2; k++) {
+		json_t *l = lock_at(doc, lock_addr(labels[k]));
+		cr_assert(l, "%s not among the locks", labels[k]);
+		cr_assert_str_eq(jstr(l, "kind"), "mutex");
+		cr_assert(json_is_null(json_object_get(l, "owner")),
+			  "%s: a normal mutex records no owner", labels[k]);
+		const char *note = jstr(l, "note");
+		cr_assert(note && strstr(note, "owner not recorded"), "%s",
+			  note ? note : "(no note)");
+		json_t *b = blocked_on(doc, tid_of(waiters[k]));
+		cr_assert_str_eq(jstr(b, "kind"), "mutex");
+		cr_assert(json_is_null(json_object_get(b, "owner")));
+	}
+	json_decref(doc);
+}
+
+Test(musl, abba_normal_owner_not_recorded)
+{
+	abba_normal("fx_musl_abba");
+}
+
+Test(musl, abba_normal_owner_not_recorded_static)
+{
+	abba_normal("fx_musl_abba_static");
+}
