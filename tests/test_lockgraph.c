@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "agent.h"	/* TINSPECT_FORMAT_VERSION: the files' version */
 #include "lockorder.h"
 
 static struct lg_frame F(const char *sym, uint64_t off)
@@ -312,7 +313,8 @@ Test(lockgraph_file, damaged_documents_are_refused_with_the_reason)
 	refused("not a JSON object");
 	write_damaged("\"kind\":\"lock_order\"", "\"kind\":\"diff\"");
 	refused("not a lock-order document");
-	write_damaged("\"format_version\":\"2.4\"", "\"format_version\":\"3.0\"");
+	write_damaged("\"format_version\":\"" TINSPECT_FORMAT_VERSION "\"",
+		      "\"format_version\":\"3.0\"");
 	refused("format version 3.0");
 	write_damaged("\"from\":1", "\"from\":7");
 	refused("from is not an integer from 0 to 1");

@@ -695,10 +695,14 @@ Test(overtime, max_duty_lengthens_the_interval)
 		cr_assert(duty >= 0 && duty <= 1);
 		cr_assert(iv >= 0.05 - 1e-9 && iv >= fr * 100 * 0.999,
 			  "update %zu: interval %.4f s for a freeze of %.6f s", i + 1, iv, fr);
-		/* the next capture came no earlier than the interval said; the
-		 * scan before a stop may take a few ms less than the last one */
-		cr_assert(gap >= iv * 0.9, "update %zu: next capture %.4f s later, "
-			  "interval %.4f s", i + 1, gap, iv);
+		/* the next capture came no earlier than the interval said.
+		 * Updates start an interval apart, but the stamps are of the
+		 * stops, after each update's scan of /proc: a scan can take
+		 * tens of ms less than the one before on a loaded machine
+		 * (66 ms less once, in a CI run beside other builds) */
+		cr_assert(gap >= iv * 0.9 || gap >= iv - 0.1,
+			  "update %zu: next capture %.4f s later, interval %.4f s",
+			  i + 1, gap, iv);
 	}
 	for (size_t i = 0; i < ns; i++)
 		json_decref(sums[i]);
