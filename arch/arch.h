@@ -17,27 +17,125 @@
 enum arch_id {
 	ARCH_X86_64,
 	ARCH_AARCH64,
+	ARCH_COUNT	/* tables indexed or keyed by architecture assert it */
 };
+
+/* The architectures tinspect reads, for messages ("tinspect reads "
+ * ARCH_NAMES " cores"). */
+#define ARCH_NAMES "x86_64 and aarch64"
 
 /* Largest NT_PRSTATUS payload of any supported arch, in 64-bit words. */
 #define ARCH_MAX_GREGS 34
 
+struct arch_syscall;
+
+/*
+ * Everything tinspect decides per architecture, one descriptor per
+ * architecture, each filled in its own file (arch/x86_64.c,
+ * arch/aarch64.c).  Code outside arch/ reads these fields or calls the
+ * functions below; it never asks which architecture it has
+ * (tools/check-arch.sh).  A register index ("_idx") is a word of the
+ * NT_PRSTATUS payload; a DWARF number is the psABI's.
+ */
 struct arch_desc {
 	enum arch_id id;
 	const char *name;		/* "x86_64", "aarch64" */
 	unsigned elf_machine;		/* EM_X86_64, EM_AARCH64 */
+
+	/* ---- general registers */
 	unsigned ngregs;		/* NT_PRSTATUS payload, in words */
 	unsigned pc_idx, sp_idx;	/* word index of pc and sp */
+	const char *const *greg_names;	/* ngregs names, for text and JSON */
+	/* The general registers the ABI has callee-saved (x86_64 psABI: rbx
+	 * rbp r12-r15; AAPCS64: x19-x29), in that order: what a function
+	 * that called into the kernel still holds of its callers. */
+	const unsigned char *callee_saved;
+	unsigned ncallee_saved;
+
+	/* ---- system calls */
 	long nr_futex;			/* futex(2) */
 	long nr_restart_syscall;	/* restart_syscall(2) */
+	const char *const *syscall_names;	/* indexed by number, NULL gaps */
+	size_t nsyscalls;
+	unsigned syscall_nr_idx;	/* orig_rax; x8 */
+	unsigned syscall_ret_idx;	/* rax; x0 */
+	unsigned syscall_arg_idx[6];	/* the arguments' registers */
+	/* The general registers at a stop do not say whether the thread is
+	 * in a system call (aarch64): a hint from /proc or a core's note or
+	 * the instruction at the pc must (docs/ARCH.md §2). */
+	bool syscall_needs_hint;
+	/* The system call instruction a stop leaves the pc on when the call
+	 * will be made again (aarch64 svc #0, little-endian); 0: none. */
+	uint32_t syscall_insn;
+	/* The core note with the kernel's own syscall number (aarch64
+	 * NT_ARM_SYSTEM_CALL, an int); 0: none. */
+	unsigned syscall_note;
+	void (*decode_syscall)(const struct arch_desc *a, const uint64_t *gregs,
+			       long nr_hint, struct arch_syscall *ret);
+	void (*gregs_from_syscall)(const struct arch_desc *a, long nr,
+				   const uint64_t args[6], uint64_t *gregs);
+
+	/* ---- the thread pointer and the C library's thread struct */
 	/* x86_64 keeps the thread pointer in the general regs (fs_base);
 	 * aarch64 has it in a separate regset (NT_ARM_TLS).  -1 if none. */
 	int tp_greg_idx;
+	/* The regset (and core note) that holds it when it is not a general
+	 * register: NT_ARM_TLS, whose first word is TPIDR_EL0; 0: none. */
+	unsigned tp_regset;
+	/* TLS variant I (glibc's TLS_DTV_AT_TP, aarch64): the TCB is at the
+	 * thread pointer and struct pthread just below it, so the thread
+	 * area libthread_db asks for is tp - sizeof(struct pthread).  false
+	 * (variant II, x86_64): struct pthread starts at the thread
+	 * pointer. */
+	bool tls_dtv_at_tp;
 	/* Bytes of the thread control block that lie above struct pthread,
 	 * at the thread pointer: aarch64's tcbhead_t (the DTV pointer and a
 	 * private word, TLS variant I, docs/ARCH.md §1); 0 on x86_64, whose
 	 * TCB is the start of struct pthread. */
 	unsigned tcb_above_pthread;
+	/* glibc's _thread_db_const_thread_area: the idx libthread_db passes
+	 * to ps_get_thread_area (x86_64: FS, 25); -1 when it is
+	 * sizeof(struct pthread) instead (aarch64, DB_THREAD_SELF). */
+	int tdb_const_thread_area;
+
+	/* ---- DWARF and the unwinder */
+	/* dwarf_gregs[n] is the word index of DWARF register n, for
+	 * n < ndwarf_gregs */
+	const unsigned char *dwarf_gregs;
+	unsigned ndwarf_gregs;
+	unsigned dwarf_sp;		/* the stack pointer's DWARF number */
+	/* The pc's DWARF number (x86_64 16, rip, one of dwarf_gregs); -1:
+	 * DWARF has no pc column (aarch64), the unwinder is given it apart */
+	int dwarf_pc;
+	/* The link register's DWARF number (aarch64 x30); -1: a call pushes
+	 * its return address on the stack (x86_64) */
+	int dwarf_lr;
+	/* Frames without CFI are stepped by their frame record (AAPCS64:
+	 * x29 points at the caller's x29 and the return address;
+	 * dbsession/framerec.c, docs/ARCH.md §4) */
+	bool frame_records;
+	/* Pointer authentication may sign code addresses (arch_pac_mask) */
+	bool pac;
+	/* The vDSO symbol a signal handler returns to, whose frame the
+	 * unwinder reads with arch_sigframe_gregs(); NULL: the C library's
+	 * trampoline carries CFI for every register (x86_64) */
+	const char *sigreturn_sym;
+	/* Offset, from the sp at sigreturn_sym, of the interrupted general
+	 * registers in the kernel's rt_sigframe, laid out as gregs; 0: none */
+	unsigned sigframe_gregs_off;
+
+	/* ---- the stack and memory */
+	/* Bytes below sp the capture also copies (x86_64's red zone, which
+	 * a leaf may use without moving sp; libdwfl's frame-pointer
+	 * fallback reads there too) */
+	unsigned stack_below_sp;
+	/* The smallest page the kernel may use: what is read of a stack
+	 * nothing more is known of */
+	unsigned min_page_size;
+
+	/* ---- core notes */
+	/* The extended FPU state note (NT_X86_XSTATE); 0: none */
+	unsigned xstate_note;
 };
 
 /* The syscall a stopped thread is in, decoded from its registers. */
@@ -141,5 +239,14 @@ unsigned arch_sigframe_gregs(const struct arch_desc *a, unsigned *ret_n);
 
 /* Names of the general registers, for text and JSON output. */
 const char *arch_greg_name(const struct arch_desc *a, unsigned idx);
+
+/* The name of an ELF machine tinspect does not read ("i386", "32-bit
+ * ARM"...), for the message that refuses it; NULL if it has none. */
+const char *arch_machine_name(unsigned e_machine);
+
+/* The descriptors, each in its own file; code takes them through
+ * arch_host(), arch_by_id() and arch_by_elf_machine(). */
+extern const struct arch_desc arch_desc_x86_64;
+extern const struct arch_desc arch_desc_aarch64;
 
 #endif

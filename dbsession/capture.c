@@ -80,11 +80,12 @@ static bool stack_range(struct dbs_session *s, const struct psvc_task *k,
 		/* and the red zone below sp (x86_64: 128 bytes a leaf
 		 * function may use without moving sp; libdwfl's
 		 * frame-pointer fallback reads there too) */
-		lo = sp - m.start >= 128 ? sp - 128 : m.start;
+		unsigned below = psvc_arch(s->t)->stack_below_sp;
+		lo = sp - m.start >= below ? sp - below : m.start;
 	} else {
 		/* a stack mapped after the maps were read (a thread born
 		 * during the stop): one page, nothing assumed */
-		end = (sp | 4095) + 1;
+		end = (sp | (psvc_arch(s->t)->min_page_size - 1)) + 1;
 	}
 	/* up to its descriptor, read apart; and the static TLS under it,
 	 * once learned (stacktop.c) */

@@ -69,7 +69,7 @@ const struct dbs_glibc_locks *dbs_glibc_locks_for(const char *version,
 						  const struct arch_desc *a,
 						  const char **ret_why)
 {
-	enum arch_id id = a ? a->id : ARCH_X86_64;
+	enum arch_id id = a ? a->id : layouts[0].arch;
 	const char *why = "the target's glibc version is not known";
 	if (!version)
 		version = layouts[0].glibc;

@@ -36,8 +36,9 @@ void dbs_go_walk(struct psvc_target *t, const struct arch_desc *arch,
 	w->result = DBS_GOWALK_NOT_GO;
 	w->missed = false;
 	w->why = NULL;
-	/* the frame layout read here is x86_64's (no link register) */
-	if (arch->id != ARCH_X86_64)
+	/* the frame layout read here is x86_64's (no link register: a call
+	 * pushes the return address) */
+	if (arch->dwarf_lr >= 0)
 		return;
 	for (unsigned n = 0; n < MAX_GO_FRAMES; n++) {
 		struct psvc_gofunc f;

@@ -38,9 +38,16 @@ static const struct dbs_musl_pthread layout_aarch64 = {
 	.size = 200,
 };
 
+/* musl's layout per architecture: a row for each, so that a new one is
+ * not read with another's offsets */
+static const struct dbs_musl_pthread *const layouts[ARCH_COUNT] = {
+	[ARCH_X86_64] = &layout_x86_64,
+	[ARCH_AARCH64] = &layout_aarch64,
+};
+
 const struct dbs_musl_pthread *dbs_musl_layout(const struct arch_desc *a)
 {
-	return a->id == ARCH_AARCH64 ? &layout_aarch64 : &layout_x86_64;
+	return layouts[a->id];
 }
 
 bool dbs_musl_version_verified(const char *v)

@@ -73,36 +73,14 @@ bool dbs_park_frame_unnamed(const struct dbs_lockctx *c, size_t ti, uint64_t add
 	return k != SIZE_MAX && !c->fnames[k];
 }
 
-/* General registers callee-saved by the ABI (x86_64 psABI: rbx rbp
- * r12-r15; AAPCS64: x19-x29), by name so that arch/ needs no change. */
-static size_t callee_saved(const struct arch_desc *a, unsigned *idx, size_t max)
-{
-	static const char *const x86[] = { "rbx", "rbp", "r12", "r13", "r14", "r15" };
-	static const char *const a64[] = { "x19", "x20", "x21", "x22", "x23", "x24",
-					   "x25", "x26", "x27", "x28", "x29" };
-	const char *const *names = a->id == ARCH_AARCH64 ? a64 : x86;
-	size_t nn = a->id == ARCH_AARCH64 ? sizeof a64 / sizeof *a64
-					  : sizeof x86 / sizeof *x86;
-	size_t n = 0;
-	for (size_t i = 0; i < nn && n < max; i++)
-		for (unsigned r = 0; r < a->ngregs; r++) {
-			const char *g = arch_greg_name(a, r);
-			if (g && !strcmp(g, names[i])) {
-				idx[n++] = r;
-				break;
-			}
-		}
-	return n;
-}
-
 size_t dbs_park_values(const struct arch_desc *a, const uint64_t *gregs,
 		       const uint64_t *stack, uint64_t *vals, size_t max)
 {
-	unsigned cs[16];
-	size_t ncs = a ? callee_saved(a, cs, 16) : 0;
+	/* the registers the ABI has callee-saved (arch_desc) */
+	size_t ncs = a ? a->ncallee_saved : 0;
 	size_t nv = 0;
 	for (size_t i = 0; i < ncs && nv < max; i++)
-		vals[nv++] = gregs[cs[i]];
+		vals[nv++] = gregs[a->callee_saved[i]];
 	for (size_t w = 0; stack && w < DBS_PARK_SCAN_BYTES / 8 && nv < max; w++)
 		vals[nv++] = stack[w];
 	return nv;

@@ -259,8 +259,8 @@ int dbs_tdb_check_layouts(const struct tdb_check_io *io, uint32_t *ret_sizeof_pt
 				 "be read");
 			return -EPROTO;
 		}
-		uint32_t want = io->arch_id == ARCH_AARCH64
-					? (uint32_t)size[S_PTHREAD] : 25;
+		int tca = arch_by_id(io->arch_id)->tdb_const_thread_area;
+		uint32_t want = tca < 0 ? (uint32_t)size[S_PTHREAD] : (uint32_t)tca;
 		if (cta != want) {
 			snprintf(why, whylen, "_thread_db_const_thread_area is %"
 				 PRIu32 " (%#" PRIx32 "), not %" PRIu32, cta, cta,

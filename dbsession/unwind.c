@@ -179,13 +179,14 @@ static bool cb_set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
 	const uint64_t *gregs = u->restart_gregs ? u->restart_gregs : u->cur->gregs;
 	Dwarf_Word dw[64];
 	unsigned n = arch_gregs_to_dwarf(u->arch, gregs, dw, 64);
-	/* aarch64's link register (x30) may hold a signed return address */
-	if (u->pac_mask && n > 30)
-		dw[30] = strip_pac(u, dw[30]);
+	/* the link register (aarch64's x30) may hold a signed return address */
+	int lr = u->arch->dwarf_lr;
+	if (u->pac_mask && lr >= 0 && n > (unsigned)lr)
+		dw[lr] = strip_pac(u, dw[lr]);
 	if (!dwfl_thread_state_registers(thread, 0, n, dw))
 		return false;
 	/* x86_64's DWARF 16 is rip; aarch64 has no DWARF pc column */
-	if (u->arch->id == ARCH_AARCH64)
+	if (u->arch->dwarf_pc < 0)
 		dwfl_thread_state_register_pc(thread, arch_pc(u->arch, gregs) -
 						      (u->restart_at_return ? 1 : 0));
 	return true;
@@ -309,7 +310,7 @@ static void find_arch_marks(struct dbs_unwinder *u)
 {
 	u->pac_mask = 0;
 	u->sigtramp = 0;
-	if (u->arch->id != ARCH_AARCH64)
+	if (!u->arch->pac && !u->arch->sigreturn_sym)
 		return;
 	uint64_t top = 0;
 	for (size_t i = 0; i < psvc_nmodules(u->t); i++) {
@@ -319,7 +320,8 @@ static void find_arch_marks(struct dbs_unwinder *u)
 	}
 	u->pac_mask = arch_pac_mask(u->arch, top);
 	/* the vDSO's own symbols only: a dozen */
-	for (size_t i = 0; i < psvc_nmodules(u->t) && !u->sigtramp; i++) {
+	for (size_t i = 0; u->arch->sigreturn_sym && i < psvc_nmodules(u->t) &&
+			   !u->sigtramp; i++) {
 		const struct psvc_module *m = psvc_module_at(u->t, i);
 		Dwfl_Module *dm = m->path && !strcmp(m->path, "[vdso]")
 					  ? dwfl_addrmodule(u->dwfl, m->start) : NULL;
@@ -329,7 +331,7 @@ static void find_arch_marks(struct dbs_unwinder *u)
 			GElf_Addr addr;
 			const char *name = dwfl_module_getsym_info(dm, k, &sym, &addr,
 								   NULL, NULL, NULL);
-			if (name && !strcmp(name, "__kernel_rt_sigreturn")) {
+			if (name && !strcmp(name, u->arch->sigreturn_sym)) {
 				u->sigtramp = addr;
 				break;
 			}
@@ -648,13 +650,13 @@ static bool step_by_record(struct walk *w, Dwfl_Frame *frame, uint64_t pc, bool 
 			   uint64_t sp, int *cb_ret)
 {
 	struct dbs_unwinder *u = w->u;
-	if (u->arch->id != ARCH_AARCH64 || act || dbs_cfi_covers(u->dwfl, pc - 1))
+	if (!u->arch->frame_records || act || dbs_cfi_covers(u->dwfl, pc - 1))
 		return false;
 	uint64_t g[ARCH_MAX_GREGS] = { 0 };
-	for (int r = 0; r <= 30; r++) {
+	for (unsigned r = 0; r < u->arch->ndwarf_gregs; r++) {
 		Dwarf_Word v;
-		if (dwfl_frame_reg(frame, (unsigned)r, &v) == 0)
-			g[r] = v;
+		if (dwfl_frame_reg(frame, r, &v) == 0)
+			g[u->arch->dwarf_gregs[r]] = v;
 	}
 	g[u->arch->sp_idx] = sp;
 	g[u->arch->pc_idx] = pc;
@@ -690,7 +692,7 @@ static int frame_cb(Dwfl_Frame *frame, void *arg)
 		act = false;
 	}
 	Dwarf_Word sp;
-	unsigned spreg = w->u->arch->id == ARCH_X86_64 ? 7 : 31;
+	unsigned spreg = arch_dwarf_sp(w->u->arch);
 	bool have_sp = dwfl_frame_reg(frame, spreg, &sp) == 0;
 	if (w->restarted) {
 		/* a restart's first pc is a return address */

@@ -32,22 +32,6 @@
 
 /* ---- the ELF header ------------------------------------------------------ */
 
-static const char *machine_name(unsigned m)
-{
-	switch (m) {
-	case EM_386: return "i386";
-	case EM_ARM: return "32-bit ARM";
-	case EM_PPC: return "32-bit PowerPC";
-	case EM_PPC64: return "PowerPC 64";
-	case EM_S390: return "s390";
-	case EM_MIPS: return "MIPS";
-	case EM_RISCV: return "RISC-V";
-	case EM_SPARCV9: return "SPARC v9";
-	case EM_IA_64: return "IA-64";
-	default: return NULL;
-	}
-}
-
 static const char *type_name(unsigned t)
 {
 	switch (t) {
@@ -70,13 +54,13 @@ static int check_ehdr(struct psvc_core *c, const GElf_Ehdr *eh, char *why,
 	}
 	c->arch = arch_by_elf_machine(eh->e_machine);
 	if (!c->arch) {
-		const char *m = machine_name(eh->e_machine);
+		const char *m = arch_machine_name(eh->e_machine);
 		if (m)
 			psvc_core_say(why, whylen, "a core of %s (machine %u): tinspect "
-				 "reads x86_64 and aarch64 cores", m, eh->e_machine);
+				 "reads " ARCH_NAMES " cores", m, eh->e_machine);
 		else
 			psvc_core_say(why, whylen, "a core of machine %u: tinspect "
-				 "reads x86_64 and aarch64 cores", eh->e_machine);
+				 "reads " ARCH_NAMES " cores", eh->e_machine);
 		return -ENOEXEC;
 	}
 	if (eh->e_phentsize != sizeof(Elf64_Phdr)) {
@@ -119,14 +103,14 @@ int psvc_core_check_header(struct psvc_core *c, const unsigned char *p, size_t n
 	}
 	if (p[EI_CLASS] != ELFCLASS64) {
 		psvc_core_say(why, whylen, p[EI_CLASS] == ELFCLASS32 ?
-			 "a 32-bit core: tinspect reads 64-bit x86_64 and "
-			 "aarch64 cores" : "a core of unknown ELF class %u",
+			 "a 32-bit core: tinspect reads 64-bit "
+			 ARCH_NAMES " cores" : "a core of unknown ELF class %u",
 			 p[EI_CLASS]);
 		return p[EI_CLASS] == ELFCLASS32 ? -ENOEXEC : -EBADMSG;
 	}
 	if (p[EI_DATA] != ELFDATA2LSB) {
 		psvc_core_say(why, whylen, "a %s core: tinspect reads little-endian "
-			 "x86_64 and aarch64 cores", msb ? "big-endian" :
+			 ARCH_NAMES " cores", msb ? "big-endian" :
 			 "byte order unknown");
 		return -ENOEXEC;
 	}

@@ -377,7 +377,7 @@ static void core_read_runs(struct psvc_target *t, struct psvc_run *runs, size_t 
  * an svc at the pc is about to make again. */
 static long syscall_hint(struct psvc_target *t, const struct psvc_core_thread *ct)
 {
-	if (t->arch->id != ARCH_AARCH64)
+	if (!t->arch->syscall_needs_hint)
 		return -1;
 	if (ct->have_syscallno && ct->syscallno >= 0)
 		return ct->syscallno;

@@ -395,12 +395,12 @@ static int dispatch(struct psvc_core *c, const struct note *n, long *cur,
 	}
 	if (!linux_)
 		return 0;
-	if (n->type == NT_X86_XSTATE && c->arch->id == ARCH_X86_64) {
+	if (c->arch->xstate_note && n->type == c->arch->xstate_note) {
 		if ((t = cur_thread(c, *cur, n)) && !t->xstate) {
 			t->xstate = n->desc;
 			t->xstate_len = (size_t)n->size;
 		}
-	} else if (n->type == NT_ARM_TLS && c->arch->id == ARCH_AARCH64) {
+	} else if (c->arch->tp_regset && n->type == c->arch->tp_regset) {
 		if (!(t = cur_thread(c, *cur, n)))
 			return 0;
 		if (n->size < 8) {
@@ -413,7 +413,7 @@ static int dispatch(struct psvc_core *c, const struct note *n, long *cur,
 			t->tp = get64(n->desc);
 			t->have_tp = true;
 		}
-	} else if (n->type == NT_ARM_SYSTEM_CALL && c->arch->id == ARCH_AARCH64) {
+	} else if (c->arch->syscall_note && n->type == c->arch->syscall_note) {
 		if (!(t = cur_thread(c, *cur, n)))
 			return 0;
 		if (n->size < 4) {

@@ -27,10 +27,10 @@ int psvc_ptrace_regs(const struct arch_desc *a, pid_t tid, uint64_t *gregs,
 		return -ENOEXEC;	/* another layout (a 32-bit task) */
 	if (a->tp_greg_idx >= 0) {
 		*ret_tp = gregs[a->tp_greg_idx];
-	} else {
+	} else if (a->tp_regset) {
 		uint64_t tp = 0;
 		struct iovec tiov = { &tp, sizeof tp };
-		if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_ARM_TLS, &tiov) == 0)
+		if (ptrace(PTRACE_GETREGSET, tid, (void *)(uintptr_t)a->tp_regset, &tiov) == 0)
 			*ret_tp = tp;
 	}
 	return 0;

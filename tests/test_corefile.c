@@ -305,7 +305,7 @@ static void check_core(const struct psvc_core *c, bool kernel)
 		if (t->tid == F.pid) {
 			cr_assert(m.path && !strcmp(m.path, "[stack]"),
 				  "main sp %#lx not in [stack]", (unsigned long)sp);
-			if (a->id == ARCH_X86_64)
+			if (!a->tls_dtv_at_tp)
 				cr_assert_eq(t->tp, F.main_pthread);
 			continue;
 		}
@@ -313,7 +313,7 @@ static void check_core(const struct psvc_core *c, bool kernel)
 		cr_assert(ft, "thread %d is not the fixture's", t->tid);
 		cr_assert(sp >= ft->lo && sp < ft->hi, "thread %d: sp %#lx out "
 			  "of its stack", t->tid, (unsigned long)sp);
-		if (a->id == ARCH_X86_64)
+		if (!a->tls_dtv_at_tp)
 			cr_assert_eq(t->tp, ft->pthread, "thread %d fs_base", t->tid);
 		/* its struct pthread, at the top of its stack, names its
 		 * start routine */
@@ -321,7 +321,7 @@ static void check_core(const struct psvc_core *c, bool kernel)
 		cr_assert_eq(psvc_core_read(c, ft->pthread, pt, 2048, NULL), 0);
 		uint64_t self;
 		memcpy(&self, pt, 8);
-		if (a->id == ARCH_X86_64)
+		if (!a->tls_dtv_at_tp)
 			cr_assert_eq(self, ft->pthread, "tcb self pointer");
 		cr_assert(memmem(pt, 2048, &ft->start, 8), "thread %d: %s's "
 			  "address is not in its struct pthread", t->tid, ft->role);
