@@ -23,7 +23,10 @@
  * waiting inside it, and leaves unanswered every open of the library after
  * the one tinspect reads its symbols from: libdwfl's own open of it
  * (find_elf) then stalls, and the stack through the library must say
- * which file and why, not libdwfl's "Callback returned failure".
+ * which file and why, not libdwfl's "Callback returned failure".  When
+ * that open fails once and not again (--fail-once: the server answers it
+ * EMFILE), the next update of a watch must open it again: libdwfl
+ * remembers a module's failed open for the module's life.
  *
  * Teardown unmounts the FUSE mount in the fixture's namespace (umount -l
  * through nsenter) and kills the fixture by PID, which also aborts the
@@ -45,7 +48,8 @@
 
 #include "harness.h"
 
-static struct fixture fx;
+static struct fixture fx, tin;	/* the target, a watching tinspect */
+static struct kept_lines stream;	/* tin's lines, for the schema */
 static const char *mountpoint = "/usr/lib/debug";	/* the fixture's */
 static long waiting = -1, baseline = -1;	/* FUSE requests waiting */
 static uint64_t waiting_ms;	/* since when (CLOCK_MONOTONIC) */
@@ -63,6 +67,8 @@ static void teardown(void)
 				"mount of %d (it goes with the process)\n",
 				(int)fx.pid);
 	}
+	fx_kill(&tin);
+	kept_free(&stream);
 	fx_kill(&fx);
 	waiting = baseline = spawned = -1;
 	mountpoint = "/usr/lib/debug";
@@ -483,5 +489,62 @@ Test(stall, library_whose_file_stalls_names_it_in_the_stack_error)
 						   "of /mnt/libfxfuse.so");
 	cr_assert(said, "the thread's errors do not say it");
 	json_decref(doc);
+	check_free();
+}
+
+/* The next report of the watch (events skipped), parsed. */
+static json_t *next_report(void)
+{
+	for (;;) {
+		json_t *d = kept_next_line(&tin, &stream, 120);
+		cr_assert(d, "the watch ended");
+		if (json_object_get(d, "threads"))
+			return d;
+		json_decref(d);
+	}
+}
+
+/* The stack of the thread through the library in report d. */
+static json_t *lib_stack(json_t *d)
+{
+	json_t *t = thread_with_frame(d, "fx_fuselib_call");
+	cr_assert(t, "no thread with the library's frame");
+	return json_object_get(t, "stack");
+}
+
+Test(stall, library_whose_open_failed_once_is_opened_by_the_next_update)
+{
+	if (geteuid() != 0 || access("/dev/fuse", R_OK | W_OK) != 0)
+		cr_skip("mounting FUSE needs root and /dev/fuse");
+	char lib[4096];
+	snprintf(lib, sizeof lib, "%s", fixture_path("libfx_fuselib.so"));
+	const char *args[] = { lib, "2", "--fail-once", NULL };
+	fx_start(&fx, "fx_fuse_lib", args, 30);
+	mountpoint = "/mnt";
+	const char *opts[] = { "--watch", "0.2", "--json", NULL };
+	fx_spawn_tinspect_on(&tin, opts, fx.pid);
+	json_t *d = next_report();
+	json_t *st = lib_stack(d);
+	const char *err = jstr(st, "error");
+	cr_assert_str_eq(jstr(st, "end"), "error", "first update: the stack ends %s",
+			 jstr(st, "end"));
+	cr_assert(err && strstr(err, "the file of /mnt/libfxfuse.so could not be "
+			       "opened: out of file descriptors (EMFILE)"),
+		  "first update: %s", err ? err : "no error");
+	json_decref(d);
+	/* the next update opens it again, and walks through it */
+	d = next_report();
+	st = lib_stack(d);
+	err = jstr(st, "error");
+	cr_assert_str_eq(jstr(st, "end"), "complete", "second update: the stack "
+			 "ends %s (%s)", jstr(st, "end"), err ? err : "no error");
+	bool past = false;
+	size_t i;
+	json_t *f;
+	json_array_foreach(json_object_get(st, "frames"), i, f)
+		past |= jstr(f, "symbol") && !strcmp(jstr(f, "symbol"), "start_thread");
+	cr_assert(past, "second update: no frame past the library");
+	json_decref(d);
+	kept_validate(&stream);
 	check_free();
 }
