@@ -199,9 +199,11 @@ int dbs_dbg_files_open_errno(const struct dbg_files *f, const char *module)
 bool dbs_dbg_open_transient(int err)
 {
 	/* fileworker.c: EAGAIN while a task is held, EINTR when cancelled,
-	 * ETIMEDOUT when its helper stalled, EIO when the helper died */
+	 * ETIMEDOUT when its helper stalled, EIO when the helper died,
+	 * ECHILD when it could not be started */
 	return err == EAGAIN || err == EINTR || err == ETIMEDOUT ||
-	       err == EMFILE || err == ENFILE || err == EIO || err == ENOMEM;
+	       err == EMFILE || err == ENFILE || err == EIO || err == ENOMEM ||
+	       err == ECHILD;
 }
 
 bool dbs_dbg_files_transient(const struct dbg_files *f)

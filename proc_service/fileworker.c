@@ -359,13 +359,15 @@ static int helper_start(struct psvc_target *t)
 			helper_main(sv[1]);
 		_exit(h < 0 ? 1 : 0);
 	}
-	int err = mid < 0 ? -errno : 0;
+	/* a fork that failed (EAGAIN, ENOMEM: out of processes or memory)
+	 * is told as such: -EAGAIN is a held target's */
+	int err = mid < 0 ? -ECHILD : 0;
 	close(sv[1]);
 	int st = 0;
 	while (mid > 0 && waitpid(mid, &st, 0) < 0 && errno == EINTR)
 		;
 	if (!err && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
-		err = -EAGAIN;
+		err = -ECHILD;
 	if (err) {
 		close(sv[0]);
 		return err;
