@@ -88,6 +88,8 @@ uint64_t dbs_dbg_files_crc_bytes(const struct dbg_files *f);
  * opened for libdwfl: err (positive errno) is kept as the module's last
  * failure, which libdwfl remembers for the module's life in the Dwfl. */
 void dbs_dbg_files_open_failed(struct dbg_files *f, const char *module, int err);
+/* module's file was opened: a failure kept for it is forgotten. */
+void dbs_dbg_files_open_ok(struct dbg_files *f, const char *module);
 /* The last failure kept for module (positive errno), 0 if none. */
 int dbs_dbg_files_open_errno(const struct dbg_files *f, const char *module);
 /* Whether err is a failure that may not last (a held target, a signal,

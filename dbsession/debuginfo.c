@@ -188,6 +188,16 @@ void dbs_dbg_files_open_failed(struct dbg_files *f, const char *module, int err)
 	f->ofail[f->nofail++] = (struct open_failure){ name, err };
 }
 
+void dbs_dbg_files_open_ok(struct dbg_files *f, const char *module)
+{
+	for (size_t i = 0; f && module && i < f->nofail; i++)
+		if (!strcmp(f->ofail[i].module, module)) {
+			free(f->ofail[i].module);
+			f->ofail[i] = f->ofail[--f->nofail];
+			return;
+		}
+}
+
 int dbs_dbg_files_open_errno(const struct dbg_files *f, const char *module)
 {
 	for (size_t i = 0; f && module && i < f->nofail; i++)
@@ -352,6 +362,7 @@ int dbs_dbg_find_elf(Dwfl_Module *mod, void **userdata, const char *modname,
 		errno = ENOEXEC;
 		return -1;
 	}
+	dbs_dbg_files_open_ok(f, modname);	/* another mapping of it failed */
 	*file_name = strdup(modname);
 	*elfp = e;
 	return -1;	/* no descriptor: the Elf is all libdwfl gets */

@@ -249,12 +249,12 @@ static int sync_modules(struct dbs_unwinder *u)
 			 * descriptor then */
 			int err = psvc_module_span(t, m, &low, &high);
 			if (err) {
-				/* frames there stay unnamed, and a stack
-				 * that reaches one ends there, saying why */
+				/* stacks end at its frames, saying why */
 				dbs_dbg_files_open_failed(u->files, name, -err);
 				continue;
 			}
 			dm = dwfl_report_module(u->dwfl, name, low, high);
+			dbs_dbg_files_open_ok(u->files, name);
 		}
 		if (!dm)
 			continue;
