@@ -84,6 +84,28 @@ void dbs_dbg_files_take_notes(struct dbg_files *f, char ***ret, size_t *ret_n);
 int dbs_dbg_files_fd_errno(const struct dbg_files *f, const char **ret_what);
 /* The bytes read so far to check debuglink CRCs. */
 uint64_t dbs_dbg_files_crc_bytes(const struct dbg_files *f);
+/* The file of module (its path, libdwfl's name for it) could not be
+ * opened for libdwfl: err (positive errno) is kept as the module's last
+ * failure, which libdwfl remembers for the module's life in the Dwfl. */
+void dbs_dbg_files_open_failed(struct dbg_files *f, const char *module, int err);
+/* module's file was opened: a failure kept for it is forgotten. */
+void dbs_dbg_files_open_ok(struct dbg_files *f, const char *module);
+/* The last failure kept for module (positive errno), 0 if none. */
+int dbs_dbg_files_open_errno(const struct dbg_files *f, const char *module);
+/* Whether err is a failure that may not last (a held target, a signal,
+ * a file system slow to answer, descriptors lacking, the file helper
+ * gone): the module is worth opening again in a later update. */
+bool dbs_dbg_open_transient(int err);
+/* Whether a transient failure is kept for some module. */
+bool dbs_dbg_files_transient(const struct dbg_files *f);
+/* Forget the failures kept (transient ones only, or all). */
+void dbs_dbg_files_forget_failures(struct dbg_files *f, bool transient_only);
+/* What a failure of a module's open means (buf: at least 128 bytes). */
+const char *dbs_dbg_open_strerror(int err, char *buf, size_t len);
+/* "the file of MODULE could not be opened: why" in buf if a failure is
+ * kept for module, else NULL. */
+const char *dbs_dbg_files_why(const struct dbg_files *f, const char *module,
+			      char *buf, size_t len);
 
 /* debugcrc.c: debuglink CRCs within budgets, each file's computed once.
  * A debug file is a few hundred MB at most; candidates are whatever the
@@ -517,6 +539,13 @@ void dbs_symbolize(struct psvc_target *t, uint64_t addr, struct dbs_symbol *ret)
  * its very address), demangled, and its size: 0, or -ENOENT. */
 int dbs_symbol_covering(struct psvc_target *t, uint64_t addr,
 			struct dbs_symbol *ret, uint64_t *ret_size);
+/* A subprogram's or inlined instance's name (linkage name first), through
+ * its abstract origin; NULL if none. */
+const char *dbs_die_name(Dwarf_Die *die);
+/* An inlined instance's call site: its file (in cudie's line table) and
+ * line; NULL and 0 if the DWARF does not say. */
+const char *dbs_die_call_file(Dwarf_Die *cudie, Dwarf_Die *die);
+int dbs_die_call_line(Dwarf_Die *die);
 
 /* ---- messages.c ----------------------------------------------------------- */
 

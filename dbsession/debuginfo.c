@@ -22,6 +22,14 @@
  * thousands of libraries costs no descriptor per library.  A refused file
  * or a lack of descriptors is noted, for the snapshot's warnings and for
  * the error of a stack that could not be unwound.
+ *
+ * libdwfl says only "Callback returned failure" when find_elf gives it
+ * neither a descriptor nor an Elf (elfutils libdwfl/dwfl_module_getdwarf.c,
+ * open_elf_file: DWFL_E_CB, errno cleared), and remembers that failure for
+ * the module's life in the Dwfl.  So the reason of each module's failed
+ * open is kept here, by the module's name, for the error of every stack
+ * that reaches the module (unwind.c), and a failure that may not last is
+ * told to the unwinder, which then reports the module afresh.
  */
 #include "dbs_int.h"
 
@@ -61,6 +69,12 @@ struct dbg_files {
 	/* the last file try_path() accepted was in tinspect's own file
 	 * system (not the target's root): it may be cached (dbgcache.c) */
 	bool found_here;
+	/* modules whose file could not be opened for libdwfl, and why */
+	struct open_failure {
+		char *module;
+		int err;	/* positive errno */
+	} *ofail;
+	size_t nofail;
 };
 
 static void add_note(struct dbg_files *f, const char *fmt, ...)
@@ -146,8 +160,103 @@ void dbs_dbg_files_free(struct dbg_files *f)
 	for (size_t i = 0; i < f->nfailed; i++)
 		free(f->failed[i]);
 	free(f->failed);
+	dbs_dbg_files_forget_failures(f, false);
+	free(f->ofail);
 	dbs_crc_free(f->crc);
 	free(f);
+}
+
+/* ---- modules whose file could not be opened ------------------------------------ */
+
+void dbs_dbg_files_open_failed(struct dbg_files *f, const char *module, int err)
+{
+	if (!f || !module || err <= 0)
+		return;
+	for (size_t i = 0; i < f->nofail; i++)
+		if (!strcmp(f->ofail[i].module, module)) {
+			f->ofail[i].err = err;
+			return;
+		}
+	char *name = strdup(module);
+	struct open_failure *v = name ? realloc(f->ofail, (f->nofail + 1) *
+						       sizeof *v) : NULL;
+	if (!v) {
+		free(name);	/* the stack then says libdwfl's words only */
+		return;
+	}
+	f->ofail = v;
+	f->ofail[f->nofail++] = (struct open_failure){ name, err };
+}
+
+void dbs_dbg_files_open_ok(struct dbg_files *f, const char *module)
+{
+	for (size_t i = 0; f && module && i < f->nofail; i++)
+		if (!strcmp(f->ofail[i].module, module)) {
+			free(f->ofail[i].module);
+			f->ofail[i] = f->ofail[--f->nofail];
+			return;
+		}
+}
+
+int dbs_dbg_files_open_errno(const struct dbg_files *f, const char *module)
+{
+	for (size_t i = 0; f && module && i < f->nofail; i++)
+		if (!strcmp(f->ofail[i].module, module))
+			return f->ofail[i].err;
+	return 0;
+}
+
+bool dbs_dbg_open_transient(int err)
+{
+	/* fileworker.c: EAGAIN while a task is held, EINTR when cancelled,
+	 * ETIMEDOUT when its helper stalled, EIO when the helper died,
+	 * ECHILD when it could not be started */
+	return err == EAGAIN || err == EINTR || err == ETIMEDOUT ||
+	       err == EMFILE || err == ENFILE || err == EIO || err == ENOMEM ||
+	       err == ECHILD;
+}
+
+bool dbs_dbg_files_transient(const struct dbg_files *f)
+{
+	for (size_t i = 0; f && i < f->nofail; i++)
+		if (dbs_dbg_open_transient(f->ofail[i].err))
+			return true;
+	return false;
+}
+
+void dbs_dbg_files_forget_failures(struct dbg_files *f, bool transient_only)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < f->nofail; i++) {
+		if (!transient_only || dbs_dbg_open_transient(f->ofail[i].err))
+			free(f->ofail[i].module);
+		else
+			f->ofail[k++] = f->ofail[i];
+	}
+	f->nofail = k;
+}
+
+const char *dbs_dbg_open_strerror(int err, char *buf, size_t len)
+{
+	switch (err) {
+	case ETIMEDOUT:
+		snprintf(buf, len, "the file system did not answer within %u s "
+			 "(tinspect's file helper was asleep in the kernel that "
+			 "long; no more files of that file system are read)",
+			 (unsigned)(PSVC_FILE_STALL_NS / 1000000000u));
+		return buf;
+	case ESTALE:
+		return "the file at that path is not the one mapped (replaced "
+		       "on disk)";
+	case EAGAIN:
+		return "not opened while the target was held";
+	case EIO:
+		return "an I/O error, or tinspect's file helper died";
+	case ENOEXEC:
+		return "not an ELF file libelf can read";
+	default:
+		return psvc_open_strerror(-err);
+	}
 }
 
 uint64_t dbs_dbg_files_crc_bytes(const struct dbg_files *f)
@@ -208,6 +317,18 @@ int dbs_dbg_files_fd_errno(const struct dbg_files *f, const char **ret_what)
 	return f->fd_errno;
 }
 
+const char *dbs_dbg_files_why(const struct dbg_files *f, const char *module,
+			      char *buf, size_t len)
+{
+	int err = dbs_dbg_files_open_errno(f, module);
+	if (!err)
+		return NULL;
+	char why[256];
+	snprintf(buf, len, "the file of %s could not be opened: %s", module,
+		 dbs_dbg_open_strerror(err, why, sizeof why));
+	return buf;
+}
+
 /* ---- the main ELF ---------------------------------------------------------------- */
 
 int dbs_dbg_find_elf(Dwfl_Module *mod, void **userdata, const char *modname,
@@ -217,6 +338,7 @@ int dbs_dbg_find_elf(Dwfl_Module *mod, void **userdata, const char *modname,
 	struct dbg_files *f = *userdata;
 	struct psvc_module *m = f ? psvc_module_for_addr(f->t, base) : NULL;
 	if (!m || !m->path || strcmp(m->path, modname)) {
+		dbs_dbg_files_open_failed(f, modname, ENOENT);
 		errno = ENOENT;
 		return -1;
 	}
@@ -225,6 +347,7 @@ int dbs_dbg_find_elf(Dwfl_Module *mod, void **userdata, const char *modname,
 	if (fd == -EMFILE || fd == -ENFILE)
 		out_of_fds(f, -fd, modname);
 	if (fd < 0) {
+		dbs_dbg_files_open_failed(f, modname, -fd);
 		errno = -fd;
 		return -1;
 	}
@@ -235,9 +358,11 @@ int dbs_dbg_find_elf(Dwfl_Module *mod, void **userdata, const char *modname,
 	}
 	close(fd);	/* libelf has it mapped */
 	if (!e) {
+		dbs_dbg_files_open_failed(f, modname, ENOEXEC);
 		errno = ENOEXEC;
 		return -1;
 	}
+	dbs_dbg_files_open_ok(f, modname);	/* another mapping of it failed */
 	*file_name = strdup(modname);
 	*elfp = e;
 	return -1;	/* no descriptor: the Elf is all libdwfl gets */

@@ -4,10 +4,12 @@
  * names demangled (thread_native_entry(Thread*), not
  * _ZL19thread_native_entryP6Thread).  Start routines, key destructors,
  * pointer-valued TLS variables, lock objects and stack frames all go
- * through it.  A leaf above proc_service's symbol tables.
+ * through it.  A leaf above proc_service's symbol tables; and the names
+ * and call sites of inlined instances in DWARF, for the unwinder's frames.
  */
 #include "dbs_int.h"
 
+#include <dwarf.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,4 +60,37 @@ int dbs_symbol_covering(struct psvc_target *t, uint64_t addr,
 	ret->offset = ps.offset;
 	*ret_size = ps.size;
 	return 0;
+}
+
+/* The name of a subprogram or inlined instance, through its origin. */
+const char *dbs_die_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	const char *n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
+	if (!n)
+		n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
+	if (!n)
+		n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &a));
+	return n;
+}
+
+const char *dbs_die_call_file(Dwarf_Die *cudie, Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word idx;
+	Dwarf_Files *files;
+	size_t nfiles;
+	if (dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &a), &idx) != 0 ||
+	    dwarf_getsrcfiles(cudie, &files, &nfiles) != 0 || idx >= nfiles)
+		return NULL;
+	return dwarf_filesrc(files, idx, NULL, NULL);
+}
+
+int dbs_die_call_line(Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word line;
+	if (dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &a), &line) != 0)
+		return 0;
+	return line > 0x7fffffff ? 0 : (int)line;
 }

@@ -248,9 +248,14 @@ static int sync_modules(struct dbs_unwinder *u)
 			/* the range only: the ELF is opened when libdwfl
 			 * first needs it (dbs_dbg_find_elf), and holds no
 			 * descriptor then */
-			if (psvc_module_span(t, m, &low, &high))
-				continue;	/* frames there stay unnamed */
+			int err = psvc_module_span(t, m, &low, &high);
+			if (err) {
+				/* stacks end at its frames, saying why */
+				dbs_dbg_files_open_failed(u->files, name, -err);
+				continue;
+			}
 			dm = dwfl_report_module(u->dwfl, name, low, high);
+			dbs_dbg_files_open_ok(u->files, name);
 		}
 		if (!dm)
 			continue;
@@ -339,11 +344,41 @@ static void find_arch_marks(struct dbs_unwinder *u)
 	}
 }
 
+/* Modules whose file could not be opened for a reason that may not last
+ * (debuginfo.c) are let go of, and sync_modules() reports them as new:
+ * libdwfl remembers a failed find_elf for the module's life (it tries
+ * only while mod->elferr is DWFL_E_NOERROR), and a module reported again
+ * unchanged is the same one; a report without them frees them. */
+static void drop_transient(struct dbs_unwinder *u)
+{
+	dwfl_report_begin(u->dwfl);
+	size_t k = 0;
+	for (size_t i = 0; i < u->nrep; i++) {
+		struct reported *r = &u->rep[i];
+		int err = dbs_dbg_files_open_errno(u->files, r->name);
+		if (err && dbs_dbg_open_transient(err)) {
+			free(r->name);
+			continue;
+		}
+		if (!dwfl_report_module(u->dwfl, r->name, r->low, r->high)) {
+			free(r->name);
+			continue;	/* out of memory: made afresh below */
+		}
+		u->rep[k++] = *r;
+	}
+	u->nrep = k;
+	dwfl_report_end(u->dwfl, NULL, NULL);
+	dbs_dbg_files_forget_failures(u->files, true);
+}
+
 int dbs_unwinder_sync(struct dbs_unwinder *u)
 {
 	uint64_t gen = psvc_modules_generation(u->t);
-	if (u->attached && gen == u->generation)
+	bool retry = dbs_dbg_files_transient(u->files);
+	if (u->attached && gen == u->generation && !retry)
 		return 0;
+	if (retry)
+		drop_transient(u);
 	int err = sync_modules(u);
 	if (err)
 		return err;
@@ -404,39 +439,6 @@ static const char *demangled(struct dbs_unwinder *u, const char *raw,
 	return r;
 }
 
-/* The name of a subprogram or inlined instance, through its origin. */
-static const char *die_name(Dwarf_Die *die)
-{
-	Dwarf_Attribute a;
-	const char *n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
-	if (!n)
-		n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
-	if (!n)
-		n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &a));
-	return n;
-}
-
-static const char *call_file(Dwarf_Die *cudie, Dwarf_Die *die)
-{
-	Dwarf_Attribute a;
-	Dwarf_Word idx;
-	Dwarf_Files *files;
-	size_t nfiles;
-	if (dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &a), &idx) != 0 ||
-	    dwarf_getsrcfiles(cudie, &files, &nfiles) != 0 || idx >= nfiles)
-		return NULL;
-	return dwarf_filesrc(files, idx, NULL, NULL);
-}
-
-static int call_line(Dwarf_Die *die)
-{
-	Dwarf_Attribute a;
-	Dwarf_Word line;
-	if (dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &a), &line) != 0)
-		return 0;
-	return line > 0x7fffffff ? 0 : (int)line;
-}
-
 /* Fill e for the (adjusted) pc: module, then the inline chain from the
  * DWARF scopes, then the real function from the ELF symbol table. */
 static void symbolize_pc(struct dbs_unwinder *u, uint64_t pc, struct sym_entry *e)
@@ -469,13 +471,13 @@ static void symbolize_pc(struct dbs_unwinder *u, uint64_t pc, struct sym_entry *
 			if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine)
 				continue;
 			fr[n].inlined = true;
-			fr[n].symbol = demangled(u, die_name(&scopes[i]), &fr[n].mangled);
+			fr[n].symbol = demangled(u, dbs_die_name(&scopes[i]), &fr[n].mangled);
 			fr[n].file = dbs_strpool_intern(u->pool, file);
 			fr[n].line = line;
 			n++;
 			/* the caller's position is this instance's call site */
-			file = call_file(cu, &scopes[i]);
-			line = call_line(&scopes[i]);
+			file = dbs_die_call_file(cu, &scopes[i]);
+			line = dbs_die_call_line(&scopes[i]);
 		}
 		free(scopes);
 	}
@@ -678,6 +680,18 @@ static bool step_by_record(struct walk *w, Dwfl_Frame *frame, uint64_t pc, bool 
 	return true;
 }
 
+/* Why the frame at (looked-up) pc leads nowhere known: its module's file
+ * could not be opened for libdwfl, so what libdwfl found past it is a
+ * guess from the frame pointer, or nothing; NULL if it was opened. */
+static const char *module_failure(struct dbs_unwinder *u, uint64_t pc)
+{
+	const struct psvc_module *m = psvc_module_for_addr(u->t, pc);
+	char buf[4500];
+	const char *why = m ? dbs_dbg_files_why(u->files, m->path, buf, sizeof buf)
+			    : NULL;
+	return why ? dbs_strpool_intern(u->pool, why) : NULL;
+}
+
 static int frame_cb(Dwfl_Frame *frame, void *arg)
 {
 	struct walk *w = arg;
@@ -690,6 +704,16 @@ static int frame_cb(Dwfl_Frame *frame, void *arg)
 	if (w->part_frames++ == 0 && w->u->restart_at_return) {
 		pc += 1;
 		act = false;
+	}
+	/* libdwfl stepped here from the frame before without its module's
+	 * file: not a frame to show, the stack ends there with why */
+	const char *failed = w->part_frames > 1 && w->n > 0
+				     ? module_failure(w->u, look_pc(w, w->n - 1))
+				     : NULL;
+	if (failed) {
+		w->end = DBS_STACK_ERROR;
+		w->why = failed;
+		return DWARF_CB_ABORT;
 	}
 	Dwarf_Word sp;
 	unsigned spreg = arch_dwarf_sp(w->u->arch);
@@ -779,7 +803,15 @@ static void dwfl_walk_end(struct dbs_unwinder *u, struct walk *w, int rc)
 	 * complete one.  The copy spans sp to the top of the stack mapping
 	 * unless the stack is deeper than --stack-bytes, so a missed read
 	 * means the outer frames were not copied. */
-	if (w->end == DBS_STACK_COMPLETE && u->missed)
+	/* the last frame's module could not be opened: libdwfl's error
+	 * ("Callback returned failure") or the end it found is no answer */
+	const char *failed = w->end == DBS_STACK_COMPLETE && w->n > 0
+				     ? module_failure(u, look_pc(w, w->n - 1))
+				     : NULL;
+	if (failed) {
+		w->end = DBS_STACK_ERROR;
+		w->why = failed;
+	} else if (w->end == DBS_STACK_COMPLETE && u->missed)
 		w->end = DBS_STACK_TRUNCATED;
 	else if (rc == -1 && w->end == DBS_STACK_COMPLETE) {
 		w->end = DBS_STACK_ERROR;

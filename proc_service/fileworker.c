@@ -24,7 +24,10 @@
  *  - tinspect waits in slices: it gives up when the caller's cancel flag
  *    is raised (a signal), or when the helper has made no progress for
  *    PSVC_FILE_STALL_NS while asleep in the kernel (time spent runnable,
- *    waiting for a CPU on a loaded machine, does not count); while it
+ *    waiting for a CPU on a loaded machine, does not count: the helper's
+ *    schedstat says how long it ran or waited to; and an answer that came
+ *    while tinspect itself waited for a CPU is taken, not given up on:
+ *    the socket is looked at again once the helper is seen asleep); while it
  *    waits it keeps a followed target's new threads moving (the session
  *    hooks psvc_follow_service in: psvc_files_on_wait);
  *  - a helper given up on is let go: its socket is closed, and its
@@ -356,13 +359,15 @@ static int helper_start(struct psvc_target *t)
 			helper_main(sv[1]);
 		_exit(h < 0 ? 1 : 0);
 	}
-	int err = mid < 0 ? -errno : 0;
+	/* a fork that failed (EAGAIN, ENOMEM: out of processes or memory)
+	 * is told as such: -EAGAIN is a held target's */
+	int err = mid < 0 ? -ECHILD : 0;
 	close(sv[1]);
 	int st = 0;
 	while (mid > 0 && waitpid(mid, &st, 0) < 0 && errno == EINTR)
 		;
 	if (!err && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
-		err = -EAGAIN;
+		err = -ECHILD;
 	if (err) {
 		close(sv[0]);
 		return err;
@@ -439,6 +444,49 @@ static bool helper_asleep(const struct psvc_target *t)
 	return !p || p[1] != ' ' || p[2] != 'R';
 }
 
+/* The helper's time on a CPU and waiting for one, in ns (the first two
+ * fields of /proc/PID/schedstat, kernel/sched/stats.c; its serving
+ * thread is the leader); -1 if unknown (no hello yet, no schedstat). */
+static int64_t helper_busy_ns(const struct psvc_target *t)
+{
+	char path[64], buf[128];
+	if (t->files_pid <= 0)
+		return -1;
+	snprintf(path, sizeof path, "/proc/%d/schedstat", (int)t->files_pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	unsigned long long run, wait;
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	if (sscanf(buf, "%llu %llu", &run, &wait) != 2 || run + wait > INT64_MAX)
+		return -1;
+	return (int64_t)(run + wait);
+}
+
+/* How long the helper has slept since (since_ns, busy_since): the time
+ * passed less what it spent on a CPU or waiting for one, where schedstat
+ * says; else all of it. */
+static uint64_t helper_slept_ns(uint64_t now, uint64_t since_ns, int64_t busy_since,
+				int64_t busy_now)
+{
+	uint64_t slept = now - since_ns;
+	if (busy_since >= 0 && busy_now >= busy_since) {
+		uint64_t busy = (uint64_t)(busy_now - busy_since);
+		slept = busy < slept ? slept - busy : 0;
+	}
+	return slept;
+}
+
+/* Whether an answer waits in the socket now. */
+static bool answer_waiting(const struct psvc_target *t)
+{
+	struct pollfd p = { t->files_sock, POLLIN, 0 };
+	return poll(&p, 1, 0) > 0;
+}
+
 /* Let go the tasks that stopped since the resume (psvc_int.h). */
 static void let_go(struct psvc_target *t)
 {
@@ -450,6 +498,7 @@ static void let_go(struct psvc_target *t)
 static int wait_answer(struct psvc_target *t, struct psvc_fileinfo *ret)
 {
 	uint64_t last = psvc_now_ns();
+	int64_t busy_last = helper_busy_ns(t);
 	for (;;) {
 		struct file_msg m;
 		int fd, r = recv_msg(t->files_sock, &m, &fd);
@@ -470,14 +519,24 @@ static int wait_answer(struct psvc_target *t, struct psvc_fileinfo *ret)
 		uint64_t now = psvc_now_ns();
 		if (r == 0) {
 			last = now;	/* hello, progress */
+			busy_last = helper_busy_ns(t);
 			continue;
 		}
 		if (cancelled(t))
 			return -EINTR;
-		if (now - last > PSVC_FILE_STALL_NS) {
-			if (helper_asleep(t))
+		/* Only the helper's sleep counts: on a loaded machine it may
+		 * wait long for a CPU, and this thread too (it may not have
+		 * run between the look at the socket above and now: a helper
+		 * asleep then may be asleep in recv() after its answer). */
+		int64_t busy = helper_busy_ns(t);
+		if (helper_slept_ns(now, last, busy_last, busy) > PSVC_FILE_STALL_NS) {
+			bool asleep = helper_asleep(t);
+			if (asleep && !answer_waiting(t))
 				return -ETIMEDOUT;
-			last = now;	/* it runs, or waits for a CPU */
+			if (!asleep) {
+				last = now;	/* it runs, or waits for a CPU */
+				busy_last = busy;
+			}
 		}
 		let_go(t);
 		if (t->files_wait_fn && !t->stopped && !t->files_servicing) {

@@ -307,7 +307,7 @@ int psvc_live_open_mapped(struct psvc_target *t, const struct psvc_module *m,
 		if (fd >= 0)
 			*ret_st = fi.st;
 		if (fd >= 0 || fd == -EMFILE || fd == -ENFILE || fd == -EAGAIN ||
-		    fd == -EINTR || fd == -ETIMEDOUT)
+		    fd == -EINTR || fd == -ETIMEDOUT || fd == -ECHILD)
 			return fd;
 	}
 	if (!m->path || (m->flags & PSVC_MOD_DELETED))

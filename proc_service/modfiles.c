@@ -155,10 +155,11 @@ int psvc_module_load_elf(struct psvc_target *t, struct psvc_module *m)
 		}
 	}
 	if (!m->elf) {
-		/* out of descriptors, a task held, a signal: not a
-		 * property of the file; the next attempt may work */
+		/* out of descriptors, a task held, a signal, the file
+		 * helper dead or not started: not a property of the file;
+		 * the next attempt may work */
 		if (err != -EMFILE && err != -ENFILE && err != -EAGAIN &&
-		    err != -EINTR)
+		    err != -EINTR && err != -EIO && err != -ECHILD)
 			m->elf_errno = -err;
 		return err;
 	}

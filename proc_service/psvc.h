@@ -803,7 +803,7 @@ enum { PSVC_TREE_OURS, PSVC_TREE_TARGET };
  * cancel flag is raised, -ETIMEDOUT when the helper made no progress for
  * PSVC_FILE_STALL_NS (then that file's tree is not read any more: a
  * warning of t says so), -EFBIG for a file to copy over 256 MiB, -EIO if
- * the helper died.
+ * the helper died, -ECHILD if it could not be started (fork failed).
  */
 int psvc_file_open(struct psvc_target *t, const char *path,
 		   struct psvc_fileinfo *ret);

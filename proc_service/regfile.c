@@ -171,6 +171,8 @@ const char *psvc_open_strerror(int err)
 			    "one: not copied";
 	case -EAGAIN: return "not opened while the target is held";
 	case -EINTR: return "interrupted (a signal)";
+	case -ECHILD: return "tinspect's file helper could not be started (fork "
+			     "failed: out of processes or memory)";
 	case -EMFILE: return "out of file descriptors (EMFILE)";
 	case -ENFILE: return "out of file descriptors system-wide (ENFILE)";
 	default: return strerror(-err);

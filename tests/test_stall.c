@@ -19,6 +19,15 @@
  * it within the bound too (before, it waited for ever in a page fault of
  * the mapped file, and then again in the close of its exit).
  *
+ * fx_fuse_lib dlopens a library from a FUSE mount it serves, a thread
+ * waiting inside it, and leaves unanswered every open of the library after
+ * the one tinspect reads its symbols from: libdwfl's own open of it
+ * (find_elf) then stalls, and the stack through the library must say
+ * which file and why, not libdwfl's "Callback returned failure".  When
+ * that open fails once and not again (--fail-once: the server answers it
+ * EMFILE), the next update of a watch must open it again: libdwfl
+ * remembers a module's failed open for the module's life.
+ *
  * Teardown unmounts the FUSE mount in the fixture's namespace (umount -l
  * through nsenter) and kills the fixture by PID, which also aborts the
  * connection: whatever still waits on it fails (tinspect's file helper
@@ -39,7 +48,9 @@
 
 #include "harness.h"
 
-static struct fixture fx;
+static struct fixture fx, tin;	/* the target, a watching tinspect */
+static struct kept_lines stream;	/* tin's lines, for the schema */
+static const char *mountpoint = "/usr/lib/debug";	/* the fixture's */
 static long waiting = -1, baseline = -1;	/* FUSE requests waiting */
 static uint64_t waiting_ms;	/* since when (CLOCK_MONOTONIC) */
 static long spawned = -1;
@@ -50,14 +61,17 @@ static void teardown(void)
 		char target[16];
 		snprintf(target, sizeof target, "%d", (int)fx.pid);
 		const char *argv[] = { "nsenter", "--target", target, "--mount",
-				       "umount", "-l", "/usr/lib/debug", NULL };
+				       "umount", "-l", mountpoint, NULL };
 		if (run_quiet(argv) != 0)
 			fprintf(stderr, "test_stall: could not unmount the FUSE "
 				"mount of %d (it goes with the process)\n",
 				(int)fx.pid);
 	}
+	fx_kill(&tin);
+	kept_free(&stream);
 	fx_kill(&fx);
 	waiting = baseline = spawned = -1;
+	mountpoint = "/usr/lib/debug";
 }
 
 TestSuite(stall, .fini = teardown, .timeout = 600);
@@ -411,5 +425,126 @@ Test(stall, server_that_stops_answering_at_read_is_given_up_on)
 	cr_assert(schema_valid(r.out, r.out_len));
 	cr_assert(strstr(r.out, "did not answer"), "the stuck read is not reported");
 	run_free(&r);
+	check_free();
+}
+
+/* The thread whose stack has a frame named sym, or NULL. */
+static json_t *thread_with_frame(json_t *doc, const char *sym)
+{
+	size_t i, k;
+	json_t *t, *f;
+	json_array_foreach(json_object_get(doc, "threads"), i, t)
+		json_array_foreach(json_object_get(json_object_get(t, "stack"), "frames"),
+				   k, f)
+			if (jstr(f, "symbol") && !strcmp(jstr(f, "symbol"), sym))
+				return t;
+	return NULL;
+}
+
+Test(stall, library_whose_file_stalls_names_it_in_the_stack_error)
+{
+	if (geteuid() != 0 || access("/dev/fuse", R_OK | W_OK) != 0)
+		cr_skip("mounting FUSE needs root and /dev/fuse");
+	char lib[4096];
+	snprintf(lib, sizeof lib, "%s", fixture_path("libfx_fuselib.so"));
+	const char *args[] = { lib, NULL };
+	fx_start(&fx, "fx_fuse_lib", args, 30);
+	mountpoint = "/mnt";
+	int status;
+	json_t *doc = inspect_json(fx.pid, NULL, &status);
+	cr_assert_eq(status, 1, "exit %d: the stack error is a thread error", status);
+	/* the open that stalled was libdwfl's, after the symbols were read */
+	bool held = false;
+	for (char *l; !held && (l = fx_read_line(&fx, 10)); free(l))
+		held = !strncmp(l, "held OPEN ", 10);
+	cr_assert(held, "the fixture never held an open of the library");
+	json_t *t = thread_with_frame(doc, "fx_fuselib_call");
+	cr_assert(t, "no thread with the library's frame");
+	json_t *st = json_object_get(t, "stack");
+	const char *err = jstr(st, "error");
+	cr_assert_str_eq(jstr(st, "end"), "error", "the stack ends %s (%s)",
+			 jstr(st, "end"), err ? err : "no error");
+	cr_assert(err && strstr(err, "/mnt/libfxfuse.so") &&
+		  strstr(err, "could not be opened") &&
+		  strstr(err, "did not answer within 2 s"),
+		  "the stack error does not name the library and the stall: %s",
+		  err ? err : "none");
+	cr_assert(!strstr(err, "Callback returned failure"), "%s", err);
+	/* the frames found before it stay, and it is the last */
+	json_t *frames = json_object_get(st, "frames");
+	size_t n = json_array_size(frames);
+	cr_assert(n >= 2);
+	cr_assert_str_eq(jstr(json_array_get(frames, n - 1), "symbol"),
+			 "fx_fuselib_call", "a frame past the library (a guess)");
+	cr_assert_str_eq(jstr(json_array_get(frames, n - 2), "symbol"),
+			 "fx_fuse_waiter");
+	cr_assert_str_eq(jstr(json_array_get(frames, n - 1), "module"),
+			 "/mnt/libfxfuse.so");
+	/* and the thread's errors say it */
+	bool said = false;
+	size_t i;
+	json_t *e;
+	json_array_foreach(json_object_get(t, "errors"), i, e)
+		said |= json_is_string(e) && strstr(json_string_value(e), "stack: the file "
+						   "of /mnt/libfxfuse.so");
+	cr_assert(said, "the thread's errors do not say it");
+	json_decref(doc);
+	check_free();
+}
+
+/* The next report of the watch (events skipped), parsed. */
+static json_t *next_report(void)
+{
+	for (;;) {
+		json_t *d = kept_next_line(&tin, &stream, 120);
+		cr_assert(d, "the watch ended");
+		if (json_object_get(d, "threads"))
+			return d;
+		json_decref(d);
+	}
+}
+
+/* The stack of the thread through the library in report d. */
+static json_t *lib_stack(json_t *d)
+{
+	json_t *t = thread_with_frame(d, "fx_fuselib_call");
+	cr_assert(t, "no thread with the library's frame");
+	return json_object_get(t, "stack");
+}
+
+Test(stall, library_whose_open_failed_once_is_opened_by_the_next_update)
+{
+	if (geteuid() != 0 || access("/dev/fuse", R_OK | W_OK) != 0)
+		cr_skip("mounting FUSE needs root and /dev/fuse");
+	char lib[4096];
+	snprintf(lib, sizeof lib, "%s", fixture_path("libfx_fuselib.so"));
+	const char *args[] = { lib, "2", "--fail-once", NULL };
+	fx_start(&fx, "fx_fuse_lib", args, 30);
+	mountpoint = "/mnt";
+	const char *opts[] = { "--watch", "0.2", "--json", NULL };
+	fx_spawn_tinspect_on(&tin, opts, fx.pid);
+	json_t *d = next_report();
+	json_t *st = lib_stack(d);
+	const char *err = jstr(st, "error");
+	cr_assert_str_eq(jstr(st, "end"), "error", "first update: the stack ends %s",
+			 jstr(st, "end"));
+	cr_assert(err && strstr(err, "the file of /mnt/libfxfuse.so could not be "
+			       "opened: out of file descriptors (EMFILE)"),
+		  "first update: %s", err ? err : "no error");
+	json_decref(d);
+	/* the next update opens it again, and walks through it */
+	d = next_report();
+	st = lib_stack(d);
+	err = jstr(st, "error");
+	cr_assert_str_eq(jstr(st, "end"), "complete", "second update: the stack "
+			 "ends %s (%s)", jstr(st, "end"), err ? err : "no error");
+	bool past = false;
+	size_t i;
+	json_t *f;
+	json_array_foreach(json_object_get(st, "frames"), i, f)
+		past |= jstr(f, "symbol") && !strcmp(jstr(f, "symbol"), "start_thread");
+	cr_assert(past, "second update: no frame past the library");
+	json_decref(d);
+	kept_validate(&stream);
 	check_free();
 }
