@@ -149,6 +149,34 @@ enum dbs_framerec dbs_framerec_step(const struct dbs_framerec_io *io,
 				    const uint64_t *regs, uint64_t *caller,
 				    const char **why);
 
+/* stackscan.c: past code without CFI (musl's libc), the next return
+ * address in the stop's copy [from, to) into code with CFI that follows
+ * a call instruction (x86_64), and the sp of its frame */
+bool dbs_stackscan_find(Dwfl *dwfl, struct psvc_target *t, uint64_t from,
+			uint64_t to, uint64_t *ret_pc, uint64_t *ret_sp);
+/* Do the bytes before ret, in its module's file, end with a call? */
+bool dbs_stackscan_follows_call(Dwfl *dwfl, uint64_t ret);
+/* What one stack walk (unwind.c) keeps for its scans. */
+struct dbs_scan {
+	bool on;		/* scan where the walk stops */
+	bool next;		/* the next frame is the one a scan found */
+	unsigned part_base;	/* the first frame of the current part */
+	unsigned scans;		/* scans that found a return address */
+	bool scanned[1025];	/* frame i was found by a scan */
+};
+/*
+ * The walk's frames pcs/sps/act [0, *n) stopped (ended: at what the
+ * unwinder took for the outermost frame): where it stopped in code
+ * without CFI or short of the outermost frame, drop the frames after
+ * the last one to trust (*n), scan above it, and put the registers to go
+ * on from in gregs (pc less 1: the call's): true.  False: the walk ends
+ * (*n may be shortened to the thread's start routine).
+ */
+bool dbs_stackscan_resume(Dwfl *dwfl, struct psvc_target *t,
+			  const struct dbs_thread *th, struct dbs_scan *sc,
+			  const uint64_t *pcs, const uint64_t *sps, const bool *act,
+			  unsigned *n, bool ended, uint64_t *gregs);
+
 /* unwind.c: libdwfl over the frozen capture */
 struct dbs_unwinder;
 int dbs_unwinder_new(struct psvc_target *t, struct dbs_unwinder **ret);
@@ -159,9 +187,11 @@ int dbs_unwinder_sync(struct dbs_unwinder *u);
 struct dbg_files *dbs_unwinder_files(struct dbs_unwinder *u);
 /* The pool holding the strings of the frames it produces. */
 struct dbs_strpool *dbs_unwinder_pool(struct dbs_unwinder *u);
-/* Unwind th from its registers and the captured stack into th->stack. */
+/* Unwind th from its registers and the captured stack into th->stack;
+ * scan: a walk that stops at code without CFI goes on by scanning the
+ * stack (stackscan.c), for C libraries built without unwind tables. */
 void dbs_unwinder_unwind(struct dbs_unwinder *u, struct dbs_thread *th,
-		     unsigned max_frames);
+		     unsigned max_frames, bool scan);
 
 /* gowalk.c: Go frames from pc and sp with the Go function table, over
  * the frozen capture, each handed to push (false: no room, stop). */

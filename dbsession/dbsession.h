@@ -163,6 +163,8 @@ struct dbs_frame {
 				 * module */
 	uint64_t sp;		/* the stack pointer in this frame (its
 				 * callee's CFA); 0 if unknown */
+	bool scanned;		/* found by scanning the stack for a return
+				 * address (stackscan.c), not unwound */
 };
 
 /* Why a stack ends where it ends. */
@@ -181,6 +183,11 @@ enum dbs_stack_end {
 				 * switches stacks (mcall, systemstack,
 				 * asmcgocall, ...): its callers are on
 				 * another stack; not an error (gowalk.c) */
+	DBS_STACK_SCANNED,	/* some frames were found by scanning the
+				 * stack past code without CFI (musl's
+				 * libc), and the scan found no further
+				 * return address: not an error, but frames
+				 * between may be missing (stackscan.c) */
 };
 const char *dbs_stack_end_name(enum dbs_stack_end e);
 

@@ -457,7 +457,10 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 			th->stack.copied_to = lo + psvc_frozen_extent(
 				t, lo, res[i].stack_hi - lo);
 			snap->stack_bytes_copied += th->stack.copied_to - lo;
-			dbs_unwinder_unwind(s->unwinder, th, s->opts.max_frames);
+			/* musl's libc has no unwind tables (docs/MUSL.md
+			 * §4): its stacks go on by scanning */
+			dbs_unwinder_unwind(s->unwinder, th, s->opts.max_frames,
+					    s->libc == &dbs_libc_musl);
 			/* a copy that ended short of what was asked */
 			dbs_stack_explain_copy(s, th, lo, res[i].stack_hi);
 			/* what counts as a thread error: an unwind that

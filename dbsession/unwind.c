@@ -98,6 +98,7 @@ const char *dbs_stack_end_name(enum dbs_stack_end e)
 	case DBS_STACK_ERROR: return "error";
 	case DBS_STACK_UNKNOWN_CODE: return "unknown_code";
 	case DBS_STACK_SWITCH: return "stack_switch";
+	case DBS_STACK_SCANNED: return "scanned";
 	}
 	return "error";
 }
@@ -598,6 +599,7 @@ struct walk {
 	uint64_t next_gregs[ARCH_MAX_GREGS];
 	uint64_t restart_gregs[ARCH_MAX_GREGS];
 	unsigned part_frames;	/* frames of this part so far */
+	struct dbs_scan scan;	/* stackscan.c */
 };
 
 /* The address to symbolize for frame i: a return address points after
@@ -768,6 +770,8 @@ static int frame_cb(Dwfl_Frame *frame, void *arg)
 	w->pcs[w->n] = pc;
 	w->sps[w->n] = have_sp ? sp : 0;
 	w->activation[w->n] = act;
+	w->scan.scanned[w->n] = w->scan.next;
+	w->scan.next = false;
 	w->n++;
 	if (w->u->sigtramp && pc == w->u->sigtramp && have_sp &&
 	    read_sigframe(w, sp)) {
@@ -865,11 +869,30 @@ static bool push_frame(void *ctx, uint64_t pc, uint64_t sp, bool act)
 	w->pcs[w->n] = pc;
 	w->sps[w->n] = sp;
 	w->activation[w->n] = act;
+	w->scan.scanned[w->n] = false;
 	w->n++;
 	w->prev_sp = sp;
 	w->same_sp = 0;
 	w->unknown_run = 0;
 	return true;
+}
+
+/* Past code without CFI, go on from the next return address a scan of
+ * the stack finds (true), or end the walk. */
+static bool scan_on(struct dbs_unwinder *u, const struct dbs_thread *th,
+		    struct walk *w)
+{
+	bool ended = w->end == DBS_STACK_COMPLETE && !u->missed;
+	if (!w->scan.on || u->restart || w->end == DBS_STACK_MAX_FRAMES || w->n >= w->max ||
+	    !dbs_stackscan_resume(u->dwfl, u->t, th, &w->scan, w->pcs, w->sps,
+				  w->activation, &w->n, ended, w->restart_gregs))
+		return false;
+	w->prev_sp = w->sps[w->n - 1];
+	w->same_sp = w->unknown_run = 0;
+	w->end = DBS_STACK_COMPLETE;
+	w->why = NULL;
+	u->restart_gregs = w->restart_gregs;
+	return u->restart_at_return = true;
 }
 
 /* Hand-overs between libdwfl and the Go walk in one stack, at most: each
@@ -887,8 +910,14 @@ static void walk_thread(struct dbs_unwinder *u, struct dbs_thread *th,
 		u->missed = false;
 		w->to_go = false;
 		int rc = dwfl_walk(u, th, w);
+		u->restart_gregs = NULL;
+		u->restart_at_return = false;
 		if (!w->to_go) {
 			dwfl_walk_end(u, w, rc);
+			if (scan_on(u, th, w))
+				continue;
+			if (w->scan.scans && w->end != DBS_STACK_MAX_FRAMES)
+				w->end = DBS_STACK_SCANNED, w->why = NULL;
 			return;
 		}
 		struct dbs_go_walk g = {
@@ -930,7 +959,7 @@ static void walk_thread(struct dbs_unwinder *u, struct dbs_thread *th,
 }
 
 void dbs_unwinder_unwind(struct dbs_unwinder *u, struct dbs_thread *th,
-		     unsigned max_frames)
+		     unsigned max_frames, bool scan)
 {
 	struct walk *w = calloc(1, sizeof *w);
 	if (!w)
@@ -938,6 +967,7 @@ void dbs_unwinder_unwind(struct dbs_unwinder *u, struct dbs_thread *th,
 	w->u = u;
 	w->max = max_frames > 1024 ? 1024 : max_frames;
 	w->end = DBS_STACK_COMPLETE;
+	w->scan.on = scan;
 	u->cur = th;
 	walk_thread(u, th, w);
 	u->restart = false;
@@ -977,13 +1007,15 @@ void dbs_unwinder_unwind(struct dbs_unwinder *u, struct dbs_thread *th,
 		if (nf + (k ? k : 1) > total)
 			break;	/* the cache changed between the passes */
 		if (!k) {
-			f[nf++] = (struct dbs_frame){ .pc = w->pcs[i], .sp = w->sps[i] };
+			f[nf++] = (struct dbs_frame){ .pc = w->pcs[i], .sp = w->sps[i],
+						      .scanned = w->scan.scanned[i] };
 			continue;
 		}
 		for (unsigned j = 0; j < k; j++) {
 			f[nf] = e->frames[j];
 			f[nf].pc = w->pcs[i];
 			f[nf].sp = w->sps[i];
+			f[nf].scanned = w->scan.scanned[i];
 			f[nf].module_offset = f[nf].module ? w->pcs[i] - e->bias : 0;
 			/* the offset of a return address is to the pc itself */
 			if (!f[nf].inlined && f[nf].symbol && !w->activation[i])

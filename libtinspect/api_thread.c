@@ -14,6 +14,7 @@
 
 _Static_assert(TINSPECT_STACK_UNKNOWN_CODE == (int)DBS_STACK_UNKNOWN_CODE, "stack end");
 _Static_assert(TINSPECT_STACK_SWITCH == (int)DBS_STACK_SWITCH, "stack end");
+_Static_assert(TINSPECT_STACK_SCANNED == (int)DBS_STACK_SCANNED, "stack end");
 _Static_assert(TINSPECT_BOUNDS_NOT_STACK == (int)DBS_BOUNDS_NOT_STACK, "bounds");
 _Static_assert(TINSPECT_TLS_ERROR == (int)DBS_TLS_ERROR, "tls status");
 _Static_assert(TINSPECT_SYSCALL_PROC == (int)DBS_SYSCALL_PROC, "syscall source");
@@ -371,6 +372,11 @@ uint64_t tinspect_frame_module_offset(const tinspect_frame *f)
 uint64_t tinspect_frame_sp(const tinspect_frame *f)
 {
 	return tin_frame(f)->sp;
+}
+
+bool tinspect_frame_scanned(const tinspect_frame *f)
+{
+	return tin_frame(f)->scanned;
 }
 
 int tinspect_thread_stack_bounds(const tinspect_thread *th,

@@ -232,3 +232,109 @@ Test(musl, abba_normal_owner_not_recorded_static)
 {
 	abba_normal("fx_musl_abba_static");
 }
+
+/* ---- stacks through musl's libc (docs/MUSL.md §4) ---- */
+
+/* The frame index of the first frame named sym in t's stack, or -1. */
+static int frame_named(json_t *t, const char *sym)
+{
+	json_t *fr = json_object_get(json_object_get(t, "stack"), "frames");
+	for (size_t i = 0; i < json_array_size(fr); i++) {
+		const char *s = jstr(json_array_get(fr, i), "symbol");
+		if (s && !strcmp(s, sym))
+			return (int)i;
+	}
+	return -1;
+}
+
+/* musl's libc has no unwind tables: each planted thread, blocked in
+ * pthread_mutex_lock called from take() called from its start routine,
+ * reaches take and its start routine by scanning, the frames found so
+ * are marked "scan", the innermost one is unwound, and the stack end
+ * says it was scanned (not complete, not truncated). */
+static void stacks_reach_start(const char *name)
+{
+	start(name, NULL);
+	json_t *doc = snapshot(NULL, NULL);
+	const char *roles[] = { "teller", "auditor" };
+	for (int k = 0; k < 2; k++) {
+		json_t *t = thread_by_tid(doc, tid_of(roles[k]));
+		cr_assert(t, "thread %s missing", roles[k]);
+		json_t *st = json_object_get(t, "stack");
+		json_t *fr = json_object_get(st, "frames");
+		int ti = frame_named(t, "take"), ri = frame_named(t, roles[k]);
+		cr_assert(ti > 0, "%s: take() not in its stack", roles[k]);
+		cr_assert(ri > ti, "%s: its start routine not above take()", roles[k]);
+		cr_assert_str_eq(jstr(json_array_get(fr, 0), "how"), "unwound");
+		size_t scans = 0;
+		for (size_t i = 0; i < json_array_size(fr); i++) {
+			const char *how = jstr(json_array_get(fr, i), "how");
+			cr_assert(how && (!strcmp(how, "scan") || !strcmp(how, "unwound")));
+			scans += !strcmp(how, "scan");
+		}
+		cr_assert_str_eq(jstr(json_array_get(fr, ti), "how"), "scan",
+				 "%s: take() was found by scanning", roles[k]);
+		cr_assert(scans > 0);
+		cr_assert_str_eq(jstr(st, "end"), "scanned", "%s", roles[k]);
+		cr_assert_eq((size_t)ri + 1, json_array_size(fr),
+			     "%s: nothing above the start routine", roles[k]);
+	}
+	json_decref(doc);
+}
+
+Test(musl, stacks_reach_start_routine_by_scanning)
+{
+	stacks_reach_start("fx_musl_abba");
+}
+
+Test(musl, stacks_reach_start_routine_by_scanning_static)
+{
+	stacks_reach_start("fx_musl_abba_static");
+}
+
+/* Every created thread of the other lock fixtures (cond, join, sem,
+ * barrier waits go deeper into musl) reaches the start routine its
+ * start_args name. */
+static void every_start_reached(const char *name)
+{
+	start(name, NULL);
+	json_t *doc = snapshot(NULL, NULL);
+	json_t *ths = json_object_get(doc, "threads");
+	size_t seen = 0;
+	for (size_t i = 0; i < json_array_size(ths); i++) {
+		json_t *t = json_array_get(ths, i);
+		json_t *sr = json_object_get(json_object_get(t, "pthread"),
+					     "start_routine");
+		const char *sym = json_is_object(sr) ? jstr(sr, "symbol") : NULL;
+		if (!sym)
+			continue;
+		seen++;
+		cr_assert(frame_named(t, sym) > 0, "%s: thread %lld does not reach %s",
+			  name, json_integer_value(json_object_get(t, "tid")), sym);
+	}
+	cr_assert(seen >= 2, "%s: created threads with a start routine", name);
+	json_decref(doc);
+}
+
+Test(musl, stacks_reach_start_routine_cond_join_sem_barrier)
+{
+	const char *names[] = { "fx_musl_cond", "fx_musl_join", "fx_musl_sem",
+				"fx_musl_barrier" };
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		every_start_reached(names[i]);
+		fx_kill(&fx);
+	}
+}
+
+/* The text marks the scanned frames and says why the stack ends. */
+Test(musl, text_marks_scanned_frames)
+{
+	start("fx_musl_abba", NULL);
+	const char *args[] = { pidstr(fx.pid), NULL };
+	struct run r;
+	run_tinspect(&r, args, 60);
+	cr_assert(r.out && strstr(r.out, "[scan] 0x"), "%s", r.out ? r.out : "");
+	cr_assert(strstr(r.out, "found by scanning the stack"), "%s", r.out);
+	cr_assert(!strstr(r.out, "stack truncated"), "%s", r.out);
+	run_free(&r);
+}

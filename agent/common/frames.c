@@ -64,6 +64,8 @@ void agent_put_stack(FILE *out, const tinspect_thread *th, bool in_group)
 		const char *symbol = tinspect_frame_symbol(f);
 		const char *file = tinspect_frame_file(f);
 		fprintf(out, "  #%-2u ", level++);
+		if (tinspect_frame_scanned(f) && !inlined)
+			fputs("[scan] ", out);
 		if (inlined)
 			fputs("[inlined]          ", out);
 		else if (in_group && !module)
@@ -105,6 +107,12 @@ void agent_put_stack(FILE *out, const tinspect_thread *th, bool in_group)
 		break;
 	case TINSPECT_STACK_MAX_FRAMES:
 		fputs("  (more frames: --max-frames reached)\n", out);
+		break;
+	case TINSPECT_STACK_SCANNED:
+		fputs("  (frames marked [scan] were found by scanning the stack "
+		      "past code without unwind tables, not unwound: frames "
+		      "between may be missing; the scan found no further return "
+		      "address)\n", out);
 		break;
 	case TINSPECT_STACK_UNKNOWN_CODE:
 		fputs("  (unwinding stopped in code outside any module: no unwind "

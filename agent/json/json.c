@@ -92,6 +92,7 @@ static void frame_json(struct jw *w, const tinspect_frame *f)
 		jw_khex(w, "module_offset", tinspect_frame_module_offset(f));
 	else
 		jw_knull(w, "module_offset");
+	jw_kstr(w, "how", tinspect_frame_scanned(f) ? "scan" : "unwound");
 	jw_obj_end(w);
 }
 

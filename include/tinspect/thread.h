@@ -157,7 +157,7 @@ const tinspect_symbol *tinspect_thread_start_routine(const tinspect_thread *th);
 /* Why its stack ends where it ends; TINSPECT_STACK_NONE: no stack. */
 enum tinspect_stack_end tinspect_thread_stack_end(const tinspect_thread *th);
 /* "none", "complete", "truncated", "max_frames", "bad_sp", "error",
- * "unknown_code", "stack_switch". */
+ * "unknown_code", "stack_switch", "scanned". */
 const char *tinspect_stack_end_name(enum tinspect_stack_end end);
 /* The ends that are a failure to read the thread (BAD_SP, ERROR): the
  * thread then has an error that says so. */
@@ -192,6 +192,11 @@ int tinspect_frame_line(const tinspect_frame *f);
 uint64_t tinspect_frame_module_offset(const tinspect_frame *f);
 /* The stack pointer in this frame; 0 if unknown. */
 uint64_t tinspect_frame_sp(const tinspect_frame *f);
+/* The frame was found by scanning the stack for a return address past
+ * code without unwind tables (musl's libc), not unwound: a stale
+ * address can pass for one, and the frames between it and the frame
+ * before it are not known. */
+bool tinspect_frame_scanned(const tinspect_frame *f);
 
 /* Strings of the frames of one snapshot are shared: two frames of the same
  * module return the same pointer from tinspect_frame_module(). */

@@ -70,6 +70,13 @@ enum tinspect_stack_end {
 					 * systemstack, asmcgocall, ...): its
 					 * callers are on another stack; no
 					 * error */
+	TINSPECT_STACK_SCANNED,		/* frames were found past code without
+					 * unwind tables (musl's libc) by
+					 * scanning the stack for return
+					 * addresses, and no further one was
+					 * found: frames between may be
+					 * missing (tinspect_frame_scanned());
+					 * no error */
 };
 
 /* How a thread-local variable's bytes are read. */
