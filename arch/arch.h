@@ -124,6 +124,15 @@ struct arch_desc {
 	 * registers in the kernel's rt_sigframe, laid out as gregs; 0: none */
 	unsigned sigframe_gregs_off;
 
+	/* Whether the call_window bytes before a return address ret end
+	 * with a call instruction (the stack scan past code without CFI,
+	 * dbsession/stackscan.c); is_code says whether a direct call's
+	 * target is code.  NULL: the architecture has no such scan (aarch64
+	 * steps through frame records). */
+	bool (*call_before)(const unsigned char *code, size_t n, uint64_t ret,
+			    bool (*is_code)(void *ctx, uint64_t addr), void *ctx);
+	unsigned call_window;
+
 	/* ---- the stack and memory */
 	/* Bytes below sp the capture also copies (x86_64's red zone, which
 	 * a leaf may use without moving sp; libdwfl's frame-pointer

@@ -7,6 +7,7 @@
 #include "arch_int.h"
 
 #include <elf.h>
+#include <string.h>
 
 #include "syscalls-x86_64.h"
 
@@ -70,6 +71,61 @@ static void gregs_from_syscall(const struct arch_desc *a, long nr,
 		gregs[a->syscall_arg_idx[i]] = args[i];
 }
 
+/* Is code[len - k .. len) a "call r/m64" (ff /2), exactly k bytes with
+ * an optional REX prefix?  The length follows from ModRM (and SIB): mod
+ * 3 a register, mod 0 with rm 5 rip + disp32, SIB base 5 with mod 0 a
+ * disp32, mod 1 a disp8, mod 2 a disp32. */
+static bool indirect_call_ends(const unsigned char *code, size_t len, size_t k)
+{
+	const unsigned char *p = code + len - k;
+	size_t at = 0;
+	if ((p[0] & 0xf0) == 0x40)
+		at = 1;		/* REX */
+	if (at + 2 > k || p[at] != 0xff)
+		return false;
+	unsigned modrm = p[at + 1], mod = modrm >> 6, reg = (modrm >> 3) & 7,
+		 rm = modrm & 7;
+	if (reg != 2)
+		return false;
+	size_t need = at + 2;
+	if (mod == 3)
+		return need == k;
+	if (rm == 4) {
+		if (need + 1 > k)
+			return false;
+		unsigned base = p[need] & 7;
+		need += 1;
+		if (mod == 0 && base == 5)
+			need += 4;
+	} else if (mod == 0 && rm == 5) {
+		need += 4;
+	}
+	if (mod == 1)
+		need += 1;
+	else if (mod == 2)
+		need += 4;
+	return need == k;
+}
+
+/* The 8 bytes before a return address end with a call: e8 rel32 whose
+ * target is code, or one of the forms of ff /2. */
+static bool call_before(const unsigned char *code, size_t n, uint64_t ret,
+			bool (*is_code)(void *ctx, uint64_t addr), void *ctx)
+{
+	if (n < 8)
+		return false;
+	if (code[n - 5] == 0xe8) {
+		int32_t rel;
+		memcpy(&rel, code + n - 4, 4);
+		if (is_code(ctx, ret + (uint64_t)(int64_t)rel))
+			return true;
+	}
+	for (size_t k = 2; k <= 8; k++)
+		if (indirect_call_ends(code, n, k))
+			return true;
+	return false;
+}
+
 const struct arch_desc arch_desc_x86_64 = {
 	.id = ARCH_X86_64,
 	.name = "x86_64",
@@ -100,6 +156,8 @@ const struct arch_desc arch_desc_x86_64 = {
 	.dwarf_sp = 7,
 	.dwarf_pc = 16,
 	.dwarf_lr = -1,
+	.call_before = call_before,
+	.call_window = 8,
 
 	.stack_below_sp = 128,
 	.min_page_size = 4096,

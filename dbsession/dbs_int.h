@@ -155,7 +155,8 @@ enum dbs_framerec dbs_framerec_step(const struct dbs_framerec_io *io,
 bool dbs_stackscan_find(Dwfl *dwfl, struct psvc_target *t, uint64_t from,
 			uint64_t to, uint64_t *ret_pc, uint64_t *ret_sp);
 /* Do the bytes before ret, in its module's file, end with a call? */
-bool dbs_stackscan_follows_call(Dwfl *dwfl, uint64_t ret);
+bool dbs_stackscan_follows_call(Dwfl *dwfl, const struct arch_desc *arch,
+				uint64_t ret);
 /* What one stack walk (unwind.c) keeps for its scans. */
 struct dbs_scan {
 	bool on;		/* scan where the walk stops */

@@ -1,6 +1,7 @@
 /*
  * stackscan.c: going on past code that has no unwind tables by scanning
- * the copied stack for a return address (x86_64).
+ * the copied stack for a return address (where arch/ recognises a call
+ * instruction: x86_64).
  *
  * musl is built with -fno-unwind-tables -fno-asynchronous-unwind-tables
  * (docs/MUSL.md §4): without its separate debug information no CFI
@@ -13,8 +14,9 @@
  *   - is an address in a module's code that CFI covers (its call, at
  *     the address less 1), so that CFI unwinding can go on from it;
  *   - follows a call instruction in the module's file (never target
- *     memory): e8 rel32 whose target is code of a module, or one of the
- *     forms of ff /2 (an indirect call through a register or memory,
+ *     memory), as the architecture tells (arch_desc.call_before; on
+ *     x86_64 e8 rel32 whose target is code of a module, or one of the
+ *     forms of ff /2: an indirect call through a register or memory,
  *     with an optional REX prefix).
  *
  * A word that passes is taken for a return address, its slot + 8 for
@@ -65,58 +67,21 @@ static bool code_before(Dwfl *dwfl, uint64_t addr, unsigned char *buf, size_t n)
 	return false;
 }
 
-/* Is code[len - k .. len) an x86_64 "call r/m64" (ff /2), exactly k
- * bytes with an optional REX prefix?  The length follows from ModRM
- * (and SIB): mod 3 a register, mod 0 with rm 5 rip + disp32, SIB base 5
- * with mod 0 a disp32, mod 1 a disp8, mod 2 a disp32. */
-static bool indirect_call_ends(const unsigned char *code, size_t len, size_t k)
+/* for the architecture's call_before: a direct call's target is code
+ * when it lies in a module */
+static bool in_module(void *ctx, uint64_t addr)
 {
-	const unsigned char *p = code + len - k;
-	size_t at = 0;
-	if ((p[0] & 0xf0) == 0x40)
-		at = 1;		/* REX */
-	if (at + 2 > k || p[at] != 0xff)
-		return false;
-	unsigned modrm = p[at + 1], mod = modrm >> 6, reg = (modrm >> 3) & 7,
-		 rm = modrm & 7;
-	if (reg != 2)
-		return false;
-	size_t need = at + 2;
-	if (mod == 3)
-		return need == k;
-	if (rm == 4) {
-		if (need + 1 > k)
-			return false;
-		unsigned base = p[need] & 7;
-		need += 1;
-		if (mod == 0 && base == 5)
-			need += 4;
-	} else if (mod == 0 && rm == 5) {
-		need += 4;
-	}
-	if (mod == 1)
-		need += 1;
-	else if (mod == 2)
-		need += 4;
-	return need == k;
+	return dwfl_addrmodule(ctx, addr) != NULL;
 }
 
-bool dbs_stackscan_follows_call(Dwfl *dwfl, uint64_t ret)
+bool dbs_stackscan_follows_call(Dwfl *dwfl, const struct arch_desc *arch,
+				uint64_t ret)
 {
-	unsigned char code[8];
-	if (!code_before(dwfl, ret, code, sizeof code))
+	unsigned char code[16];
+	if (!arch->call_before || arch->call_window > sizeof code ||
+	    !code_before(dwfl, ret, code, arch->call_window))
 		return false;
-	if (code[3] == 0xe8) {
-		int32_t rel;
-		memcpy(&rel, code + 4, 4);
-		uint64_t target = ret + (uint64_t)(int64_t)rel;
-		if (dwfl_addrmodule(dwfl, target))
-			return true;
-	}
-	for (size_t k = 2; k <= 8; k++)
-		if (indirect_call_ends(code, sizeof code, k))
-			return true;
-	return false;
+	return arch->call_before(code, arch->call_window, ret, in_module, dwfl);
 }
 
 bool dbs_stackscan_find(Dwfl *dwfl, struct psvc_target *t, uint64_t from,
@@ -137,7 +102,7 @@ bool dbs_stackscan_find(Dwfl *dwfl, struct psvc_target *t, uint64_t from,
 			if (v < 4096 || !psvc_module_for_addr(t, v))
 				continue;
 			if (!dbs_cfi_covers(dwfl, v - 1) ||
-			    !dbs_stackscan_follows_call(dwfl, v))
+			    !dbs_stackscan_follows_call(dwfl, psvc_arch(t), v))
 				continue;
 			*ret_pc = v;
 			*ret_sp = a + 8;
@@ -166,8 +131,9 @@ static bool in_function(Dwfl *dwfl, uint64_t pc, uint64_t fn)
  * found above it; the callee-saved registers are the thread's own (code
  * without frame pointers leaves rbp to its caller), rbp only where it
  * points into the stack above that frame, else 0, so that a CFA
- * computed from it fails instead of leading into garbage.  x86_64 only:
- * on aarch64 framerec.c steps through frame records.
+ * computed from it fails instead of leading into garbage.  Only where
+ * the architecture recognises call instructions (arch_desc.call_before:
+ * x86_64); aarch64 steps through frame records (framerec.c).
  */
 bool dbs_stackscan_resume(Dwfl *dwfl, struct psvc_target *t,
 			  const struct dbs_thread *th, struct dbs_scan *sc,
@@ -175,7 +141,7 @@ bool dbs_stackscan_resume(Dwfl *dwfl, struct psvc_target *t,
 			  unsigned *n, bool ended, uint64_t *gregs)
 {
 	const struct arch_desc *arch = psvc_arch(t);
-	if (arch->id != ARCH_X86_64 || th->observed || *n <= sc->part_base)
+	if (!arch->call_before || th->observed || *n <= sc->part_base)
 		return false;
 	unsigned i;
 	for (i = sc->part_base; i < *n; i++) {

@@ -12,7 +12,8 @@
  * session and is re-synchronised only when the module generation moves
  * (dlopen, dlclose, exec): libdwfl keeps modules that are re-reported at
  * the same place.  Symbolization is cached per pc for the same
- * generation: thousands of idle threads share a handful of frames.
+ * generation (unwind_sym.c): thousands of idle threads share a handful
+ * of frames.
  *
  * aarch64 (docs/ARCH.md): return addresses saved by code built with
  * pointer authentication carry a PAC in their top bits, which libdwfl
@@ -26,6 +27,7 @@
  * from its caller.
  */
 #include "dbs_int.h"
+#include "unwind_int.h"
 
 #include <dwarf.h>
 #include <elfutils/libdwfl.h>
@@ -33,59 +35,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-struct sym_entry {
-	uint64_t pc;		/* the pc looked up (adjusted), 0 = empty */
-	const char *module, *build_id;
-	uint64_t bias;		/* of the module, if any */
-	struct dbs_frame *frames;	/* inline chain then the real frame */
-	unsigned nframes;
-};
-
-struct dbs_unwinder {
-	struct psvc_target *t;
-	const struct arch_desc *arch;
-	Dwfl *dwfl;
-	Dwfl_Callbacks cb;
-	struct dbg_files *files;	/* what libdwfl reads (debuginfo.c) */
-	bool attached;
-	uint64_t generation;	/* module generation the Dwfl reflects */
-	/* modules reported to libdwfl, to re-report unchanged ones by name
-	 * and range (a new descriptor for a known module is an "overlap") */
-	struct reported {
-		dev_t dev;
-		ino_t ino;
-		uint64_t map_start;
-		char *name;
-		Dwarf_Addr low, high;
-	} *rep;
-	size_t nrep;
-	struct dbs_strpool *pool;	/* strings of the cache, shared with
-					 * the snapshots that use them */
-	struct sym_entry *cache;
-	size_t cache_cap, cache_n;
-	struct sym_entry scratch;	/* a pc outside every module */
-
-	/* aarch64: the PAC bits of code addresses (0: none) and the vDSO's
-	 * signal trampoline (0: none), for this module generation */
-	uint64_t pac_mask;
-	uint64_t sigtramp;
-
-	/* the thread being unwound */
-	const struct dbs_thread *cur;
-	/* the registers a signal frame saved or a frame record gave, to
-	 * start the next part of the walk from (NULL: the thread's own) */
-	const uint64_t *restart_gregs;
-	/* their pc is a return address (a frame record's): libdwfl gets
-	 * it less 1, as it looks up the CFI of every caller */
-	bool restart_at_return;
-	bool missed;		/* a memory read missed the capture */
-	uint64_t miss_addr;
-	/* libdwfl started again where Go frames returned into other code:
-	 * only pc and sp are known there */
-	bool restart;
-	uint64_t restart_pc, restart_sp;
-};
 
 const char *dbs_stack_end_name(enum dbs_stack_end e)
 {
@@ -202,15 +151,6 @@ static const Dwfl_Thread_Callbacks thread_callbacks = {
 
 /* ---- modules ----------------------------------------------------------------- */
 
-static void cache_clear(struct dbs_unwinder *u)
-{
-	for (size_t i = 0; i < u->cache_cap; i++)
-		free(u->cache[i].frames);
-	free(u->cache);
-	u->cache = NULL;
-	u->cache_cap = u->cache_n = 0;
-}
-
 static void reported_free(struct dbs_unwinder *u)
 {
 	for (size_t i = 0; i < u->nrep; i++)
@@ -303,7 +243,7 @@ void dbs_unwinder_free(struct dbs_unwinder *u)
 	if (u->dwfl)
 		dwfl_end(u->dwfl);
 	dbs_dbg_files_free(u->files);
-	cache_clear(u);
+	dbs_unwind_cache_clear(u);
 	free(u->scratch.frames);
 	reported_free(u);
 	dbs_strpool_unref(u->pool);
@@ -392,7 +332,7 @@ int dbs_unwinder_sync(struct dbs_unwinder *u)
 	find_arch_marks(u);
 	/* new modules, new names: a fresh cache and pool (snapshots that
 	 * still use the old pool keep it alive) */
-	cache_clear(u);
+	dbs_unwind_cache_clear(u);
 	dbs_strpool_unref(u->pool);
 	u->pool = dbs_strpool_new();
 	if (!u->pool)
@@ -409,163 +349,6 @@ struct dbs_strpool *dbs_unwinder_pool(struct dbs_unwinder *u)
 struct dbg_files *dbs_unwinder_files(struct dbs_unwinder *u)
 {
 	return u->files;
-}
-
-/* ---- symbolization -------------------------------------------------------------- */
-
-static const char *demangled(struct dbs_unwinder *u, const char *raw,
-			     const char **ret_mangled)
-{
-	*ret_mangled = NULL;
-	if (!raw)
-		return NULL;
-	/* glibc's symbol tables name versioned aliases "sym@@GLIBC_2.34":
-	 * the version says nothing about the frame */
-	char buf[4096];
-	const char *at = strchr(raw, '@');
-	const char *name = raw;
-	if (at && at != raw && (size_t)(at - raw) < sizeof buf) {
-		memcpy(buf, raw, (size_t)(at - raw));
-		buf[at - raw] = '\0';
-		name = buf;
-	}
-	char *d = dbs_demangle(name);
-	if (!d || !strcmp(d, name)) {
-		free(d);
-		return dbs_strpool_intern(u->pool, name);
-	}
-	const char *r = dbs_strpool_intern(u->pool, d);
-	free(d);
-	*ret_mangled = dbs_strpool_intern(u->pool, name);
-	return r;
-}
-
-/* Fill e for the (adjusted) pc: module, then the inline chain from the
- * DWARF scopes, then the real function from the ELF symbol table. */
-static void symbolize_pc(struct dbs_unwinder *u, uint64_t pc, struct sym_entry *e)
-{
-	struct dbs_frame fr[32];
-	unsigned n = 0;
-	memset(fr, 0, sizeof fr);
-	e->pc = pc;
-	struct psvc_module *pm = psvc_module_for_addr(u->t, pc);
-	if (pm) {
-		e->bias = pm->bias;
-		e->module = dbs_strpool_intern(u->pool, pm->path);
-		if (!pm->elf)
-			psvc_module_load_elf(u->t, pm);
-		if (pm->build_id[0])
-			e->build_id = dbs_strpool_intern(u->pool, pm->build_id);
-	}
-	Dwfl_Module *mod = dwfl_addrmodule(u->dwfl, pc);
-	const char *file = NULL;
-	int line = 0;
-	if (mod) {
-		Dwfl_Line *l = dwfl_module_getsrc(mod, pc);
-		if (l)
-			file = dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL);
-		Dwarf_Addr bias;
-		Dwarf_Die *cu = dwfl_module_addrdie(mod, pc, &bias);
-		Dwarf_Die *scopes = NULL;
-		int ns = cu ? dwarf_getscopes(cu, pc - bias, &scopes) : 0;
-		for (int i = 0; i < ns && n < 31; i++) {
-			if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine)
-				continue;
-			fr[n].inlined = true;
-			fr[n].symbol = demangled(u, dbs_die_name(&scopes[i]), &fr[n].mangled);
-			fr[n].file = dbs_strpool_intern(u->pool, file);
-			fr[n].line = line;
-			n++;
-			/* the caller's position is this instance's call site */
-			file = dbs_die_call_file(cu, &scopes[i]);
-			line = dbs_die_call_line(&scopes[i]);
-		}
-		free(scopes);
-	}
-	/* the real frame: the ELF symbol (what the code is linked as) */
-	GElf_Off off = 0;
-	GElf_Sym sym;
-	const char *name = mod ? dwfl_module_addrinfo(mod, pc, &off, &sym, NULL,
-						      NULL, NULL) : NULL;
-	if (!name && pm) {
-		/* no Dwfl module (file unreadable for libdwfl): our tables */
-		struct psvc_symbol ps;
-		if (psvc_addr_to_symbol(u->t, pc, &ps) == 0 && ps.name) {
-			name = ps.name;
-			off = ps.offset;
-		}
-	}
-	/* a stripped Go binary: its function table names its functions,
-	 * with file and line (gomodule.c) */
-	struct psvc_gofunc gf;
-	if ((!name || !file) && pm && psvc_go_func(u->t, pc, &gf) == 0) {
-		if (!name && gf.name) {
-			name = gf.name;
-			off = pc - gf.entry;
-		}
-		if (!file && gf.file) {
-			file = gf.file;
-			line = gf.line;
-		}
-	}
-	fr[n].symbol = demangled(u, name, &fr[n].mangled);
-	fr[n].offset = name ? off : 0;
-	fr[n].file = dbs_strpool_intern(u->pool, file);
-	fr[n].line = line;
-	n++;
-	for (unsigned i = 0; i < n; i++) {
-		fr[i].module = e->module;
-		fr[i].build_id = e->build_id;
-	}
-	e->frames = malloc(n * sizeof *e->frames);
-	if (e->frames) {
-		memcpy(e->frames, fr, n * sizeof *fr);
-		e->nframes = n;
-	}
-}
-
-/* Bound of the per-pc cache: JIT code and running threads can bring new
- * pcs on every update of a long watch without the module list moving. */
-#define SYM_CACHE_MAX (256u * 1024)
-
-static const struct sym_entry *lookup_pc(struct dbs_unwinder *u, uint64_t pc)
-{
-	/* a pc in no module (JIT code, garbage) is not worth a cache slot:
-	 * it is symbolized on the spot into a scratch entry */
-	if (!psvc_module_for_addr(u->t, pc)) {
-		free(u->scratch.frames);
-		memset(&u->scratch, 0, sizeof u->scratch);
-		symbolize_pc(u, pc, &u->scratch);
-		return &u->scratch;
-	}
-	if (u->cache_n >= SYM_CACHE_MAX)
-		cache_clear(u);	/* strings stay in the pool, bounded too */
-	if ((u->cache_n + 1) * 2 > u->cache_cap) {
-		size_t ncap = u->cache_cap ? u->cache_cap * 2 : 1024;
-		struct sym_entry *nc = calloc(ncap, sizeof *nc);
-		if (!nc)
-			return NULL;
-		for (size_t i = 0; i < u->cache_cap; i++) {
-			if (!u->cache[i].pc)
-				continue;
-			size_t j = (size_t)(u->cache[i].pc * 0x9E3779B97F4A7C15ull >> 20) & (ncap - 1);
-			while (nc[j].pc)
-				j = (j + 1) & (ncap - 1);
-			nc[j] = u->cache[i];
-		}
-		free(u->cache);
-		u->cache = nc;
-		u->cache_cap = ncap;
-	}
-	size_t i = (size_t)(pc * 0x9E3779B97F4A7C15ull >> 20) & (u->cache_cap - 1);
-	for (; u->cache[i].pc; i = (i + 1) & (u->cache_cap - 1))
-		if (u->cache[i].pc == pc)
-			return &u->cache[i];
-	if (!pc)
-		return NULL;
-	symbolize_pc(u, pc, &u->cache[i]);
-	u->cache_n++;
-	return &u->cache[i];
 }
 
 /* ---- unwinding ------------------------------------------------------------------- */
@@ -997,12 +780,12 @@ void dbs_unwinder_unwind(struct dbs_unwinder *u, struct dbs_thread *th,
 	 * first pass fills the cache, the second finds every pc there */
 	size_t total = 0, nf = 0;
 	for (unsigned i = 0; i < w->n; i++) {
-		const struct sym_entry *e = lookup_pc(u, look_pc(w, i));
+		const struct sym_entry *e = dbs_unwind_lookup_pc(u, look_pc(w, i));
 		total += e && e->nframes ? e->nframes : 1;
 	}
 	struct dbs_frame *f = malloc((total ? total : 1) * sizeof *f);
 	for (unsigned i = 0; f && i < w->n; i++) {
-		const struct sym_entry *e = lookup_pc(u, look_pc(w, i));
+		const struct sym_entry *e = dbs_unwind_lookup_pc(u, look_pc(w, i));
 		unsigned k = e ? e->nframes : 0;
 		if (nf + (k ? k : 1) > total)
 			break;	/* the cache changed between the passes */
