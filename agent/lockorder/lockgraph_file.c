@@ -73,6 +73,24 @@ void lg_json_seen(struct jw *w, const struct lg_seen *s, const char *stack_key)
 	lg_json_stack(w, &s->stack);
 }
 
+void lg_json_evidence(struct jw *w, const struct lg_evidence *ev)
+{
+	lg_json_seen(w, &ev->seen, "waiting_stack");
+	jw_key(w, "holding_frame");
+	if (ev->holding_frame >= 0)
+		jw_int(w, ev->holding_frame);
+	else
+		jw_null(w);
+	jw_key(w, "held_site");
+	if (ev->held_site.thread.tid) {
+		jw_obj(w);
+		lg_json_seen(w, &ev->held_site, "stack");
+		jw_obj_end(w);
+	} else {
+		jw_null(w);
+	}
+}
+
 static void put_lock(struct jw *w, const struct lg_lock *l)
 {
 	jw_obj(w);
@@ -108,20 +126,7 @@ static void put_edge(struct jw *w, const struct lg_edge *e)
 	for (size_t k = 0; k < e->nev; k++) {
 		const struct lg_evidence *ev = &e->ev[k];
 		jw_obj(w);
-		lg_json_seen(w, &ev->seen, "waiting_stack");
-		jw_key(w, "holding_frame");
-		if (ev->holding_frame >= 0)
-			jw_int(w, ev->holding_frame);
-		else
-			jw_null(w);
-		jw_key(w, "held_site");
-		if (ev->held_site.thread.tid) {
-			jw_obj(w);
-			lg_json_seen(w, &ev->held_site, "stack");
-			jw_obj_end(w);
-		} else {
-			jw_null(w);
-		}
+		lg_json_evidence(w, ev);
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);

@@ -233,20 +233,7 @@ static void inversion_members(struct jw *w, const struct lockgraph *g,
 		jw_kint(w, "threads", (int64_t)e->nev);
 		json_time(w, "first_seen", e->first_ns);
 		json_time(w, "last_seen", e->last_ns);
-		lg_json_seen(w, &ev->seen, "waiting_stack");
-		jw_key(w, "holding_frame");
-		if (ev->holding_frame >= 0)
-			jw_int(w, ev->holding_frame);
-		else
-			jw_null(w);
-		jw_key(w, "held_site");
-		if (ev->held_site.thread.tid) {
-			jw_obj(w);
-			lg_json_seen(w, &ev->held_site, "stack");
-			jw_obj_end(w);
-		} else {
-			jw_null(w);
-		}
+		lg_json_evidence(w, ev);
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);
