@@ -325,6 +325,10 @@ static void identify_task(struct dbs_session *s, const struct psvc_task *k,
 	uint64_t stack = word(b, L->stack), size = word(b, L->stack_size);
 	uint64_t map_base = word(b, L->map_base), guard = word(b, L->guard_size);
 	lt->tsd = word(b, L->tsd);
+	/* a static program without pthread_key_create: __pthread_tsd_size
+	 * 0, tsd one past the mapping (§13) */
+	lt->tsd_none = stack && map_base &&
+		       lt->tsd == map_base + word(b, L->map_size);
 	uint64_t head = word(b, L->robust_head);
 	lt->robust_head = head == pd + L->robust_head ? 0 : head;
 	/* the main thread: no stack of musl's (§3) */

@@ -338,3 +338,174 @@ Test(musl, text_marks_scanned_frames)
 	cr_assert(!strstr(r.out, "stack truncated"), "%s", r.out);
 	run_free(&r);
 }
+
+/* ---- --tls, --errno, --keys (docs/MUSL.md §11-§13) ---- */
+
+/* A JSON value that is a number or a decimal string, as a number. */
+static long long jnum(json_t *v)
+{
+	if (json_is_integer(v))
+		return json_integer_value(v);
+	cr_assert(json_is_string(v), "not a number");
+	return strtoll(json_string_value(v), NULL, 0);
+}
+
+/* The thread's value of a --tls variable: its address and value equal
+ * the fixture's "tls ROLE VAR 0xADDR VALUE" line. */
+static void check_tls(json_t *doc, const char *role, const char *var)
+{
+	char prefix[128];
+	snprintf(prefix, sizeof prefix, "tls %s %s ", role, var);
+	const char *l = fx_line(&fx, prefix);
+	cr_assert(l, "fixture did not report %s", prefix);
+	unsigned long long addr;
+	long long want;
+	cr_assert(sscanf(l + strlen(prefix), "%llx %lld", &addr, &want) == 2, "%s", l);
+	json_t *t = thread_by_tid(doc, tid_of(role));
+	cr_assert(t, "thread %s missing", role);
+	json_t *v = json_object_get(json_object_get(t, "tls"), var);
+	cr_assert(json_is_object(v), "%s: no tls %s", role, var);
+	cr_assert_str_eq(jstr(v, "status"), "ok", "%s %s: %s", role, var,
+			 jstr(v, "error") ? jstr(v, "error") : "");
+	cr_assert_eq(jhex(v, "address"), (uint64_t)addr, "%s %s: address", role, var);
+	cr_assert_eq(jnum(json_object_get(v, "value")), want, "%s %s: value", role, var);
+}
+
+static const char *const tls_roles[] = { "tls-0", "tls-1", "tls-2", "tls-3" };
+
+static void tls_values(const char *name, bool is_static)
+{
+	start(name, NULL);
+	const char *extra[] = { "--tls", "fxm_counter", "--tls", "fxm_hidden",
+				"--tls", "fxm_lib_slot", "--tls", "fxm_plugin_slot",
+				NULL };
+	if (is_static)
+		extra[4] = NULL;
+	json_t *doc = snapshot(extra, NULL);
+	for (int i = 0; i < 4; i++) {
+		check_tls(doc, tls_roles[i], "fxm_counter");
+		check_tls(doc, tls_roles[i], "fxm_hidden");
+		if (!is_static) {
+			check_tls(doc, tls_roles[i], "fxm_lib_slot");
+			/* tls-0 and tls-1 existed at the dlopen: their block
+			 * is reached through their new DTV only (§11) */
+			check_tls(doc, tls_roles[i], "fxm_plugin_slot");
+		}
+	}
+	check_tls(doc, "main", "fxm_counter");
+	if (!is_static) {
+		check_tls(doc, "main", "fxm_lib_slot");
+		check_tls(doc, "main", "fxm_plugin_slot");
+	}
+	json_decref(doc);
+}
+
+Test(musl, tls_values_through_the_dtv)
+{
+	tls_values("fx_musl_tls", false);
+}
+
+Test(musl, tls_values_through_the_dtv_static)
+{
+	tls_values("fx_musl_tls_static", true);
+}
+
+static void errno_values(const char *name)
+{
+	start(name, NULL);
+	const char *extra[] = { "--errno", NULL };
+	json_t *doc = snapshot(extra, NULL);
+	const char *roles[] = { "tls-0", "tls-1", "tls-2", "tls-3", "main" };
+	for (int i = 0; i < 5; i++) {
+		char v[64];
+		cr_assert(fact("errno", roles[i], v, sizeof v), "no errno %s", roles[i]);
+		json_t *e = json_object_get(thread_by_tid(doc, tid_of(roles[i])), "errno");
+		cr_assert(json_is_object(e), "%s: no errno", roles[i]);
+		cr_assert_str_eq(jstr(e, "status"), "ok", "%s: %s", roles[i],
+				 jstr(e, "error") ? jstr(e, "error") : "");
+		cr_assert_eq(json_integer_value(json_object_get(e, "value")), atoi(v),
+			     "%s: errno", roles[i]);
+		/* errno is the struct's errno_val (§12) */
+		cr_assert_eq(jhex(e, "address"), pthread_of(roles[i]) + 52, "%s", roles[i]);
+	}
+	json_decref(doc);
+}
+
+Test(musl, errno_of_every_thread)
+{
+	errno_values("fx_musl_tls");
+}
+
+Test(musl, errno_of_every_thread_static)
+{
+	errno_values("fx_musl_tls_static");
+}
+
+/* The value of key KEY in a thread's keys, or -1 if the key is not listed. */
+static long long key_value(json_t *t, unsigned key)
+{
+	json_t *keys = json_object_get(t, "keys");
+	cr_assert(json_is_array(keys), "no keys");
+	for (size_t i = 0; i < json_array_size(keys); i++) {
+		json_t *k = json_array_get(keys, i);
+		if (json_integer_value(json_object_get(k, "key")) == key)
+			return (long long)strtoull(jstr(k, "value"), NULL, 16);
+	}
+	return -1;
+}
+
+static void key_values(const char *name, bool is_static)
+{
+	start(name, NULL);
+	unsigned session, trace, deleted;
+	const char *kl = fx_line(&fx, "keys ");
+	cr_assert(kl && sscanf(kl, "keys %u %u %u", &session, &trace, &deleted) == 3);
+	const char *extra[] = { "--keys", NULL };
+	json_t *doc = snapshot(extra, NULL);
+	json_t *pk = json_object_get(json_object_get(doc, "process"), "keys");
+	cr_assert(json_is_object(pk), "no process.keys");
+	cr_assert_eq(json_integer_value(json_object_get(pk, "max")), 128,
+		     "musl's PTHREAD_KEYS_MAX");
+	json_t *in_use = json_object_get(pk, "in_use");
+	cr_assert_eq(json_array_size(in_use), 2, "session and trace, not the deleted key");
+	cr_assert_eq(json_integer_value(json_object_get(json_array_get(in_use, 0), "key")),
+		     session);
+	cr_assert_eq(json_integer_value(json_object_get(json_array_get(in_use, 1), "key")),
+		     trace);
+	if (is_static) {
+		/* the key table is a local symbol of the static program */
+		json_t *d = json_object_get(json_array_get(in_use, 0), "destructor");
+		cr_assert_str_eq(jstr(d, "symbol"), "session_destructor");
+		cr_assert(json_is_null(json_object_get(json_array_get(in_use, 1),
+						       "destructor")));
+	} else {
+		/* libc.so is stripped: which keys exist is told by their
+		 * values, and a warning says so */
+		json_t *w = json_object_get(json_object_get(doc, "capture"), "warnings");
+		bool said = false;
+		for (size_t i = 0; i < json_array_size(w); i++)
+			said |= strstr(json_string_value(json_array_get(w, i)),
+				       "--keys") != NULL;
+		cr_assert(said, "no warning says how the keys were found");
+	}
+	for (int i = 0; i < 4; i++) {
+		json_t *t = thread_by_tid(doc, tid_of(tls_roles[i]));
+		cr_assert_eq(key_value(t, session), 0x5e550000LL + i, "%s", tls_roles[i]);
+		cr_assert_eq(key_value(t, trace), i & 1 ? 0x7ace0000LL + i : 0,
+			     "%s", tls_roles[i]);
+		cr_assert_eq(key_value(t, deleted), -1);
+	}
+	json_t *m = thread_by_tid(doc, fx.pid);
+	cr_assert_eq(key_value(m, session), 0, "the main thread set none");
+	json_decref(doc);
+}
+
+Test(musl, key_values_of_every_thread)
+{
+	key_values("fx_musl_tls", false);
+}
+
+Test(musl, key_values_of_every_thread_static)
+{
+	key_values("fx_musl_tls_static", true);
+}
