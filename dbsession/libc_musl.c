@@ -350,10 +350,61 @@ static void identify_task(struct dbs_session *s, const struct psvc_task *k,
 		lt->start = fn;
 }
 
+/* More than this many mutexes held by one thread: the chain is taken to
+ * be damaged. */
+#define CHAIN_MAX 4096
+
+static int held_add(struct dbs_session *s, size_t *cap, pid_t tid, uint64_t addr)
+{
+	if (s->nmusl_held == *cap) {
+		size_t nc = *cap ? *cap * 2 : 32;
+		struct dbs_musl_held *nv = realloc(s->musl_held, nc * sizeof *nv);
+		if (!nv)
+			return -ENOMEM;
+		s->musl_held = nv;
+		*cap = nc;
+	}
+	s->musl_held[s->nmusl_held++] = (struct dbs_musl_held){ tid, addr };
+	return 0;
+}
+
+/*
+ * During the stop: the mutexes on a thread's robust_list (§5): head
+ * points to the _m_next field (+32) of the mutex locked last, each
+ * _m_next to the one before, the last back to &robust_list.head.  Each
+ * node is read now, from the stopped target; a mutex is listed only if
+ * its lock word names the thread (bits 0-29).  A chain that cannot be
+ * followed to its end gives an entry with addr 0.
+ */
+static int walk_chain(struct dbs_session *s, const struct psvc_task *k,
+		      const struct dbs_libc_thread *lt, size_t *cap)
+{
+	struct psvc_target *t = s->t;
+	const struct dbs_musl_pthread *L = dbs_musl_layout(psvc_arch(t));
+	uint64_t end = lt->pthread + L->robust_head, e = lt->robust_head;
+	pid_t want = k->info.ns_tid ? k->info.ns_tid : k->tid;
+	for (size_t n = 0; e && e != end; n++) {
+		unsigned char m[40];
+		if (n == CHAIN_MAX || e < 32 || psvc_read(t, e - 32, m, sizeof m))
+			return held_add(s, cap, k->tid, 0);
+		int32_t type = i32(m, 0);
+		uint32_t lock = (uint32_t)i32(m, 4);
+		if ((type & 15) && (pid_t)(lock & 0x3fffffff) == want &&
+		    held_add(s, cap, k->tid, e - 32))
+			return -ENOMEM;
+		e = word(m, 32);
+	}
+	return 0;
+}
+
 static void musl_gather(struct dbs_session *s, struct tdb_result *res)
 {
+	s->nmusl_held = 0;
 	if (!res || !s->layout_ok)
 		return;
+	size_t cap = 0;
+	free(s->musl_held);
+	s->musl_held = NULL;
 	struct psvc_target *t = s->t;
 	size_t n = psvc_ntasks(t), good = 0, bad = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -373,6 +424,14 @@ static void musl_gather(struct dbs_session *s, struct tdb_result *res)
 			for (size_t i = 0; i < n; i++)
 				memset(&res[i].lt, 0, sizeof res[i].lt);
 			good = 0;
+		}
+	}
+	for (size_t i = 0; good && i < n; i++) {
+		struct psvc_task *k = psvc_task_at(t, i);
+		if (res[i].lt.have && (k->flags & PSVC_TASK_STOPPED) &&
+		    walk_chain(s, k, &res[i].lt, &cap)) {
+			s->nmusl_held = 0;	/* out of memory: nothing known */
+			break;
 		}
 	}
 	s->threads_source = good ? DBS_THREADS_STRUCT_PTHREAD : DBS_THREADS_PROC;

@@ -509,3 +509,87 @@ Test(musl, key_values_of_every_thread_static)
 {
 	key_values("fx_musl_tls_static", true);
 }
+
+/* ---- held locks from the robust lists (docs/MUSL.md §5) ---- */
+
+/* The thread's "held": exactly the fixture's locks named in labels. */
+static void check_held(json_t *doc, const char *role, const char *const *labels,
+		       size_t n)
+{
+	json_t *t = thread_by_tid(doc, tid_of(role));
+	cr_assert(t, "thread %s missing", role);
+	json_t *h = json_object_get(t, "held");
+	cr_assert(json_is_array(h), "%s: held not known", role);
+	cr_assert_eq(json_array_size(h), n, "%s holds %zu locks, not %zu", role,
+		     json_array_size(h), n);
+	for (size_t k = 0; k < n; k++) {
+		bool found = false;
+		for (size_t j = 0; j < n && !found; j++) {
+			json_t *e = json_array_get(h, j);
+			if (jhex(e, "addr") != lock_addr(labels[k]))
+				continue;
+			found = true;
+			cr_assert_str_eq(jstr(e, "kind"), "mutex");
+			cr_assert_str_eq(jstr(e, "symbol"), labels[k]);
+		}
+		cr_assert(found, "%s does not hold %s", role, labels[k]);
+	}
+}
+
+static void held_of_abba(const char *name, const char *type, bool normal)
+{
+	const char *args[] = { "--type", type, NULL };
+	start(name, args);
+	json_t *doc = snapshot(NULL, NULL);
+	const char *ledger[] = { "ledger_lock" }, *audit[] = { "audit_lock" };
+	/* a normal mutex records no owner: never listed (§5) */
+	check_held(doc, "teller", ledger, normal ? 0 : 1);
+	check_held(doc, "auditor", audit, normal ? 0 : 1);
+	json_t *m = json_object_get(thread_by_tid(doc, fx.pid), "held");
+	cr_assert(json_is_array(m) && json_array_size(m) == 0, "main holds nothing");
+	json_decref(doc);
+}
+
+Test(musl, held_from_robust_list_errorcheck)
+{
+	held_of_abba("fx_musl_abba", "errorcheck", false);
+}
+
+Test(musl, held_from_robust_list_recursive)
+{
+	held_of_abba("fx_musl_abba", "recursive", false);
+}
+
+Test(musl, held_from_robust_list_static)
+{
+	held_of_abba("fx_musl_abba_static", "errorcheck", false);
+}
+
+Test(musl, held_never_names_a_normal_mutex)
+{
+	held_of_abba("fx_musl_abba", "normal", true);
+}
+
+/* The heir of the robust shm_lock holds it (its word: TID | owner died);
+ * nobody holds the orphaned table_lock or session_lock. */
+static void held_of_orphan(const char *name)
+{
+	start(name, NULL);
+	json_t *doc = snapshot(NULL, NULL);
+	const char *shm[] = { "shm_lock" };
+	check_held(doc, "heir", shm, 1);
+	check_held(doc, "other", NULL, 0);
+	check_held(doc, "stuck", NULL, 0);
+	check_held(doc, "waiter", NULL, 0);
+	json_decref(doc);
+}
+
+Test(musl, held_by_the_heir_of_a_robust_orphan)
+{
+	held_of_orphan("fx_musl_orphan");
+}
+
+Test(musl, held_by_the_heir_of_a_robust_orphan_static)
+{
+	held_of_orphan("fx_musl_orphan_static");
+}
