@@ -593,3 +593,159 @@ Test(musl, held_by_the_heir_of_a_robust_orphan_static)
 {
 	held_of_orphan("fx_musl_orphan_static");
 }
+
+/* ---- the other lock fixtures, as they report their planted state ---- */
+
+/* Whether tid is among the lock's waiters. */
+static bool waits_on(json_t *l, pid_t tid)
+{
+	json_t *ws = json_object_get(l, "waiters");
+	for (size_t i = 0; i < json_array_size(ws); i++)
+		if (json_integer_value(json_object_get(json_array_get(ws, i), "tid")) == tid)
+			return true;
+	return false;
+}
+
+/* The lock of the fixture's "lock LABEL 0xADDR KIND ..." line: its kind
+ * into kind. */
+static json_t *planted_lock(json_t *doc, const char *label, char *kind, size_t len)
+{
+	char prefix[128], k[32] = "";
+	snprintf(prefix, sizeof prefix, "lock %s ", label);
+	const char *l = fx_line(&fx, prefix);
+	cr_assert(l, "no lock %s", label);
+	unsigned long long addr;
+	cr_assert(sscanf(l + strlen(prefix), "%llx %31s", &addr, k) == 2, "%s", l);
+	snprintf(kind, len, "%s", k);
+	return lock_at(doc, addr);
+}
+
+/*
+ * Every "owner LABEL ROLE" and "waiter LABEL ROLE" line the fixture
+ * printed, against the JSON: the lock's kind, each waiter's blocked_on
+ * (kind, object) and place among the lock's waiters, the owner where
+ * musl records one (owner_recorded: mutexes other than normal ones,
+ * joins) and none claimed where it does not.  A private cond's waiters
+ * sleep on their own stacks (§7): their kind only.
+ */
+static void check_planted(json_t *doc, bool owner_recorded)
+{
+	size_t owners = 0, waiters = 0;
+	for (size_t i = 0; i < fx.nlines; i++) {
+		char label[64], role[64], kind[32];
+		bool is_owner = sscanf(fx.lines[i], "owner %63s %63s", label, role) == 2;
+		bool is_waiter = !is_owner &&
+			sscanf(fx.lines[i], "waiter %63s %63s", label, role) == 2;
+		if (!is_owner && !is_waiter)
+			continue;
+		json_t *l = planted_lock(doc, label, kind, sizeof kind);
+		pid_t tid = tid_of(role);
+		bool private_cond = !strcmp(kind, "cond") && !l;
+		if (!private_cond) {
+			cr_assert(l, "%s not among the locks", label);
+			cr_assert_str_eq(jstr(l, "kind"), kind, "%s's kind", label);
+		}
+		if (is_owner) {
+			owners++;
+			if (owner_recorded) {
+				cr_assert_eq(json_integer_value(json_object_get(l, "owner")),
+					     tid, "%s's owner is %s", label, role);
+				cr_assert_str_eq(jstr(l, "owner_state"), "live");
+			} else {
+				cr_assert(json_is_null(json_object_get(l, "owner")),
+					  "%s: musl records no owner", label);
+			}
+			continue;
+		}
+		waiters++;
+		json_t *b = blocked_on(doc, tid);
+		cr_assert(b, "%s is not blocked", role);
+		cr_assert_str_eq(jstr(b, "kind"), kind, "%s waits on a %s", role, kind);
+		if (private_cond)
+			continue;
+		cr_assert_eq(jhex(b, "object"), jhex(l, "addr"), "%s waits on %s", role, label);
+		cr_assert(waits_on(l, tid), "%s not among %s's waiters", role, label);
+	}
+	cr_assert(owners + waiters > 0, "the fixture planted nothing");
+}
+
+static void planted(const char *name, bool owner_recorded)
+{
+	start(name, NULL);
+	json_t *doc = snapshot(NULL, NULL);
+	check_planted(doc, owner_recorded);
+	json_decref(doc);
+}
+
+Test(musl, rwlock_waiters_no_owner_claimed)
+{
+	planted("fx_musl_rwlock", false);
+}
+
+Test(musl, rwlock_waiters_no_owner_claimed_static)
+{
+	planted("fx_musl_rwlock_static", false);
+}
+
+/* musl 1.2.3's semaphore waiters pass -1 like a write-locked rwlock's:
+ * the words tell them apart (§9) */
+Test(musl, sem_waiters)
+{
+	planted("fx_musl_sem", false);
+}
+
+Test(musl, sem_waiters_static)
+{
+	planted("fx_musl_sem_static", false);
+}
+
+Test(musl, join_owners_and_waiters)
+{
+	planted("fx_musl_join", true);
+}
+
+Test(musl, join_owners_and_waiters_static)
+{
+	planted("fx_musl_join_static", true);
+}
+
+Test(musl, cond_waiters_and_the_mutex_owner)
+{
+	planted("fx_musl_cond", true);
+}
+
+Test(musl, cond_waiters_and_the_mutex_owner_static)
+{
+	planted("fx_musl_cond_static", true);
+}
+
+/* Orphans: the errorcheck table_lock's owner died (owner_state dead,
+ * orphaned, no TID); the normal session_lock's owner is not recorded; the
+ * robust shm_lock went to its heir; every waiter as planted. */
+static void orphans(const char *name)
+{
+	start(name, NULL);
+	json_t *doc = snapshot(NULL, NULL);
+	check_planted(doc, true);
+	char kind[32];
+	json_t *t = planted_lock(doc, "table_lock", kind, sizeof kind);
+	cr_assert(t, "table_lock not among the locks");
+	cr_assert(json_is_null(json_object_get(t, "owner")));
+	cr_assert_str_eq(jstr(t, "owner_state"), "dead");
+	cr_assert(json_is_true(json_object_get(t, "orphaned")));
+	json_t *s = planted_lock(doc, "session_lock", kind, sizeof kind);
+	cr_assert(s, "session_lock not among the locks");
+	cr_assert(json_is_null(json_object_get(s, "owner")));
+	cr_assert_str_eq(jstr(s, "owner_state"), "unknown");
+	json_decref(doc);
+}
+
+Test(musl, orphans_dead_unknown_and_heir)
+{
+	orphans("fx_musl_orphan");
+}
+
+Test(musl, orphans_dead_unknown_and_heir_static)
+{
+	orphans("fx_musl_orphan_static");
+}
