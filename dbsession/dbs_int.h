@@ -254,6 +254,7 @@ struct dbs_session {
 	/* libc_musl.c: a static program; one not named by its symbols
 	 * (stripped), proved musl only by its threads' structs */
 	bool musl_static, musl_unproved;
+	bool from_core;		/* the target is a core file */
 	/* libc_musl.c: the mutexes on each thread's robust_list (its held
 	 * non-normal mutexes, docs/MUSL.md §5), walked during the stop, for
 	 * lock_held.c; an entry with addr 0: that thread's chain could not

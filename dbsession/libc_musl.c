@@ -211,20 +211,26 @@ static bool musl_detect(struct dbs_session *s)
 		s->libc_version_src = NULL;
 		return true;
 	}
-	if (psvc_module_load_elf(t, exe) || exe->has_symtab) {
+	int lerr = psvc_module_load_elf(t, exe);
+	if ((!lerr && exe->has_symtab) || (lerr && !s->from_core)) {
 		s->musl_static = false;	/* symbols, none of musl's */
 		return false;
 	}
-	/* stripped: not glibc's, and then proved (or not) by every
-	 * thread's struct during the stop (§1, §3) */
-	int fd = psvc_module_open_fd(t, exe);
-	bool glibc = fd < 0 || file_says_glibc(fd);
-	if (fd >= 0)
-		close(fd);
-	if (glibc) {
-		s->musl_static = false;
-		return false;
+	if (!lerr) {
+		/* stripped: not glibc's, and then proved (or not) by
+		 * every thread's struct during the stop (§1, §3) */
+		int fd = psvc_module_open_fd(t, exe);
+		bool glibc = fd < 0 || file_says_glibc(fd);
+		if (fd >= 0)
+			close(fd);
+		if (glibc) {
+			s->musl_static = false;
+			return false;
+		}
 	}
+	/* (a core whose executable could not be proved the one it
+	 * mapped, a build without a build ID: nothing of the file is
+	 * believed, every thread's struct decides, its TID included) */
 	s->musl_unproved = true;
 	return true;
 }
@@ -300,6 +306,8 @@ static void identify_task(struct dbs_session *s, const struct psvc_task *k,
 	}
 	pid_t want = k->info.ns_tid ? k->info.ns_tid
 		     : psvc_same_pidns(t) ? k->tid : 0;
+	if (!want && s->musl_unproved)
+		want = k->tid;	/* nothing proves musl but the TIDs */
 	if (word(b, L->self) != pd) {
 		lt->why = "the word at its thread pointer is not musl's self pointer";
 		return;

@@ -104,6 +104,7 @@ int dbs_session_init_core(const char *core, const char *exe,
 		return err;
 	}
 	s->pid = psvc_pid(s->t);
+	s->from_core = true;
 	return session_setup(s, ret);
 }
 

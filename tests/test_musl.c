@@ -7,18 +7,30 @@
  * those facts.  Every fixture is killed by PID in the teardown.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include "corepattern.h"
 #include "harness.h"
 
 static struct fixture fx;
+static char coredir[256];	/* a core test's directory, "" if none */
 
 static void teardown(void)
 {
+	core_pattern_end();	/* nothing unless a core test pointed it */
 	fx_kill(&fx);
+	if (coredir[0])
+		remove_tree(coredir);
+	coredir[0] = '\0';
 }
 
 TestSuite(musl, .fini = teardown, .timeout = 300 * TEST_TIME_SCALE);
@@ -748,4 +760,141 @@ Test(musl, orphans_dead_unknown_and_heir)
 Test(musl, orphans_dead_unknown_and_heir_static)
 {
 	orphans("fx_musl_orphan_static");
+}
+
+/* ---- cores of musl processes ---- */
+
+/* tinspect --core CORE --json --check: validated and parsed. */
+static json_t *core_doc(const char *core, int *ret_status)
+{
+	const char *args[] = { "--json", "--check", "--core", core, NULL };
+	struct run r;
+	run_tinspect(&r, args, 300);
+	cr_assert(!r.timed_out && r.status >= 0, "tinspect --core failed: %s",
+		  r.err ? r.err : "");
+	*ret_status = r.status;
+	cr_assert(r.out_len, "no report from %s: %s", core, r.err ? r.err : "");
+	cr_assert(schema_valid(r.out, r.out_len), "output does not validate");
+	json_error_t je;
+	json_t *doc = json_loadb(r.out, r.out_len, 0, &je);
+	cr_assert(doc, "JSON does not parse: %s", je.text);
+	run_free(&r);
+	const char *mode = jstr(json_object_get(doc, "capture"), "mode");
+	cr_assert(mode && !strcmp(mode, "core"), "capture.mode is not core");
+	return doc;
+}
+
+/* The same C library, version, way of identifying threads, the same
+ * threads with the same pthread_t, and the same lock owners and
+ * deadlocks, live and from the core. */
+static void same_as_live(json_t *live, json_t *core)
+{
+	json_t *lt = json_object_get(json_object_get(live, "process"), "thread_db");
+	json_t *ct = json_object_get(json_object_get(core, "process"), "thread_db");
+	static const char *const keys[] = { "libc", "libc_version", "threads", "status" };
+	for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+		json_t *a = json_object_get(lt, keys[k]), *b = json_object_get(ct, keys[k]);
+		cr_assert(json_equal(a, b) || (json_is_null(a) && json_is_null(b)),
+			  "thread_db.%s: live %s, core %s", keys[k],
+			  json_is_string(a) ? json_string_value(a) : "null",
+			  json_is_string(b) ? json_string_value(b) : "null");
+	}
+	json_t *ths = json_object_get(live, "threads");
+	cr_assert_eq(json_array_size(json_object_get(core, "threads")),
+		     json_array_size(ths), "not the same threads");
+	for (size_t i = 0; i < json_array_size(ths); i++) {
+		json_t *t = json_array_get(ths, i);
+		pid_t tid = (pid_t)json_integer_value(json_object_get(t, "tid"));
+		json_t *c = thread_by_tid(core, tid);
+		cr_assert(c, "thread %d is not in the core's report", (int)tid);
+		json_t *lp = json_object_get(t, "pthread"), *cp = json_object_get(c, "pthread");
+		cr_assert(json_is_object(cp), "thread %d: no pthread from the core", (int)tid);
+		cr_assert_eq(jhex(cp, "id"), jhex(lp, "id"), "thread %d: pthread_t", (int)tid);
+		cr_assert_str_eq(jstr(cp, "detach_state"), jstr(lp, "detach_state"));
+	}
+	const char *labels[] = { "ledger_lock", "audit_lock" };
+	const char *owners[] = { "teller", "auditor" };
+	for (int k = 0; k < 2; k++) {
+		json_t *l = lock_at(core, lock_addr(labels[k]));
+		cr_assert(l, "%s not among the core's locks", labels[k]);
+		cr_assert_str_eq(jstr(l, "kind"), "mutex");
+		cr_assert_eq(json_integer_value(json_object_get(l, "owner")),
+			     tid_of(owners[k]), "%s's owner from the core", labels[k]);
+	}
+	cr_assert_eq(json_array_size(json_object_get(core, "deadlocks")),
+		     json_array_size(json_object_get(live, "deadlocks")));
+}
+
+/* The kernel's core of the fixture (killed with SIGABRT), core_pattern
+ * pointed at coredir meanwhile (restored by teardown too, and by
+ * corepattern.c's guard if this process dies). */
+static void kernel_core(char *path, size_t len)
+{
+	pid_t pid = fx.pid;
+	core_pattern_begin(coredir);
+	cr_assert(kill(pid, SIGABRT) == 0);
+	int st = 0;
+	pid_t r = 0;
+	for (int i = 0; i < 6000 && r == 0; i++) {
+		r = waitpid(pid, &st, WNOHANG);
+		if (r == 0)
+			usleep(10000);
+	}
+	core_pattern_end();
+	cr_assert(core_pattern_restored(), "core_pattern not restored");
+	cr_assert_eq(r, pid, "the fixture did not die");
+	fx.pid = 0;	/* reaped */
+	cr_assert(WIFSIGNALED(st) && WCOREDUMP(st), "no core dumped (status %#x)", st);
+	snprintf(path, len, "%s/core.%d", coredir, (int)pid);
+}
+
+static void core_of_abba(const char *name)
+{
+	if (!have_program("gcore"))
+		cr_skip_test("no gcore (gdb is not installed)");
+	snprintf(coredir, sizeof coredir, "/tmp/tinspect-musl-core.XXXXXX");
+	cr_assert(mkdtemp(coredir), "mkdtemp: %s", strerror(errno));
+	struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
+	setrlimit(RLIMIT_CORE, &rl);	/* the fixture inherits it */
+	const char *args[] = { "--type", "errorcheck", NULL };
+	start(name, args);
+	int live_status, status;
+	const char *extra[] = { "--check", NULL };
+	json_t *live = snapshot(extra, &live_status);
+
+	char prefix[300], pid[16], path[400];
+	snprintf(prefix, sizeof prefix, "%s/gcore", coredir);
+	snprintf(pid, sizeof pid, "%d", (int)fx.pid);
+	const char *argv[] = { "gcore", "-o", prefix, pid, NULL };
+	int rc = run_quiet(argv);
+	snprintf(path, sizeof path, "%s.%d", prefix, (int)fx.pid);
+	struct stat sb;
+	cr_assert(rc == 0 && stat(path, &sb) == 0, "gcore failed (%d)", rc);
+	cr_assert(wait_not_stopped(fx.pid, 2000), "gcore left the fixture stopped");
+	json_t *g = core_doc(path, &status);
+	same_as_live(live, g);
+	cr_assert_eq(status, live_status, "--check on the gcore: %d, live %d",
+		     status, live_status);
+	json_decref(g);
+
+	if (geteuid() != 0) {
+		cr_log_warn("not root: no kernel core; gcore only");
+	} else {
+		kernel_core(path, sizeof path);
+		json_t *k = core_doc(path, &status);
+		same_as_live(live, k);
+		cr_assert_eq(status, live_status, "--check on the kernel core");
+		json_decref(k);
+	}
+	json_decref(live);
+}
+
+Test(musl, core_same_as_live)
+{
+	core_of_abba("fx_musl_abba");
+}
+
+Test(musl, core_same_as_live_static)
+{
+	core_of_abba("fx_musl_abba_static");
 }
