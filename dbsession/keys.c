@@ -44,6 +44,8 @@ struct keys_state {
 	 * known only from a static program's symbols */
 	bool musl;
 	uint64_t musl_nodtor;
+	bool musl_tsd_size0;	/* its symbols say it has no key array */
+	bool musl_no_tsd;	/* this stop: no thread has a key array */
 	char *why;		/* why not usable */
 	struct key_layout L;
 	/* the current stop */
@@ -207,6 +209,12 @@ static void musl_keys_prepare(struct dbs_session *s, struct keys_state *k)
 				    "process (see process.thread_db.detail)");
 		return;
 	}
+	/* a static program without pthread_key_create links the weak
+	 * __pthread_tsd_size of pthread_create.c, 0: no thread has a key
+	 * array (the main thread's tsd is a one-pointer dummy) (§13) */
+	uint64_t tsd_size;
+	k->musl_tsd_size0 = s->musl_static && symbol_is(t, "__pthread_tsd_size", 0, &a) &&
+			 psvc_read(t, a, &tsd_size, sizeof tsd_size) == 0 && !tsd_size;
 	if (s->musl_static && symbol_is(t, "__pthread_tsd_main", MUSL_KEYS * PTR_SIZE, &a) &&
 	    symbol_is(t, "keys", MUSL_KEYS * PTR_SIZE, &a)) {
 		k->L.keys_addr = a;
@@ -284,12 +292,18 @@ static void musl_keys_gather(struct dbs_session *s, struct keys_state *k,
 	if (!tsd || !r || !k->task_read || !k->inuse ||
 	    (k->L.keys_addr && !k->table))
 		goto fail;
+	/* one created thread without an array: the program has none
+	 * (stripped: no symbol says so) */
+	bool none = k->musl_tsd_size0;
+	for (size_t i = 0; i < n && !none; i++)
+		none = res[i].lt.have && res[i].lt.tsd_none;
+	k->musl_no_tsd = none;	/* for finish: no key exists, nothing to say */
 	size_t nr = 0;
 	if (k->L.keys_addr)
 		r[nr++] = (struct psvc_range){ k->L.keys_addr, tsd_len };
 	for (size_t i = 0; i < n; i++) {
 		const struct dbs_libc_thread *lt = &res[i].lt;
-		if (lt->have && lt->tsd && !lt->tsd_none)
+		if (lt->have && lt->tsd && !none)
 			r[nr++] = (struct psvc_range){ lt->tsd, tsd_len };
 	}
 	psvc_copy_needed(t, r, nr);
@@ -304,7 +318,7 @@ static void musl_keys_gather(struct dbs_session *s, struct keys_state *k,
 			break;	/* not read: the capture is abandoned anyway */
 		/* no array yet (the main thread before any key) or none at
 		 * all: every value is NULL */
-		k->task_read[i] = !lt->tsd || lt->tsd_none ||
+		k->task_read[i] = !lt->tsd || none ||
 			psvc_read(t, lt->tsd, tsd + i * MUSL_KEYS, tsd_len) == 0;
 	}
 	for (uint32_t key = 0; key < MUSL_KEYS; key++) {
@@ -522,7 +536,7 @@ void dbs_keys_finish(struct dbs_session *s, struct dbs_snapshot *snap)
 		snap->keys_read = true;
 		snap->keys_max = k->L.nkeys;
 		snap->keys = calloc(k->ninuse ? k->ninuse : 1, sizeof *snap->keys);
-		if (k->musl && !k->table)
+		if (k->musl && !k->table && !k->musl_no_tsd)
 			dbs_add_error(&snap->warnings, &snap->nwarnings,
 				       "--keys: musl's key table (keys[] of "
 				       "pthread_key_create.c) is a local symbol, not in a "

@@ -898,3 +898,25 @@ Test(musl, core_same_as_live_static)
 {
 	core_of_abba("fx_musl_abba_static");
 }
+
+/* A static program that never links pthread_key_create has no key array
+ * (§13): the main thread's tsd is a one-pointer dummy and a created
+ * thread's points past its mapping; nothing there is read as a key. */
+Test(musl, keys_of_a_static_program_without_keys)
+{
+	start("fx_musl_abba_static", NULL);
+	const char *extra[] = { "--keys", NULL };
+	json_t *doc = snapshot(extra, NULL);
+	json_t *pk = json_object_get(json_object_get(doc, "process"), "keys");
+	cr_assert(json_is_object(pk), "no process.keys");
+	cr_assert_eq(json_array_size(json_object_get(pk, "in_use")), 0,
+		     "no key exists");
+	json_t *ths = json_object_get(doc, "threads");
+	for (size_t i = 0; i < json_array_size(ths); i++) {
+		json_t *k = json_object_get(json_array_get(ths, i), "keys");
+		cr_assert(json_is_array(k) && json_array_size(k) == 0);
+	}
+	cr_assert_eq(json_array_size(json_object_get(json_object_get(doc, "capture"),
+						     "warnings")), 0);
+	json_decref(doc);
+}
