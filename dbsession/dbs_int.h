@@ -264,6 +264,7 @@ struct dbs_session {
 		uint64_t addr;		/* the mutex */
 	} *musl_held;
 	size_t nmusl_held;
+	bool musl_held_lost;	/* out of memory: no thread's is known */
 	long clk_tck;
 	struct dbs_unwinder *unwinder;	/* NULL with --no-stacks */
 

@@ -390,7 +390,10 @@ static int walk_chain(struct dbs_session *s, const struct psvc_task *k,
 	struct psvc_target *t = s->t;
 	const struct dbs_musl_pthread *L = dbs_musl_layout(psvc_arch(t));
 	uint64_t end = lt->pthread + L->robust_head, e = lt->robust_head;
-	pid_t want = k->info.ns_tid ? k->info.ns_tid : k->tid;
+	pid_t want = k->info.ns_tid ? k->info.ns_tid
+		     : psvc_same_pidns(t) ? k->tid : 0;
+	if (!want && e && e != end)
+		return held_add(s, cap, k->tid, 0);	/* whose TID? unknown */
 	for (size_t n = 0; e && e != end; n++) {
 		unsigned char m[40];
 		if (n == CHAIN_MAX || e < 32 || psvc_read(t, e - 32, m, sizeof m))
@@ -408,6 +411,7 @@ static int walk_chain(struct dbs_session *s, const struct psvc_task *k,
 static void musl_gather(struct dbs_session *s, struct tdb_result *res)
 {
 	s->nmusl_held = 0;
+	s->musl_held_lost = false;
 	if (!res || !s->layout_ok)
 		return;
 	size_t cap = 0;
@@ -438,7 +442,8 @@ static void musl_gather(struct dbs_session *s, struct tdb_result *res)
 		struct psvc_task *k = psvc_task_at(t, i);
 		if (res[i].lt.have && (k->flags & PSVC_TASK_STOPPED) &&
 		    walk_chain(s, k, &res[i].lt, &cap)) {
-			s->nmusl_held = 0;	/* out of memory: nothing known */
+			/* out of memory: nothing known of anybody */
+			s->musl_held_lost = true;
 			break;
 		}
 	}

@@ -311,7 +311,7 @@ static int claims_of_musl(const struct dbs_session *s, struct dbs_snapshot *snap
 		return 0;
 	/* the chains are walked in the stopped threads only */
 	for (size_t i = 0; i < snap->nthreads; i++)
-		if (!snap->threads[i].stopped)
+		if (!snap->threads[i].stopped || s->musl_held_lost)
 			snap->threads[i].held_known = false;
 	for (size_t i = 0; i < s->nmusl_held; i++) {
 		const struct dbs_musl_held *h = &s->musl_held[i];

@@ -811,6 +811,15 @@ static void same_as_live(json_t *live, json_t *core)
 		cr_assert(json_is_object(cp), "thread %d: no pthread from the core", (int)tid);
 		cr_assert_eq(jhex(cp, "id"), jhex(lp, "id"), "thread %d: pthread_t", (int)tid);
 		cr_assert_str_eq(jstr(cp, "detach_state"), jstr(lp, "detach_state"));
+		/* the robust lists are in the core's memory too (the
+		 * symbols are not: the fixtures have no build ID) */
+		json_t *lh = json_object_get(t, "held"), *ch = json_object_get(c, "held");
+		cr_assert(json_is_array(ch), "thread %d: held not known", (int)tid);
+		cr_assert_eq(json_array_size(ch), json_array_size(lh), "thread %d", (int)tid);
+		for (size_t k = 0; k < json_array_size(lh); k++)
+			cr_assert_eq(jhex(json_array_get(ch, k), "addr"),
+				     jhex(json_array_get(lh, k), "addr"),
+				     "thread %d: held", (int)tid);
 	}
 	const char *labels[] = { "ledger_lock", "audit_lock" };
 	const char *owners[] = { "teller", "auditor" };
