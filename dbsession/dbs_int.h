@@ -254,6 +254,17 @@ struct dbs_session {
 	/* libc_musl.c: a static program; one not named by its symbols
 	 * (stripped), proved musl only by its threads' structs */
 	bool musl_static, musl_unproved;
+	bool from_core;		/* the target is a core file */
+	/* libc_musl.c: the mutexes on each thread's robust_list (its held
+	 * non-normal mutexes, docs/MUSL.md §5), walked during the stop, for
+	 * lock_held.c; an entry with addr 0: that thread's chain could not
+	 * be followed to its end */
+	struct dbs_musl_held {
+		pid_t tid;		/* the task's TID (tinspect's namespace) */
+		uint64_t addr;		/* the mutex */
+	} *musl_held;
+	size_t nmusl_held;
+	bool musl_held_lost;	/* out of memory: no thread's is known */
 	long clk_tck;
 	struct dbs_unwinder *unwinder;	/* NULL with --no-stacks */
 

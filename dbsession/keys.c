@@ -39,6 +39,13 @@ struct keys_state {
 	bool resolved;
 	uint64_t generation;
 	bool usable;
+	/* musl (docs/MUSL.md §13): tsd[PTHREAD_KEYS_MAX] per thread; the key
+	 * table (L.keys_addr, one destructor pointer per key) and nodtor
+	 * known only from a static program's symbols */
+	bool musl;
+	uint64_t musl_nodtor;
+	bool musl_tsd_size0;	/* its symbols say it has no key array */
+	bool musl_no_tsd;	/* this stop: no thread has a key array */
 	char *why;		/* why not usable */
 	struct key_layout L;
 	/* the current stop */
@@ -168,6 +175,54 @@ int dbs_keys_layout_load(const struct psvc_layout_src *src, uint32_t sizeof_pthr
 	return 0;
 }
 
+/* musl's PTHREAD_KEYS_MAX (§13) */
+#define MUSL_KEYS 128u
+
+/* A symbol of the target that is name itself, of size bytes (0: any). */
+static bool symbol_is(struct psvc_target *t, const char *name, uint64_t size,
+		      uint64_t *ret)
+{
+	struct psvc_symbol sym;
+	return psvc_lookup_symbol(t, name, ret) == 0 &&
+	       psvc_addr_to_symbol(t, *ret, &sym) == 0 && sym.name &&
+	       !strcmp(sym.name, name) && sym.offset == 0 &&
+	       (!size || sym.size == size);
+}
+
+/*
+ * musl: the static array keys[PTHREAD_KEYS_MAX] of pthread_key_create.c
+ * (non-zero: the key exists; nodtor: created without a destructor) is a
+ * local symbol, in an unstripped static program only (§13).
+ */
+static void musl_keys_prepare(struct dbs_session *s, struct keys_state *k)
+{
+	struct psvc_target *t = s->t;
+	uint64_t a;
+	memset(&k->L, 0, sizeof k->L);
+	k->musl = true;
+	k->musl_nodtor = 0;
+	k->L.nkeys = MUSL_KEYS;
+	k->L.ks_size = PTR_SIZE;
+	k->usable = s->layout_ok;
+	if (!k->usable) {
+		k->why = dbs_strdup("musl's struct pthread is not read for this "
+				    "process (see process.thread_db.detail)");
+		return;
+	}
+	/* a static program without pthread_key_create links the weak
+	 * __pthread_tsd_size of pthread_create.c, 0: no thread has a key
+	 * array (the main thread's tsd is a one-pointer dummy) (§13) */
+	uint64_t tsd_size;
+	k->musl_tsd_size0 = s->musl_static && symbol_is(t, "__pthread_tsd_size", 0, &a) &&
+			 psvc_read(t, a, &tsd_size, sizeof tsd_size) == 0 && !tsd_size;
+	if (s->musl_static && symbol_is(t, "__pthread_tsd_main", MUSL_KEYS * PTR_SIZE, &a) &&
+	    symbol_is(t, "keys", MUSL_KEYS * PTR_SIZE, &a)) {
+		k->L.keys_addr = a;
+		if (!symbol_is(t, "nodtor", 0, &k->musl_nodtor))
+			k->musl_nodtor = 0;
+	}
+}
+
 void dbs_keys_prepare(struct dbs_session *s)
 {
 	if (!s->opts.want_keys)
@@ -182,6 +237,13 @@ void dbs_keys_prepare(struct dbs_session *s)
 		return;
 	free(k->why);
 	k->why = NULL;
+	k->musl = false;
+	if (s->libc == &dbs_libc_musl) {
+		musl_keys_prepare(s, k);
+		k->generation = psvc_modules_generation(s->t);
+		k->resolved = true;
+		return;
+	}
 	char why[256];
 	struct psvc_layout_src src = psvc_layout_src(s->t);
 	k->usable = dbs_keys_layout_load(&src, s->sizeof_pthread, &k->L, why,
@@ -206,12 +268,103 @@ static uint64_t pd_of(struct dbs_session *s, const struct tdb_result *res,
 	return 0;
 }
 
+/*
+ * musl: every thread's tsd[] in one batch (a created thread's is the top
+ * 1 KiB of its mapping, the main thread's __pthread_tsd_main), and the key
+ * table if known.  The keys in use: the table's non-zero entries, else
+ * every key some thread has a non-zero value of (pthread_key_delete
+ * zeroes the key in every thread, §13).
+ */
+static void musl_keys_gather(struct dbs_session *s, struct keys_state *k,
+			     const struct tdb_result *res)
+{
+	struct psvc_target *t = s->t;
+	const size_t tsd_len = MUSL_KEYS * PTR_SIZE;
+	size_t n = psvc_ntasks(t);
+	if (!res || s->threads_source != DBS_THREADS_STRUCT_PTHREAD)
+		return;
+	uint64_t *tsd = calloc((n ? n : 1) * MUSL_KEYS, sizeof *tsd);
+	struct psvc_range *r = calloc(n + 1, sizeof *r);
+	k->task_read = calloc(n ? n : 1, sizeof *k->task_read);
+	k->inuse = malloc(MUSL_KEYS * sizeof *k->inuse);
+	if (k->L.keys_addr)
+		k->table = calloc(1, tsd_len);
+	if (!tsd || !r || !k->task_read || !k->inuse ||
+	    (k->L.keys_addr && !k->table))
+		goto fail;
+	/* one created thread without an array: the program has none
+	 * (stripped: no symbol says so) */
+	bool none = k->musl_tsd_size0;
+	for (size_t i = 0; i < n && !none; i++)
+		none = res[i].lt.have && res[i].lt.tsd_none;
+	k->musl_no_tsd = none;	/* for finish: no key exists, nothing to say */
+	size_t nr = 0;
+	if (k->L.keys_addr)
+		r[nr++] = (struct psvc_range){ k->L.keys_addr, tsd_len };
+	for (size_t i = 0; i < n; i++) {
+		const struct dbs_libc_thread *lt = &res[i].lt;
+		if (lt->have && lt->tsd && !none)
+			r[nr++] = (struct psvc_range){ lt->tsd, tsd_len };
+	}
+	psvc_copy_needed(t, r, nr);
+	if (k->table && psvc_read(t, k->L.keys_addr, k->table, tsd_len))
+		goto fail;
+	for (size_t i = 0; i < n; i++) {
+		const struct dbs_libc_thread *lt = &res[i].lt;
+		struct psvc_task *tk = psvc_task_at(t, i);
+		if (!lt->have || !(tk->flags & PSVC_TASK_STOPPED))
+			continue;
+		if ((i & 63) == 63 && psvc_check_freeze(t))
+			break;	/* not read: the capture is abandoned anyway */
+		/* no array yet (the main thread before any key) or none at
+		 * all: every value is NULL */
+		k->task_read[i] = !lt->tsd || none ||
+			psvc_read(t, lt->tsd, tsd + i * MUSL_KEYS, tsd_len) == 0;
+	}
+	for (uint32_t key = 0; key < MUSL_KEYS; key++) {
+		bool used = false;
+		if (k->table) {
+			uint64_t d;
+			memcpy(&d, k->table + (size_t)key * PTR_SIZE, sizeof d);
+			used = d != 0;
+		} else {
+			for (size_t i = 0; i < n && !used; i++)
+				used = k->task_read[i] && tsd[i * MUSL_KEYS + key];
+		}
+		if (used)
+			k->inuse[k->ninuse++] = key;
+	}
+	k->ntasks = n;
+	size_t nvals = n * k->ninuse;
+	k->vals = calloc(nvals ? nvals : 1, sizeof *k->vals);
+	if (!k->vals)
+		goto fail;
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; k->task_read[i] && j < k->ninuse; j++) {
+			struct kv *v = &k->vals[i * k->ninuse + j];
+			v->data = tsd[i * MUSL_KEYS + k->inuse[j]];
+			v->have = true;
+		}
+	k->gathered = true;
+	free(tsd);
+	free(r);
+	return;
+fail:
+	free(tsd);
+	free(r);
+	stop_clear(k);
+}
+
 void dbs_keys_gather(struct dbs_session *s, const struct tdb_result *res)
 {
 	struct keys_state *k = s->keys;
 	struct psvc_target *t = s->t;
 	if (!k || !k->usable)
 		return;
+	if (k->musl) {
+		musl_keys_gather(s, k, res);
+		return;
+	}
 	const struct key_layout *L = &k->L;
 	size_t tlen = (size_t)L->nkeys * L->ks_size;
 	k->table = malloc(tlen);
@@ -331,7 +484,10 @@ void dbs_keys_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 		return;
 	if (!k->task_read[i]) {
 		const char *hz = dbs_descriptor_hazard(s, th);
-		if (th->stopped)
+		if (th->stopped && k->musl)
+			dbs_add_error(&th->errors, &th->nerrors,
+				       "keys: cannot read the thread's tsd[] (musl)");
+		else if (th->stopped)
 			dbs_add_error(&th->errors, &th->nerrors,
 				       "keys: cannot read the thread's specific[] "
 				       "(%s%s)", hz ? "its struct pthread: " :
@@ -347,12 +503,17 @@ void dbs_keys_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 	for (size_t j = 0; j < k->ninuse; j++) {
 		uint32_t key = k->inuse[j];
 		const struct kv *v = &k->vals[i * k->ninuse + j];
-		uint64_t seq = key_seq(&k->L, k->table, key);
 		th->keys[j].key = key;
 		th->keys[j].unknown = v->unknown;
-		/* a stale slot (key deleted and re-created since) reads as
-		 * NULL, as pthread_getspecific says */
-		th->keys[j].value = v->have && v->seq == seq ? v->data : 0;
+		if (k->musl) {
+			/* musl zeroes a deleted key in every thread (§13) */
+			th->keys[j].value = v->have ? v->data : 0;
+		} else {
+			/* a stale slot (key deleted and re-created since)
+			 * reads as NULL, as pthread_getspecific says */
+			uint64_t seq = key_seq(&k->L, k->table, key);
+			th->keys[j].value = v->have && v->seq == seq ? v->data : 0;
+		}
 		if (v->unknown)
 			nunknown++;
 	}
@@ -375,7 +536,26 @@ void dbs_keys_finish(struct dbs_session *s, struct dbs_snapshot *snap)
 		snap->keys_read = true;
 		snap->keys_max = k->L.nkeys;
 		snap->keys = calloc(k->ninuse ? k->ninuse : 1, sizeof *snap->keys);
-		for (size_t j = 0; snap->keys && j < k->ninuse; j++) {
+		if (k->musl && !k->table && !k->musl_no_tsd)
+			dbs_add_error(&snap->warnings, &snap->nwarnings,
+				       "--keys: musl's key table (keys[] of "
+				       "pthread_key_create.c) is a local symbol, not in a "
+				       "stripped libc.so: the keys listed are those some "
+				       "thread set (a key no thread set is not listed), "
+				       "their destructors are not known "
+				       "(docs/MUSL.md, Keys)");
+		for (size_t j = 0; snap->keys && k->musl && j < k->ninuse; j++) {
+			struct dbs_key *d = &snap->keys[snap->nkeys++];
+			d->key = k->inuse[j];
+			if (k->table)
+				memcpy(&d->destructor, k->table + (size_t)d->key * PTR_SIZE,
+				       sizeof d->destructor);
+			if (d->destructor == k->musl_nodtor)
+				d->destructor = 0;	/* created without one */
+			if (d->destructor)
+				dbs_symbolize(s->t, d->destructor, &d->destructor_sym);
+		}
+		for (size_t j = 0; snap->keys && !k->musl && j < k->ninuse; j++) {
 			struct dbs_key *d = &snap->keys[snap->nkeys++];
 			const unsigned char *e = k->table +
 				(size_t)k->inuse[j] * k->L.ks_size;

@@ -44,6 +44,9 @@ struct dbs_libc_thread {
 	int errno_val;
 	uint64_t robust_head;	/* the held-mutex chain's head, 0 empty */
 	uint64_t tsd;		/* the key values, 0 if none */
+	bool tsd_none;		/* musl: the program has no key array
+				 * (tsd points past the thread's mapping,
+				 * docs/MUSL.md §13): never read it */
 	uint64_t dtv;
 	const char *why;	/* !have: why (static text) */
 };

@@ -211,20 +211,26 @@ static bool musl_detect(struct dbs_session *s)
 		s->libc_version_src = NULL;
 		return true;
 	}
-	if (psvc_module_load_elf(t, exe) || exe->has_symtab) {
+	int lerr = psvc_module_load_elf(t, exe);
+	if ((!lerr && exe->has_symtab) || (lerr && !s->from_core)) {
 		s->musl_static = false;	/* symbols, none of musl's */
 		return false;
 	}
-	/* stripped: not glibc's, and then proved (or not) by every
-	 * thread's struct during the stop (§1, §3) */
-	int fd = psvc_module_open_fd(t, exe);
-	bool glibc = fd < 0 || file_says_glibc(fd);
-	if (fd >= 0)
-		close(fd);
-	if (glibc) {
-		s->musl_static = false;
-		return false;
+	if (!lerr) {
+		/* stripped: not glibc's, and then proved (or not) by
+		 * every thread's struct during the stop (§1, §3) */
+		int fd = psvc_module_open_fd(t, exe);
+		bool glibc = fd < 0 || file_says_glibc(fd);
+		if (fd >= 0)
+			close(fd);
+		if (glibc) {
+			s->musl_static = false;
+			return false;
+		}
 	}
+	/* (a core whose executable could not be proved the one it
+	 * mapped, a build without a build ID: nothing of the file is
+	 * believed, every thread's struct decides, its TID included) */
 	s->musl_unproved = true;
 	return true;
 }
@@ -300,6 +306,8 @@ static void identify_task(struct dbs_session *s, const struct psvc_task *k,
 	}
 	pid_t want = k->info.ns_tid ? k->info.ns_tid
 		     : psvc_same_pidns(t) ? k->tid : 0;
+	if (!want && s->musl_unproved)
+		want = k->tid;	/* nothing proves musl but the TIDs */
 	if (word(b, L->self) != pd) {
 		lt->why = "the word at its thread pointer is not musl's self pointer";
 		return;
@@ -325,6 +333,10 @@ static void identify_task(struct dbs_session *s, const struct psvc_task *k,
 	uint64_t stack = word(b, L->stack), size = word(b, L->stack_size);
 	uint64_t map_base = word(b, L->map_base), guard = word(b, L->guard_size);
 	lt->tsd = word(b, L->tsd);
+	/* a static program without pthread_key_create: __pthread_tsd_size
+	 * 0, tsd one past the mapping (§13) */
+	lt->tsd_none = stack && map_base &&
+		       lt->tsd == map_base + word(b, L->map_size);
 	uint64_t head = word(b, L->robust_head);
 	lt->robust_head = head == pd + L->robust_head ? 0 : head;
 	/* the main thread: no stack of musl's (§3) */
@@ -346,10 +358,65 @@ static void identify_task(struct dbs_session *s, const struct psvc_task *k,
 		lt->start = fn;
 }
 
+/* More than this many mutexes held by one thread: the chain is taken to
+ * be damaged. */
+#define CHAIN_MAX 4096
+
+static int held_add(struct dbs_session *s, size_t *cap, pid_t tid, uint64_t addr)
+{
+	if (s->nmusl_held == *cap) {
+		size_t nc = *cap ? *cap * 2 : 32;
+		struct dbs_musl_held *nv = realloc(s->musl_held, nc * sizeof *nv);
+		if (!nv)
+			return -ENOMEM;
+		s->musl_held = nv;
+		*cap = nc;
+	}
+	s->musl_held[s->nmusl_held++] = (struct dbs_musl_held){ tid, addr };
+	return 0;
+}
+
+/*
+ * During the stop: the mutexes on a thread's robust_list (§5): head
+ * points to the _m_next field (+32) of the mutex locked last, each
+ * _m_next to the one before, the last back to &robust_list.head.  Each
+ * node is read now, from the stopped target; a mutex is listed only if
+ * its lock word names the thread (bits 0-29).  A chain that cannot be
+ * followed to its end gives an entry with addr 0.
+ */
+static int walk_chain(struct dbs_session *s, const struct psvc_task *k,
+		      const struct dbs_libc_thread *lt, size_t *cap)
+{
+	struct psvc_target *t = s->t;
+	const struct dbs_musl_pthread *L = dbs_musl_layout(psvc_arch(t));
+	uint64_t end = lt->pthread + L->robust_head, e = lt->robust_head;
+	pid_t want = k->info.ns_tid ? k->info.ns_tid
+		     : psvc_same_pidns(t) ? k->tid : 0;
+	if (!want && e && e != end)
+		return held_add(s, cap, k->tid, 0);	/* whose TID? unknown */
+	for (size_t n = 0; e && e != end; n++) {
+		unsigned char m[40];
+		if (n == CHAIN_MAX || e < 32 || psvc_read(t, e - 32, m, sizeof m))
+			return held_add(s, cap, k->tid, 0);
+		int32_t type = i32(m, 0);
+		uint32_t lock = (uint32_t)i32(m, 4);
+		if ((type & 15) && (pid_t)(lock & 0x3fffffff) == want &&
+		    held_add(s, cap, k->tid, e - 32))
+			return -ENOMEM;
+		e = word(m, 32);
+	}
+	return 0;
+}
+
 static void musl_gather(struct dbs_session *s, struct tdb_result *res)
 {
+	s->nmusl_held = 0;
+	s->musl_held_lost = false;
 	if (!res || !s->layout_ok)
 		return;
+	size_t cap = 0;
+	free(s->musl_held);
+	s->musl_held = NULL;
 	struct psvc_target *t = s->t;
 	size_t n = psvc_ntasks(t), good = 0, bad = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -369,6 +436,15 @@ static void musl_gather(struct dbs_session *s, struct tdb_result *res)
 			for (size_t i = 0; i < n; i++)
 				memset(&res[i].lt, 0, sizeof res[i].lt);
 			good = 0;
+		}
+	}
+	for (size_t i = 0; good && i < n; i++) {
+		struct psvc_task *k = psvc_task_at(t, i);
+		if (res[i].lt.have && (k->flags & PSVC_TASK_STOPPED) &&
+		    walk_chain(s, k, &res[i].lt, &cap)) {
+			/* out of memory: nothing known of anybody */
+			s->musl_held_lost = true;
+			break;
 		}
 	}
 	s->threads_source = good ? DBS_THREADS_STRUCT_PTHREAD : DBS_THREADS_PROC;

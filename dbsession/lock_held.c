@@ -301,6 +301,31 @@ static int claims_of_known(struct dbs_session *s, const struct dbs_snapshot *sna
 	return 0;
 }
 
+/* musl: every non-normal mutex a thread holds is on its robust_list,
+ * walked during the stop (libc_musl.c, docs/MUSL.md §5); a thread whose
+ * chain could not be followed has its held locks unknown. */
+static int claims_of_musl(const struct dbs_session *s, struct dbs_snapshot *snap,
+			  const struct dbs_tidx *by_tid, struct claims *c)
+{
+	if (s->libc != &dbs_libc_musl)
+		return 0;
+	/* the chains are walked in the stopped threads only */
+	for (size_t i = 0; i < snap->nthreads; i++)
+		if (!snap->threads[i].stopped || s->musl_held_lost)
+			snap->threads[i].held_known = false;
+	for (size_t i = 0; i < s->nmusl_held; i++) {
+		const struct dbs_musl_held *h = &s->musl_held[i];
+		size_t ti = dbs_tidx_find(by_tid, snap->nthreads, (uint64_t)h->tid);
+		if (ti == SIZE_MAX)
+			continue;
+		if (!h->addr)
+			snap->threads[ti].held_known = false;
+		else if (claim_add(c, ti, h->addr, DBS_LOCK_MUTEX))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 /* Hand the claims to their threads (only where they are proven). */
 static int give_claims(struct dbs_session *s, struct dbs_snapshot *snap,
 		       struct claims *c)
@@ -372,6 +397,7 @@ int dbs_held_run(struct dbs_session *s, struct dbs_snapshot *snap)
 	dbs_sort(by_tid, n, sizeof *by_tid, dbs_tidx_cmp);
 	dbs_sort(by_nstid, n, sizeof *by_nstid, dbs_tidx_cmp);
 	if ((err = claims_of_waited(snap, by_tid, &c, &read)) ||
+	    (err = claims_of_musl(s, snap, by_tid, &c)) ||
 	    (err = claims_of_known(s, snap, by_nstid, &c, &read)) ||
 	    (err = give_claims(s, snap, &c)) ||
 	    (err = learn(s, snap, &c)))

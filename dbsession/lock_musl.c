@@ -148,22 +148,40 @@ static void decide(struct dbs_lockctx *c, size_t ti)
 			return;
 		}
 	}
+	/* a process-shared cond: its waiters sleep on _c_seq (+8) with a
+	 * shared futex, and its _c_shared (+0) is (void *)-1 (§6, §7) */
+	if (!wt->private_op && u >= 8 && read_words(c, u - 8, w, 16) &&
+	    u32(w, 0) == 0xffffffffu && u32(w, 4) == 0xffffffffu) {
+		v->kind = DBS_LOCK_COND;
+		v->object = u - 8;
+		v->evidence |= DBS_EV_WORDS;
+		return;
+	}
 	if (!read_words(c, u, w, 16))
 		return;
 	uint32_t shared = u32(w, 8);
 	if (shared != 0 && shared != 128)
 		return;
-	/* a semaphore: 1.2.4+ waiters pass 0x80000000 (no rwlock waits on
+	/*
+	 * A semaphore: 1.2.4+ waiters pass 0x80000000 (no rwlock waits on
 	 * that), up to 1.2.3 -1, which a write-locked rwlock's waiter passes
-	 * too: then the frames decide (§8, §9) */
-	if (fr_sem || (!fr_rw && wt->val == 0x80000000u)) {
+	 * too: then the frames decide, else the word at +8 against the
+	 * futex's private flag.  A sem's __val[2] is 128 when it is private,
+	 * a rwlock's _rw_shared 128 when it is shared, and each waits with
+	 * the private flag exactly when it is private (§6, §8, §9).
+	 */
+	bool minus1 = !fr_rw && !fr_sem && wt->val == 0xffffffffu;
+	bool sem_words = (shared == 128) == wt->private_op;
+	if (fr_sem || (!fr_rw && wt->val == 0x80000000u) ||
+	    (minus1 && sem_words)) {
 		v->kind = DBS_LOCK_SEM;
 		v->object = u;
 		v->evidence |= fr_sem ? DBS_EV_FRAMES : DBS_EV_WORDS;
 		return;
 	}
-	if (fr_rw || ((wt->val & 0x80000000u) && wt->val != 0xffffffffu &&
-		      (wt->val & 0x7fffffffu) != 0)) {
+	if (fr_rw || (minus1 && !sem_words) ||
+	    ((wt->val & 0x80000000u) && wt->val != 0xffffffffu &&
+	     (wt->val & 0x7fffffffu) != 0)) {
 		v->kind = DBS_LOCK_RWLOCK;
 		v->object = u;
 		/* a writer held it: anybody waits; readers hold it: a writer

@@ -104,6 +104,7 @@ int dbs_session_init_core(const char *core, const char *exe,
 		return err;
 	}
 	s->pid = psvc_pid(s->t);
+	s->from_core = true;
 	return session_setup(s, ret);
 }
 
@@ -158,6 +159,9 @@ void dbs_session_destroy(struct dbs_session *s)
 	free(s->tid_off_why);
 	dbs_waits_free(s->waits);
 	dbs_held_forget_all(s);
+	free(s->musl_held);
+	s->musl_held = NULL;
+	s->nmusl_held = 0;
 	dbs_unwinder_free(s->unwinder);
 	s->unwinder = NULL;
 	psvc_close(s->t);
@@ -609,7 +613,10 @@ static int update_body(struct dbs_session *s, bool nonblocking,
 		dbs_add_error(&snap->errors, &snap->nerrors,
 			       "lock analysis: out of memory");
 	/* who holds what: the locks' words, read in this stop */
-	if (snap && snap->locks && dbs_held_run(s, snap))
+	/* (musl: also without waits, from the robust lists) */
+	if (snap && (snap->locks || (s->libc == &dbs_libc_musl &&
+				     s->threads_source == DBS_THREADS_STRUCT_PTHREAD)) &&
+	    dbs_held_run(s, snap))
 		dbs_add_error(&snap->errors, &snap->nerrors,
 			       "held locks: out of memory");
 	if (snap)

@@ -14,8 +14,12 @@
  * and symbolizing wait for the resume.
  */
 #include "dbs_int.h"
+#include "libc_musl.h"
 
 #include <errno.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <unistd.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,7 +153,9 @@ struct tls_var_int {
 	struct dbs_tls_var pub;
 	uint64_t link_map;	/* of the defining module; 0 with use_tlsbase */
 	bool use_tlsbase;	/* static executable: td_thr_tlsbase(th, 1) */
-	uint64_t modid;		/* l_tls_modid, for the DTV prefetch; 0 unknown */
+	uint64_t modid;		/* l_tls_modid, for the DTV prefetch; 0 unknown
+				 * (musl: the module's TLS ID, the DTV's index) */
+	bool musl_errno;	/* musl: errno_val of struct pthread (§12) */
 	size_t byte_off;	/* of its bytes in a task's row */
 };
 
@@ -161,6 +167,7 @@ struct tls_cell {
 	int str_err;
 	bool str_cut;		/* only the string's first bytes were read */
 	size_t str_len;
+	const char *why;	/* musl: why no address (static text) */
 };
 
 struct tls_state {
@@ -223,6 +230,85 @@ static bool is_static_exe(struct psvc_target *t)
 	return true;
 }
 
+
+/* ---- musl: module IDs (docs/MUSL.md §11) ------------------------------------ */
+
+/* Whether the module's file has a PT_TLS segment; -errno if unreadable. */
+static int module_has_tls(struct psvc_target *t, struct psvc_module *m)
+{
+	if (m->flags & PSVC_MOD_VDSO)
+		return 0;
+	int fd = psvc_module_open_fd(t, m);
+	if (fd < 0)
+		return fd;
+	elf_version(EV_CURRENT);
+	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	size_t n;
+	int ret = -EIO;
+	if (e && elf_getphdrnum(e, &n) == 0) {
+		ret = 0;
+		for (size_t i = 0; i < n && !ret; i++) {
+			GElf_Phdr ph;
+			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_TLS)
+				ret = 1;
+		}
+	}
+	if (e)
+		elf_end(e);
+	close(fd);
+	return ret;
+}
+
+/* The module of a musl module-list entry: by its address, else by its
+ * dynamic section's address (musl's own entry is named "libc.so", not its
+ * path). */
+static struct psvc_module *module_of_entry(struct psvc_target *t, uint64_t entry)
+{
+	uint64_t dynv;
+	for (size_t i = 0; i < psvc_nmodules(t); i++)
+		if (psvc_module_at(t, i)->link_map == entry)
+			return psvc_module_at(t, i);
+	if (psvc_read(t, entry + 16, &dynv, sizeof dynv) || !dynv)
+		return NULL;
+	return psvc_module_for_addr(t, dynv);
+}
+
+/*
+ * musl numbers the modules with TLS from 1 in the order of its module
+ * list, whose entries start like struct link_map { base, name, dynv,
+ * next, prev } (§11): m's ID is 1 + the modules with PT_TLS before it.
+ * A static program's only module is 1.  0 and the ID, or why not.
+ */
+static const char *musl_module_id(struct psvc_target *t, struct psvc_module *m,
+				  uint64_t *ret)
+{
+	if (is_static_exe(t)) {
+		*ret = 1;
+		return NULL;
+	}
+	if (!m->link_map)
+		return "the module is not on musl's module list";
+	uint64_t id = 1, e = m->link_map;
+	for (size_t steps = 0;; steps++) {
+		if (steps > psvc_nmodules(t) + 1)
+			return "musl's module list is not a list";
+		if (psvc_read(t, e + 32, &e, sizeof e))
+			return "musl's module list could not be read";
+		if (!e)
+			break;
+		struct psvc_module *p = module_of_entry(t, e);
+		if (!p)
+			return "an entry of musl's module list is no mapped module";
+		int r = module_has_tls(t, p);
+		if (r < 0)
+			return "a module before it on musl's module list could not "
+			       "be read (its PT_TLS tells the module IDs)";
+		id += (uint64_t)r;
+	}
+	*ret = id;
+	return NULL;
+}
+
 /* The final decoding and read size of a variable. */
 static void settle_type(struct tls_var_int *v, enum dbs_tls_type want,
 			unsigned want_size, uint64_t sym_size,
@@ -265,6 +351,24 @@ static void resolve_one(struct dbs_session *s, struct tls_var_int *v,
 	memset(&dw, 0, sizeof dw);
 	bool have_dw = false;
 	int err;
+	bool musl = s->libc == &dbs_libc_musl;
+	if (is_errno && musl) {
+		/* not a TLS variable: errno_val of struct pthread (§12) */
+		struct psvc_module *lib = NULL;
+		for (size_t i = 0; i < psvc_nmodules(t); i++) {
+			struct psvc_module *m = psvc_module_at(t, i);
+			if (!lib && (m->flags & (PSVC_MOD_LDSO | PSVC_MOD_EXE)) &&
+			    (is_static_exe(t) || (m->flags & PSVC_MOD_LDSO)))
+				lib = m;
+		}
+		settle_type(v, DBS_TLS_INT, 4, 4, NULL);
+		v->musl_errno = true;
+		v->pub.found = true;
+		v->pub.source = "struct_pthread";
+		v->pub.module = dbs_strdup(lib ? lib->path : NULL);
+		v->pub.offset = dbs_musl_layout(psvc_arch(t))->errno_val;
+		return;
+	}
 	if (is_errno) {
 		/* libc's own errno, not a variable of that name elsewhere;
 		 * in a static executable libc is part of it */
@@ -349,6 +453,16 @@ static void resolve_one(struct dbs_session *s, struct tls_var_int *v,
 	v->pub.module = dbs_strdup(sym.module->path);
 	v->pub.offset = sym.offset;
 	v->link_map = sym.module->link_map;
+	if (musl) {
+		const char *why = musl_module_id(t, sym.module, &v->modid);
+		if (why) {
+			v->pub.found = false;
+			v->pub.error = dbs_format("%s: its TLS module ID is not "
+						  "known: %s", sym.module->path
+						  ? sym.module->path : "the module", why);
+		}
+		return;
+	}
 	if (!v->link_map) {
 		if ((sym.module->flags & PSVC_MOD_EXE) && is_static_exe(t)) {
 			v->use_tlsbase = true;	/* docs/GLIBC.md §8 */
@@ -442,11 +556,79 @@ static uint64_t pd_of(const struct tdb_result *r)
 	return r->err == TD_OK ? (uint64_t)r->ti.ti_tid : 0;
 }
 
+/*
+ * musl (docs/MUSL.md §11-§12): module i's block of a thread is dtv[i]
+ * (dtv[0] is the count; DTP_OFFSET 0), every block exists in every thread;
+ * errno is errno_val of the thread's struct pthread.  The DTVs' slots in
+ * one batch, then the addresses.
+ */
+static void musl_addresses(struct dbs_session *s, struct tls_state *st,
+			   const struct tdb_result *res, struct psvc_range *r)
+{
+	struct psvc_target *t = s->t;
+	const struct dbs_musl_pthread *L = dbs_musl_layout(psvc_arch(t));
+	size_t n = st->ntasks, nv = st->nvars, nr = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct dbs_libc_thread *lt = &res[i].lt;
+		if (!lt->have || !lt->dtv)
+			continue;
+		r[nr++] = (struct psvc_range){ lt->dtv, 8 };
+		for (size_t v = 0; v < nv; v++)
+			if (st->vars[v].modid)
+				r[nr++] = (struct psvc_range){
+					lt->dtv + 8 * st->vars[v].modid, 8 };
+	}
+	psvc_copy_needed(t, r, nr);
+	for (size_t i = 0; i < n; i++) {
+		const struct dbs_libc_thread *lt = &res[i].lt;
+		if ((i & 63) == 63 && psvc_check_freeze(t))
+			break;	/* the caller sees it too and aborts */
+		uint64_t count = 0;
+		bool have_count = lt->have && lt->dtv &&
+				  psvc_read(t, lt->dtv, &count, sizeof count) == 0;
+		for (size_t v = 0; v < nv; v++) {
+			const struct tls_var_int *var = &st->vars[v];
+			struct tls_cell *c = &st->cells[i * nv + v];
+			if (!var->pub.found)
+				continue;
+			c->tried = true;
+			c->err = TD_ERR;
+			if (!lt->have) {
+				c->why = lt->why ? lt->why
+						 : "its struct pthread was not found";
+				continue;
+			}
+			if (var->musl_errno) {
+				c->addr = lt->pthread + L->errno_val;
+				c->err = TD_OK;
+				continue;
+			}
+			uint64_t block = 0;
+			if (!have_count)
+				c->why = "its DTV could not be read";
+			else if (var->modid > count)
+				c->why = "its DTV has no slot for the module";
+			else if (psvc_read(t, lt->dtv + 8 * var->modid, &block,
+					   sizeof block))
+				c->why = "its DTV could not be read";
+			else if (!block)
+				c->why = "its DTV has no block for the module";
+			else {
+				c->addr = block + var->pub.offset;
+				c->err = TD_OK;
+			}
+		}
+	}
+}
+
 void dbs_tls_gather(struct dbs_session *s, const struct tdb_result *res)
 {
 	struct tls_state *st = s->tls;
 	struct psvc_target *t = s->t;
-	if (!st || !st->nvars || !res || !s->ta)
+	bool musl = s->libc == &dbs_libc_musl;
+	if (!st || !st->nvars || !res)
+		return;
+	if (musl ? s->threads_source != DBS_THREADS_STRUCT_PTHREAD : !s->ta)
 		return;
 	size_t n = psvc_ntasks(t), nv = st->nvars;
 	size_t ncells = n * nv, nbytes = n * st->row;
@@ -474,6 +656,10 @@ void dbs_tls_gather(struct dbs_session *s, const struct tdb_result *res)
 	 * length), dtv[0] (the generation) and dtv[modid] of each variable,
 	 * so a large module id costs nothing more. */
 	size_t nr = 0;
+	if (musl) {
+		musl_addresses(s, st, res, r);
+		goto values;
+	}
 	if (st->have_dtvp && st->have_dtv) {
 		uint64_t el = st->dtv.elem_size;
 		for (size_t i = 0; i < n; i++) {
@@ -520,6 +706,7 @@ void dbs_tls_gather(struct dbs_session *s, const struct tdb_result *res)
 
 	/* 3. The values, in one batch (exact copies: a page each would
 	 * be kept otherwise), then read out of them. */
+values:
 	nr = 0;
 	for (size_t k = 0; k < n * nv; k++)
 		if (st->cells[k].tried && st->cells[k].err == TD_OK)
@@ -614,6 +801,11 @@ void dbs_tls_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 		if (!c || !c->tried) {
 			val->status = DBS_TLS_UNAVAILABLE;
 			val->error = dbs_strdup(
+				s->libc == &dbs_libc_musl && !th->stopped ?
+					"the thread was not stopped" :
+				s->libc == &dbs_libc_musl ?
+					"musl's threads were not identified "
+					"(threads from /proc only)" :
 				!s->ta ? "no libthread_db for this process" :
 				!th->stopped ? "the thread was not stopped" :
 				!th->have_regs ? "no registers" :
@@ -624,6 +816,10 @@ void dbs_tls_fill(struct dbs_session *s, struct dbs_snapshot *snap,
 			/* a dlopen'ed module's block is allocated on the
 			 * thread's first access (docs/GLIBC.md §8) */
 			val->status = DBS_TLS_NOT_ALLOCATED;
+			continue;
+		}
+		if (c->err != TD_OK && c->why) {
+			set_error(val, th, var->pub.name, "musl", c->why);
 			continue;
 		}
 		if (c->err != TD_OK) {

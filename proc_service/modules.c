@@ -515,10 +515,19 @@ int psvc_modules_load(struct psvc_target *t)
 		/* only objects with code: data files mapped by the program
 		 * (locale archives, caches) are not modules */
 		bool exec = false;
-		for (size_t j = i; j < nmaps && (j == i || maps[j].ino == mp->ino); j++)
-			if (maps[j].perms[2] == 'x' && maps[j].ino == mp->ino &&
-			    maps[j].dev == mp->dev)
+		for (size_t j = i; j < nmaps && (j == i || maps[j].ino == mp->ino); j++) {
+			if (maps[j].ino != mp->ino || maps[j].dev != mp->dev)
+				continue;
+			if (maps[j].perms[2] == 'x')
 				exec = true;
+			/* the executable (AT_PHDR in it) has code also where a
+			 * core gives no permissions: gcore writes no segment
+			 * for a mapping it can read back from its file, a
+			 * static program's text included */
+			if (t->at_phdr && maps[j].start <= t->at_phdr &&
+			    t->at_phdr < maps[j].end)
+				exec = true;
+		}
 		if (!exec)
 			continue;
 		struct psvc_module *m = module_new(&mods, &n, &cap);

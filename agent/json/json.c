@@ -596,6 +596,8 @@ static void thread_json(struct jw *w, const tinspect_snapshot *snap,
 	jw_kbool(w, "jobctl_stopped", tinspect_thread_jobctl_stopped(th));
 	jw_key(w, "blocked_on");
 	json_blocked_on(w, snap, th);
+	jw_key(w, "held");
+	json_held(w, th);
 	json_waiting(w, snap, th);
 	thread_errors(w, th);
 	thread_extras_json(w, snap, tk, th);

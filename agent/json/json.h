@@ -13,6 +13,9 @@
 void json_blocked_on(struct jw *w, const tinspect_snapshot *snap,
 		     const tinspect_thread *th);
 void json_locks(struct jw *w, const tinspect_snapshot *snap);
+/* json_locks.c: a thread's "held" value (the locks its words say it
+ * holds), null when not known */
+void json_held(struct jw *w, const tinspect_thread *th);
 /* json_verdict.c: "verdict" (update: the watch's, 0 outside a watch) */
 void json_verdict(struct jw *w, const tinspect_snapshot *snap, unsigned long update);
 

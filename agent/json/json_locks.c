@@ -57,6 +57,25 @@ static void lockref_json(struct jw *w, const tinspect_lock *l)
 	jw_obj_end(w);
 }
 
+void json_held(struct jw *w, const tinspect_thread *th)
+{
+	if (!tinspect_thread_held_known(th)) {
+		jw_null(w);
+		return;
+	}
+	jw_arr(w);
+	for (size_t i = 0, n = tinspect_thread_nheld(th); i < n; i++) {
+		const tinspect_held *h = tinspect_thread_held(th, i);
+		jw_obj(w);
+		jw_khex(w, "addr", tinspect_held_addr(h));
+		jw_kstr(w, "kind", tinspect_lock_kind_name(tinspect_held_kind(h)));
+		jw_key(w, "symbol");
+		symbol_text(w, tinspect_held_symbol(h));
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+}
+
 void json_blocked_on(struct jw *w, const tinspect_snapshot *snap,
 			    const tinspect_thread *th)
 {

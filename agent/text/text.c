@@ -252,8 +252,14 @@ static void put_process_extras(FILE *out, const tinspect_snapshot *snap)
 			agent_put_escaped(out, c_type);
 			fputc(')', out);
 		}
-		fprintf(out, " at offset 0x%" PRIx64 " of the TLS block of ",
-			tinspect_tls_var_offset(v));
+		/* musl's errno is a field of struct pthread (docs/MUSL.md
+		 * §12), in no TLS block */
+		if (source && !strcmp(source, "struct_pthread"))
+			fprintf(out, " at offset 0x%" PRIx64 " of each thread's "
+				"struct pthread of ", tinspect_tls_var_offset(v));
+		else
+			fprintf(out, " at offset 0x%" PRIx64 " of the TLS block of ",
+				tinspect_tls_var_offset(v));
 		agent_put_escaped(out, module ? module : "?");
 		fprintf(out, " [%s]\n", source ? source : "?");
 	}
