@@ -30,6 +30,11 @@
 #define PTRACE_EVENT_STOP 128
 #endif
 
+/* A task still runnable at the stop timeout only waits for a CPU (a busy
+ * host, a SCHED_IDLE thread): it is waited for up to this many timeouts
+ * before it is left out like a task in uninterruptible sleep. */
+#define RUNNABLE_WAITS 10
+
 static bool straggler_take(struct psvc_target *t, pid_t tid);
 static bool straggler_add(struct psvc_target *t, pid_t tid);
 
@@ -145,6 +150,21 @@ static bool note_status(struct psvc_target *t, struct psvc_task *k, int st,
 	return true;
 }
 
+/* The task's state now (its stat file; about 10 us), which then replaces
+ * the scan's in k->info; 0 if it cannot be read. */
+static char state_now(struct psvc_target *t, struct psvc_task *k)
+{
+	char path[32], buf[1024];
+	size_t len;
+	struct psvc_taskinfo ti = { 0 };
+	snprintf(path, sizeof path, "%d/stat", (int)k->tid);
+	if (psvc_read_file_at(psvc_live(t)->task_dirfd, path, buf, sizeof buf, &len) ||
+	    !psvc_parse_stat(buf, len, &ti))
+		return 0;
+	k->info.state = ti.state;
+	return ti.state;
+}
+
 /*
  * A leader that called pthread_exit is a zombie until the last thread
  * exits and reports no stop (nor its exit, before the others': the
@@ -158,16 +178,11 @@ static bool note_status(struct psvc_target *t, struct psvc_task *k, int st,
  */
 static bool leader_became_zombie(struct psvc_target *t, struct psvc_task *k)
 {
-	char path[32], buf[1024];
-	size_t len;
-	struct psvc_taskinfo ti = { 0 };
 	if (k->tid != t->pid)
 		return false;
-	snprintf(path, sizeof path, "%d/stat", (int)k->tid);
-	if (psvc_read_file_at(psvc_live(t)->task_dirfd, path, buf, sizeof buf, &len) ||
-	    !psvc_parse_stat(buf, len, &ti) || (ti.state != 'Z' && ti.state != 'X'))
+	char state = state_now(t, k);
+	if (state != 'Z' && state != 'X')
 		return false;
-	k->info.state = ti.state;
 	if (t->follow) {
 		/* as seize_task() does for a zombie leader it sees: attached
 		 * for following, not part of this capture */
@@ -187,7 +202,7 @@ static size_t first_of(size_t from, unsigned me, unsigned n)
 /* Wait for the stop of member me's tasks in [from, to).  Returns 0, or
  * the freeze check's error. */
 static int wait_stops(struct psvc_target *t, size_t from, size_t to, unsigned me,
-		      unsigned n, uint64_t timeout_ns, uint64_t batch_start)
+		      unsigned n, uint64_t timeout_ns)
 {
 	for (size_t i = first_of(from, me, n); i < to; i += n) {
 		struct psvc_task *k = &t->tasks[i];
@@ -203,19 +218,33 @@ static int wait_stops(struct psvc_target *t, size_t from, size_t to, unsigned me
 			else if (w == 0 && leader_became_zombie(t, k))
 				continue;
 		}
+		/* the timeout counts from this task's interrupt: the
+		 * seizing of thousands of tasks on a busy machine can take
+		 * longer than the timeout itself */
+		uint64_t limit = timeout_ns;
 		while (!(k->flags & (PSVC_TASK_STOPPED | PSVC_TASK_GONE |
 				     PSVC_TASK_STRAGGLER))) {
 			int err = psvc_check_freeze(t);
 			if (err)
 				return err;
-			bool late = timeout_ns &&
-				    psvc_now_ns() - batch_start > timeout_ns;
+			bool late = limit &&
+				    psvc_now_ns() - k->t_interrupted > limit;
 			int st;
 			pid_t w = waitpid(k->tid, &st,
 					  __WALL | (late ? WNOHANG : 0));
 			if (w == 0) {
-				/* interrupted long ago and still not
-				 * stopped: uninterruptible sleep */
+				/* Interrupted long ago and still not stopped.
+				 * Runnable (R): it waits for a CPU and stops
+				 * when it gets one, so it is waited for up to
+				 * RUNNABLE_WAITS timeouts (t: it stopped just
+				 * now).  Otherwise, or beyond that:
+				 * uninterruptible sleep (D), or busy in the
+				 * kernel; left out. */
+				char state = limit == timeout_ns ? state_now(t, k) : 0;
+				if (state == 'R' || state == 't') {
+					limit = timeout_ns * RUNNABLE_WAITS;
+					continue;
+				}
 				psvc_task_straggler(k);
 				break;
 			}
@@ -236,7 +265,7 @@ static int wait_stops(struct psvc_target *t, size_t from, size_t to, unsigned me
  * [from, to), then waits for each of them to stop. */
 struct stop_pass {
 	size_t from, to;
-	uint64_t timeout_ns, batch_start;
+	uint64_t timeout_ns;
 	unsigned nseized[PSVC_CREW_MAX];
 	int err[PSVC_CREW_MAX];
 };
@@ -247,8 +276,7 @@ static void stop_share(struct psvc_target *t, unsigned me, void *arg)
 	unsigned n = psvc_crew_size(t);
 	for (size_t i = first_of(p->from, me, n); i < p->to; i += n)
 		seize_task(t, &t->tasks[i], &p->nseized[me]);
-	p->err[me] = wait_stops(t, p->from, p->to, me, n, p->timeout_ns,
-				p->batch_start);
+	p->err[me] = wait_stops(t, p->from, p->to, me, n, p->timeout_ns);
 }
 
 /* Stop tasks [from, t->ntasks) with the crew: the first error, and how
@@ -257,8 +285,7 @@ static int stop_pass(struct psvc_target *t, size_t from, uint64_t timeout_ns,
 		     unsigned *ret_nseized)
 {
 	struct stop_pass p = { .from = from, .to = t->ntasks,
-			       .timeout_ns = timeout_ns,
-			       .batch_start = psvc_now_ns() };
+			       .timeout_ns = timeout_ns };
 	psvc_crew_run(t, stop_share, &p, true);
 	*ret_nseized = 0;
 	int err = 0;

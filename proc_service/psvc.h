@@ -116,6 +116,7 @@ struct psvc_task {
 	int resume_sig;		/* signal to hand back on detach */
 	uint64_t gregs[ARCH_MAX_GREGS];
 	uint64_t tp;		/* thread pointer (x86_64 fs_base) */
+	uint64_t t_interrupted;	/* live: when it was asked to stop */
 	struct psvc_taskinfo info;
 };
 

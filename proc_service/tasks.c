@@ -111,6 +111,7 @@ struct psvc_task *psvc_task_add_late(struct psvc_target *t, pid_t tid)
 void psvc_task_seized(struct psvc_target *t, struct psvc_task *k)
 {
 	k->flags |= PSVC_TASK_SEIZED;
+	k->t_interrupted = psvc_now_ns();	/* the interrupt follows */
 	/* from now on something may be held (a live stop says so before
 	 * its tracer threads seize anything: then this only reads it) */
 	if (!t->stopped)

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 
 static struct fixture fx, fx2;
 static pid_t vfork_child;	/* fx_vfork's child, a process of its own */
+static char cpu_cgroup[128];	/* made by a test, removed in teardown */
 
 static void teardown(void)
 {
@@ -27,6 +29,12 @@ static void teardown(void)
 	}
 	fx_kill(&fx2);
 	fx_kill(&fx);
+	if (cpu_cgroup[0]) {
+		/* empty once its process is reaped */
+		for (int i = 0; i < 100 && rmdir(cpu_cgroup) != 0; i++)
+			usleep(10000);
+		cpu_cgroup[0] = 0;
+	}
 }
 
 TestSuite(snapshot, .fini = teardown, .timeout = 300 * TEST_TIME_SCALE);
@@ -739,6 +747,115 @@ Test(snapshot, thread_in_d_state_does_not_hold_the_others)
 		  task_state(fx.pid, vtid));
 	cr_assert(!any_task_stopped(fx.pid));
 	kill(child, SIGKILL);
+}
+
+static bool write_file(const char *dir, const char *name, const char *text)
+{
+	char path[256];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return false;
+	bool ok = fputs(text, f) >= 0;
+	return fclose(f) == 0 && ok;
+}
+
+/* A cgroup with the cpu controller (v1's cpu hierarchy, or v2 where the
+ * root hands the controller down) into cpu_cgroup, or the reason not. */
+static const char *make_cpu_cgroup(bool *v2)
+{
+	*v2 = false;
+	snprintf(cpu_cgroup, sizeof cpu_cgroup, "/sys/fs/cgroup/cpu/tinspect-test-%d",
+		 (int)getpid());
+	if (access("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", F_OK) != 0) {
+		char ctl[512] = "";
+		FILE *f = fopen("/sys/fs/cgroup/cgroup.subtree_control", "r");
+		if (f) {
+			if (!fgets(ctl, sizeof ctl, f))
+				ctl[0] = 0;
+			fclose(f);
+		}
+		if (!strstr(ctl, "cpu")) {
+			cpu_cgroup[0] = 0;
+			return "no cgroup with the cpu controller (v1 cpu hierarchy, or v2 subtree_control)";
+		}
+		*v2 = true;
+		snprintf(cpu_cgroup, sizeof cpu_cgroup, "/sys/fs/cgroup/tinspect-test-%d",
+			 (int)getpid());
+	}
+	if (mkdir(cpu_cgroup, 0755) != 0) {
+		cpu_cgroup[0] = 0;
+		return "cannot make a cgroup (not root?)";
+	}
+	return NULL;
+}
+
+/* The CPU time thread tid has had, in ns (its schedstat), or -1. */
+static long long cpu_time_of(pid_t pid, pid_t tid)
+{
+	char path[64];
+	long long ns = -1;
+	snprintf(path, sizeof path, "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &ns) != 1)
+		ns = -1;
+	fclose(f);
+	return ns;
+}
+
+/*
+ * A thread that is runnable but gets no CPU (a busy host, a throttled
+ * container) stops as soon as it runs: it is not in uninterruptible sleep
+ * and must not be left out at the stop timeout.  The target's cgroup may
+ * use 50 ms of CPU a second (well above the overrun of a scheduler tick,
+ * which the next second's quota pays first), which its spinning thread
+ * spends at once:
+ * captured just after the throttling began, every thread waits most of a
+ * second for a CPU, longer than --stop-timeout 150 but within ten times it.
+ */
+Test(snapshot, thread_waiting_for_a_cpu_is_not_left_out)
+{
+	bool v2;
+	const char *why = make_cpu_cgroup(&v2);
+	if (why)
+		cr_skip_test("%s", why);
+	const char *args[] = { "--idle", "8", "--spin", "1", NULL };
+	fx_start(&fx, "fx_spin", args, 30);
+	char pid[16];
+	snprintf(pid, sizeof pid, "%d", (int)fx.pid);
+	bool set = v2 ? write_file(cpu_cgroup, "cpu.max", "50000 1000000")
+		      : write_file(cpu_cgroup, "cpu.cfs_period_us", "1000000") &&
+			write_file(cpu_cgroup, "cpu.cfs_quota_us", "50000");
+	cr_assert(set && write_file(cpu_cgroup, "cgroup.procs", pid),
+		  "cannot throttle the target in %s", cpu_cgroup);
+	/* throttled: the spinner has had no CPU for 30 ms (its CPU time
+	 * counts on at the scheduler's ticks, 10 ms apart at the most) */
+	int spinner;
+	cr_assert(sscanf(fx_line(&fx, "spin"), "spin %d", &spinner) == 1);
+	bool throttled = false;
+	for (int i = 0; i < 200 && !throttled; i++) {
+		long long was = cpu_time_of(fx.pid, spinner);
+		usleep(30000);
+		throttled = was >= 0 && cpu_time_of(fx.pid, spinner) == was;
+	}
+	cr_assert(throttled, "the spinner was never throttled");
+	int status;
+	const char *extra[] = { "--stop-timeout", "150", NULL };
+	json_t *doc = inspect_json(fx.pid, extra, &status);
+	json_t *cap = json_object_get(doc, "capture");
+	cr_assert_eq(json_integer_value(json_object_get(cap, "stragglers")), 0,
+		     "a thread waiting for a CPU was left out");
+	cr_assert_eq(status, 0);
+	size_t i;
+	json_t *t;
+	json_array_foreach(json_object_get(doc, "threads"), i, t)
+		cr_assert(json_is_true(json_object_get(t, "stopped")), "tid %lld not stopped",
+			  (long long)json_integer_value(json_object_get(t, "tid")));
+	cr_assert_eq(i, 10);
+	json_decref(doc);
+	cr_assert(!any_task_stopped(fx.pid));
 }
 
 Test(snapshot, proc_mem_fallback_reads_the_same)

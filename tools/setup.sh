@@ -344,6 +344,16 @@ with open(sys.argv[1]) as f:
                  re.search(r"#\s*SKIP\b", l, re.I)]
         for l in skips:
             print(f"setup: skipped: {l[2:].strip(' -')}", file=sys.stderr)
+        # what each failure said (criterion's YAML block under it), so
+        # that a CI log tells why without the build's testlog
+        lines = (t.get("stdout") or "").splitlines()
+        for i, l in enumerate(lines):
+            if l in failed:
+                print(f"setup: FAILED: {t.get('name')}: {l}", file=sys.stderr)
+                for d in lines[i + 1:i + 40]:
+                    if re.match(r"(not )?ok\b", d):
+                        break
+                    print(f"setup:   {d}", file=sys.stderr)
         bad += len(failed)
         skipped += len(skips)
         ok += sum(1 for l in tap if l.startswith("ok")) - len(skips)

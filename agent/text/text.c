@@ -346,8 +346,14 @@ static void put_thread(FILE *out, const tinspect_snapshot *snap, size_t ti,
 			fputs("  [read after resume: thread appeared during the stop]", out);
 		fputc('\n', out);
 	}
-	if (tinspect_thread_straggler(th))
-		fputs("  NOT STOPPED: in uninterruptible sleep past the stop timeout\n", out);
+	if (tinspect_thread_straggler(th)) {
+		/* the state is the one seen when it was given up on */
+		char st = tinspect_thread_state(th);
+		fputs(st == 'D' ? "  NOT STOPPED: in uninterruptible sleep past the stop timeout\n"
+		      : st == 'R' ? "  NOT STOPPED: runnable but not stopped past ten stop timeouts "
+				    "(no CPU given, or busy in the kernel)\n"
+		      : "  NOT STOPPED: past the stop timeout\n", out);
+	}
 	if (tinspect_thread_jobctl_stopped(th))
 		fputs("  job-control stopped (it stays stopped)\n", out);
 
