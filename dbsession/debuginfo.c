@@ -248,6 +248,9 @@ const char *dbs_dbg_open_strerror(int err, char *buf, size_t len)
 	case ESTALE:
 		return "the file at that path is not the one mapped (replaced "
 		       "on disk)";
+	case ENOKEY:
+		return "the file at that path cannot be proved to be the one "
+		       "mapped (no build-id to compare)";
 	case EAGAIN:
 		return "not opened while the target was held";
 	case EIO:

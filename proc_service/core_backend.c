@@ -163,6 +163,25 @@ out:
 	return ret;
 }
 
+/*
+ * Without a build-id on either side, the file's first page against the
+ * core's copy of it (the kernel dumps the first page of every ELF mapping,
+ * gcore keeps it too): the ELF and program headers and what follows them
+ * (notes, dynamic symbols and strings), read-only and never relocated.
+ * 1: the same, 0: they differ, -1: nothing to compare (the core lacks the
+ * page, the file cannot be read).
+ */
+static int first_page_cmp(struct psvc_target *t, int fd, uint64_t base,
+			  size_t *ret_len)
+{
+	unsigned char f[4096], m[4096];
+	ssize_t n = pread(fd, f, sizeof f, 0);
+	if (n <= 0 || psvc_read(t, base, m, (size_t)n) != 0)
+		return -1;
+	*ret_len = (size_t)n;
+	return memcmp(f, m, (size_t)n) == 0;
+}
+
 /* Open the file behind cf and prove it is the one the core mapped.  The
  * first time only; the answer (and a warning) is kept. */
 static int cfile_check(struct psvc_target *t, struct cfile *cf, bool is_exe)
@@ -216,8 +235,24 @@ static int cfile_check(struct psvc_target *t, struct cfile *cf, bool is_exe)
 		cf->state = CF_OK;
 		return 0;
 	}
+	size_t cmp_len = 0;
+	int same = rf == -ENOENT && rm == -ENOENT && cf->base
+		   ? first_page_cmp(t, fd, cf->base, &cmp_len) : -1;
+	if (same == 1) {
+		psvc_target_warn(t, "%s: no build-id in %s nor in the core; taken "
+				 "as the mapped file because its first %zu bytes "
+				 "are the core's copy", cf->path, name, cmp_len);
+		cf->fd = fd;
+		cf->state = CF_OK;
+		return 0;
+	}
 	close(fd);
-	if (rf == 0 && rm == 0) {
+	if (same == 0) {
+		cf->err = -ESTALE;
+		psvc_target_warn(t, "%s: %s has no build-id and its first page "
+				 "differs from the core's copy: not the file that "
+				 "was mapped; its symbols are unknown", cf->path, name);
+	} else if (rf == 0 && rm == 0) {
 		cf->err = -ESTALE;
 		psvc_target_warn(t, "%s: %s has build-id %s, the core's has %s: "
 				 "not the file that was mapped; its symbols are "
@@ -227,7 +262,7 @@ static int cfile_check(struct psvc_target *t, struct cfile *cf, bool is_exe)
 		psvc_target_warn(t, "%s: %s is not an ELF file; its symbols are "
 				 "unknown", cf->path, name);
 	} else {
-		cf->err = -ESTALE;
+		cf->err = -ENOKEY;	/* nothing to prove it by */
 		psvc_target_warn(t, "%s: %s cannot be proved to be the mapped "
 				 "file (build-id %s in the file, %s in the core); "
 				 "its symbols are unknown", cf->path, name,

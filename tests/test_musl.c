@@ -785,8 +785,8 @@ static json_t *core_doc(const char *core, int *ret_status)
 }
 
 /* The same C library, version, way of identifying threads, the same
- * threads with the same pthread_t, and the same lock owners and
- * deadlocks, live and from the core. */
+ * threads with the same pthread_t and stacks, and the same lock owners
+ * and deadlocks, live and from the core. */
 static void same_as_live(json_t *live, json_t *core)
 {
 	json_t *lt = json_object_get(json_object_get(live, "process"), "thread_db");
@@ -811,8 +811,23 @@ static void same_as_live(json_t *live, json_t *core)
 		cr_assert(json_is_object(cp), "thread %d: no pthread from the core", (int)tid);
 		cr_assert_eq(jhex(cp, "id"), jhex(lp, "id"), "thread %d: pthread_t", (int)tid);
 		cr_assert_str_eq(jstr(cp, "detach_state"), jstr(lp, "detach_state"));
-		/* the robust lists are in the core's memory too (the
-		 * symbols are not: the fixtures have no build ID) */
+		/* the same frames: the fixtures have no build-id, and the
+		 * core's copy of each file's first page proves the file */
+		json_t *lf = json_object_get(json_object_get(t, "stack"), "frames");
+		json_t *cf = json_object_get(json_object_get(c, "stack"), "frames");
+		cr_assert(json_array_size(lf) > 1, "thread %d: live stack", (int)tid);
+		cr_assert_eq(json_array_size(cf), json_array_size(lf),
+			     "thread %d: %zu frames from the core, %zu live", (int)tid,
+			     json_array_size(cf), json_array_size(lf));
+		for (size_t k = 0; k < json_array_size(lf); k++) {
+			json_t *a = json_array_get(lf, k), *b = json_array_get(cf, k);
+			const char *sa = jstr(a, "symbol"), *sb = jstr(b, "symbol");
+			cr_assert((!sa && !sb) || (sa && sb && !strcmp(sa, sb)),
+				  "thread %d frame %zu: %s live, %s from the core", (int)tid,
+				  k, sa ? sa : "?", sb ? sb : "?");
+			cr_assert_str_eq(jstr(b, "how"), jstr(a, "how"));
+		}
+		/* the robust lists are in the core's memory too */
 		json_t *lh = json_object_get(t, "held"), *ch = json_object_get(c, "held");
 		cr_assert(json_is_array(ch), "thread %d: held not known", (int)tid);
 		cr_assert_eq(json_array_size(ch), json_array_size(lh), "thread %d", (int)tid);
