@@ -5,9 +5,9 @@
 # the host with and without --target-thread-db; a target chrooted in our
 # own mount namespace (its root reachable from ours); and tinspect run
 # from inside a chroot.  The fixtures are built inside each root with its
-# own compiler and glibc.  TAP; a root that tools/roots.sh could not make
-# skips its tests with the reason.  Every process is ended by PID, every
-# mount undone, also on failure.
+# own compiler and glibc, and with its own musl (1.2.2, 1.2.5).  TAP; a
+# root that tools/roots.sh could not make skips its tests with the reason.
+# Every process is ended by PID, every mount undone, also on failure.
 #
 #   test_containers.sh SOURCE_ROOT   (env: TINSPECT, VALIDATE, SCHEMA)
 set -u
@@ -228,6 +228,55 @@ for suite in bullseye trixie; do
 		notok "$suite: chroot: fixture not ready"
 	fi
 	stop
+done
+
+# musl in a root: the release's own (1.2.2 in Debian 11, 1.2.5 in 13; the
+# host's 1.2.3 is the musl suite's), the ABBA fixture built inside with its
+# musl-gcc, dynamic and static, run as a container and inspected from here
+for suite in bullseye trixie; do
+	root=$ROOTS/$suite
+	case $suite in bullseye) want=1.2.2 ;; trixie) want=1.2.5 ;; esac
+	if [[ ! -x $root/usr/bin/musl-gcc ]]; then
+		skip "$suite: musl $want" "no musl-gcc in $root (tools/roots.sh $suite could not add musl-tools)"
+		continue
+	fi
+	scratch "$root" || { notok "$suite: musl: a scratch /tmp in the root"; continue; }
+	mkdir -p "$root/tmp/tinspect-musl"
+	cp "$top"/tests/fixtures/musl/fx_musl.h "$top"/tests/fixtures/musl/fx_musl_abba.c \
+		"$root/tmp/tinspect-musl/"
+	cp "$top"/tests/fixtures/fx_lock.h "$root/tmp/"	# fx_musl.h: "../fx_lock.h"
+	for link in dynamic static; do
+		prog=/tmp/tinspect-musl/fx_musl_abba_$link
+		what="$suite musl $want $link fx_musl_abba"
+		flags="-std=gnu11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer"
+		[[ $link == static ]] && flags+=" -static"
+		# shellcheck disable=SC2086
+		if ! chroot "$root" musl-gcc $flags -o "$prog" /tmp/tinspect-musl/fx_musl_abba.c \
+			2>"$tmp/cc.err"; then
+			notok "$what: build" "$(cat "$tmp/cc.err")"
+			continue
+		fi
+		if ! start container "$root" "$prog"; then
+			notok "$what: fixture not ready"
+			stop
+			continue
+		fi
+		inspect "$tmp/d.json" --check
+		# the version read from its libc, every thread's pthread_t, the
+		# cycle, and stacks that reach both start routines
+		# (a static program records no version: the layout common
+		# to 1.2.2-1.2.5 is used, and the report says so)
+		if [[ $link == dynamic ]]; then
+			ver="tdb['libc_version'] == '$want'"
+		else
+			ver="tdb['libc_version'] is None and 'records no musl version' in tdb['detail']"
+		fi
+		check "$what: musl, threads, the cycle, the start routines" \
+			"tdb['libc'] == 'musl' and $ver and p['exe'] == '$prog' and all(t['pthread'] for t in d['threads']) and len(d['deadlocks']) == 1 and all(any(f.get('symbol') == s for t in d['threads'] for f in t['stack']['frames']) for s in ('teller', 'auditor'))" \
+			"$tmp/d.json"
+		[[ $st == 10 ]] && ok "$what: --check exits 10" || notok "$what: --check exits 10" "exit $st: $(head -c 300 "$tmp/d.json.err")"
+		stop
+	done
 done
 
 # tinspect inside a chroot (Debian 12's, like the host's glibc) inspecting a

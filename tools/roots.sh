@@ -10,8 +10,8 @@
 # libc6-dbg (libc's symbol table: it names the frames of glibc's PI park,
 # and the containers suite also runs without it), from the Debian archive
 # this machine's apt already uses (tools/setup.sh mirror: no host is named
-# in the repository).  A root cached before libc6-dbg was asked for gets
-# it with the root's own apt.  A root is made in SUITE.new and
+# in the repository).  A root cached before libc6-dbg or musl-tools was asked
+# for gets them with the root's own apt.  A root is made in SUITE.new and
 # renamed when complete, so an interrupted run leaves nothing half-made;
 # debootstrap's log is SUITE.log beside it.  When a root cannot be made (no
 # debootstrap, no network, not root) it says why and goes on: the tests
@@ -21,23 +21,29 @@ set -uo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ROOTS=${TINSPECT_ROOTS:-/var/cache/tinspect/roots}
 
-# libc6-dbg into a root made without it, by the root's own apt
-add_dbg() {	# suite
-	local suite=$1 dir=$ROOTS/$1
-	[[ -d $dir/usr/lib/debug/.build-id ]] && return 0
-	echo "roots: adding libc6-dbg to $dir (once)" >&2
+# packages into a root made without them, by the root's own apt
+add_pkgs() {	# suite marker packages...: unless ROOT/marker exists
+	local suite=$1 dir=$ROOTS/$1 mark=$2
+	shift 2
+	[[ -e $dir/$mark ]] && return 0
+	echo "roots: adding $* to $dir (once)" >&2
 	cp /etc/resolv.conf "$dir/etc/resolv.conf" 2>/dev/null
-	if ! chroot "$dir" sh -c 'apt-get update && apt-get install -y libc6-dbg' \
+	if ! chroot "$dir" sh -c "apt-get update && apt-get install -y $*" \
 		</dev/null >>"$ROOTS/$suite.log" 2>&1; then
-		echo "roots: cannot add libc6-dbg to $suite (see $ROOTS/$suite.log)" >&2
+		echo "roots: cannot add $* to $suite (see $ROOTS/$suite.log)" >&2
 		return 1
 	fi
 }
-
+# what a root made before they were asked for lacks: libc's symbols, and
+# musl (its own version in each release: 1.2.2, 1.2.3, 1.2.5)
+add_missing() {	# suite
+	add_pkgs "$1" usr/lib/debug/.build-id libc6-dbg &&
+		add_pkgs "$1" usr/bin/musl-gcc musl-tools
+}
 make_root() {	# suite
 	local suite=$1 dir=$ROOTS/$1 mirror
 	if [[ -x $dir/usr/bin/gcc ]]; then
-		add_dbg "$suite"
+		add_missing "$suite"
 		return
 	fi
 	if [[ $(id -u) -ne 0 ]]; then
@@ -55,7 +61,7 @@ make_root() {	# suite
 	mkdir -p "$ROOTS"
 	rm -rf "$dir.new"
 	echo "roots: debootstrap $suite from $mirror into $dir (once)" >&2
-	if ! debootstrap --variant=minbase --include=gcc,g++,libc6-dev,libc6-dbg \
+	if ! debootstrap --variant=minbase --include=gcc,g++,libc6-dev,libc6-dbg,musl-tools \
 		"$suite" "$dir.new" "$mirror" </dev/null >"$ROOTS/$suite.log" 2>&1; then
 		echo "roots: debootstrap $suite failed (see $ROOTS/$suite.log)" >&2
 		rm -rf "$dir.new"
