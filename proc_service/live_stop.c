@@ -150,8 +150,9 @@ static bool note_status(struct psvc_target *t, struct psvc_task *k, int st,
 	return true;
 }
 
-/* The task's state now (its stat file; about 10 us), which then replaces
- * the scan's in k->info; 0 if it cannot be read. */
+/* The task's state now (its stat file; about 10 us); 0 if it cannot be
+ * read.  k->info keeps the scan's, which the report shows (the state
+ * before the stop), unless the caller replaces it. */
 static char state_now(struct psvc_target *t, struct psvc_task *k)
 {
 	char path[32], buf[1024];
@@ -161,7 +162,6 @@ static char state_now(struct psvc_target *t, struct psvc_task *k)
 	if (psvc_read_file_at(psvc_live(t)->task_dirfd, path, buf, sizeof buf, &len) ||
 	    !psvc_parse_stat(buf, len, &ti))
 		return 0;
-	k->info.state = ti.state;
 	return ti.state;
 }
 
@@ -183,6 +183,7 @@ static bool leader_became_zombie(struct psvc_target *t, struct psvc_task *k)
 	char state = state_now(t, k);
 	if (state != 'Z' && state != 'X')
 		return false;
+	k->info.state = state;
 	if (t->follow) {
 		/* as seize_task() does for a zombie leader it sees: attached
 		 * for following, not part of this capture */
@@ -240,11 +241,13 @@ static int wait_stops(struct psvc_target *t, size_t from, size_t to, unsigned me
 				 * now).  Otherwise, or beyond that:
 				 * uninterruptible sleep (D), or busy in the
 				 * kernel; left out. */
-				char state = limit == timeout_ns ? state_now(t, k) : 0;
-				if (state == 'R' || state == 't') {
+				char state = state_now(t, k);
+				if (limit == timeout_ns && (state == 'R' || state == 't')) {
 					limit = timeout_ns * RUNNABLE_WAITS;
 					continue;
 				}
+				if (state)	/* what kept it: shown */
+					k->info.state = state;
 				psvc_task_straggler(k);
 				break;
 			}
