@@ -184,7 +184,7 @@ static bool want_seconds(struct chk *c, const char *p, json_t *v)
 }
 
 static const char *const lock_kinds[] = { "mutex", "rwlock", "cond", "sem", "barrier",
-					  "join", "futex", NULL };
+					  "join", "file", "futex", NULL };
 static const char *const owner_states[] = { "none", "live", "dead", "outside",
 					    "unknown", NULL };
 

@@ -550,6 +550,7 @@ enum dbs_lock_kind {
 	DBS_LOCK_SEM,
 	DBS_LOCK_BARRIER,
 	DBS_LOCK_JOIN,		/* pthread_join: the object is a thread */
+	DBS_LOCK_FILE,		/* a stdio FILE's lock (musl: FILE + 140) */
 };
 const char *dbs_lock_kind_name(enum dbs_lock_kind k);
 

@@ -97,7 +97,8 @@ size_t dbs_glibc_kind_size(const struct dbs_glibc_locks *L, enum dbs_lock_kind k
 	case DBS_LOCK_SEM: return L->sem.size;
 	case DBS_LOCK_BARRIER: return L->barrier.size;
 	case DBS_LOCK_JOIN: return 4;		/* the tid word */
-	case DBS_LOCK_FUTEX: return 4;
+	case DBS_LOCK_FUTEX:
+	case DBS_LOCK_FILE: return 4;
 	}
 	return 4;
 }
@@ -229,6 +230,7 @@ bool dbs_lock_decode_with(const struct dbs_glibc_locks *L, struct dbs_lock *l)
 		l->u.join.target = (pid_t)dbs_u32_at(l->words, l->nwords, 0);
 		break;
 	case DBS_LOCK_FUTEX:
+	case DBS_LOCK_FILE:
 		break;
 	}
 	return true;

@@ -223,6 +223,7 @@ static void try_interp(const struct dbs_lockctx *c, const struct dbs_wait *wt,
 			break;
 		case DBS_LOCK_JOIN:
 		case DBS_LOCK_FUTEX:
+		case DBS_LOCK_FILE:
 			break;
 		}
 	}
@@ -272,6 +273,7 @@ bool dbs_fit_futex_offset(const struct dbs_glibc_locks *L,
 		return off == L->barrier.current_round || off == L->barrier.in;
 	case DBS_LOCK_JOIN:
 	case DBS_LOCK_FUTEX:
+	case DBS_LOCK_FILE:
 		break;
 	}
 	return false;

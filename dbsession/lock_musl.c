@@ -6,7 +6,7 @@
  * bit 30 "owner died" and bit 31 "waiters".  A wait is read from its
  * futex call (§6) and the words around the futex; the same objects,
  * owners, cycles and stalls as glibc's follow (lock_objects.c,
- * lock_graph.c).
+ * lock_graph.c).  A stdio FILE's lock records its owner too (§10).
  */
 #include "locks_int.h"
 #include "libc_musl.h"
@@ -21,6 +21,13 @@
 #define M_TYPE_BITS 0x8fu	/* type 0-2, robust 4, PI 8, pshared 128 */
 #define RW_SIZE 56
 #define SEM_SIZE 32
+/* a FILE (§10): lockcount (long) +128, mode +136, lock +140 */
+#define FILE_LOCKCOUNT 128
+#define FILE_LOCK 140
+#define MAYBE_WAITERS 0x40000000u
+/* a barrier (§9): _b_limit +8 (bit 31: process-shared), _b_count +12 */
+#define B_LIMIT 8
+#define B_COUNT 12
 
 static const char NOTE_NORMAL[] =
 	"owner not recorded (musl normal mutex: its word says locked, 16, "
@@ -37,6 +44,11 @@ static const char NOTE_COND[] =
 	"stack frame; the cond and its mutex are not recorded there";
 static const char NOTE_BARRIER[] =
 	"a barrier's round lives on the stack of its first arrival";
+static const char NOTE_FILE_ORPHAN[] =
+	"its owner exited holding it (flockfile): musl leaves the word locked "
+	"by nobody (0x40000000) for ever";
+static const char NOTE_FILE_CHAR[] =
+	"held for one character by getc/putc, which record no owner";
 
 static bool read_words(const struct dbs_lockctx *c, uint64_t at,
 		       unsigned char *w, size_t n)
@@ -132,6 +144,30 @@ static void decide(struct dbs_lockctx *c, size_t ti)
 	bool fr_mutex = frames_say(c, ti, "mutex_"),
 	     fr_rw = frames_say(c, ti, "rwlock_"),
 	     fr_sem = frames_say(c, ti, "sem_");
+	/*
+	 * A stdio FILE's lock (FILE+140, §10): its waiter passes the owner's
+	 * word with MAYBE_WAITERS (bit 30) and never bit 31, which every
+	 * other musl wait on a word of its own sets or leaves as a small
+	 * value; the owner is a thread of the process (0: one that exited
+	 * holding it), the FILE's lockcount a flockfile depth and its mode
+	 * an orientation (-1, 0, 1).
+	 */
+	if (!fr_mutex && !fr_rw && !fr_sem && wt->private_op &&
+	    (wt->val & 0xc0000000u) == MAYBE_WAITERS && u >= FILE_LOCK &&
+	    read_words(c, u - (FILE_LOCK - FILE_LOCKCOUNT), w, 16)) {
+		pid_t owner = (pid_t)(wt->val & 0x3fffffffu);
+		int64_t depth;
+		memcpy(&depth, w, 8);
+		int32_t mode = (int32_t)u32(w, 8);
+		if ((owner == 0 || owner == 0x3fffffff ||
+		     dbs_thread_by_nstid(c, owner) != SIZE_MAX) &&
+		    depth >= 0 && depth < 65536 && mode >= -1 && mode <= 1) {
+			v->kind = DBS_LOCK_FILE;
+			v->object = u - FILE_LOCK;
+			v->evidence |= DBS_EV_WORDS;
+			return;
+		}
+	}
 	/* a mutex: the futex is mutex+4, its type plausible, the value
 	 * the word it saw with bit 31 (§5, §6) */
 	if (!fr_rw && !fr_sem && u >= 4 && read_words(c, u - 4, w, M_SIZE)) {
@@ -156,6 +192,19 @@ static void decide(struct dbs_lockctx *c, size_t ti)
 		v->object = u - 8;
 		v->evidence |= DBS_EV_WORDS;
 		return;
+	}
+	/* a process-shared barrier: its arrivals sleep on _b_count with a
+	 * shared futex, passing the count, and _b_limit (count - 1) has
+	 * bit 31 (§9) */
+	if (!wt->private_op && u >= B_COUNT && read_words(c, u - B_COUNT, w, 16)) {
+		uint32_t limit = u32(w, B_LIMIT), count = u32(w, B_COUNT);
+		if ((limit & 0x80000000u) && count == wt->val && count >= 1 &&
+		    count <= (limit & 0x7fffffffu)) {
+			v->kind = DBS_LOCK_BARRIER;
+			v->object = u - B_COUNT;
+			v->evidence |= DBS_EV_WORDS;
+			return;
+		}
 	}
 	if (!read_words(c, u, w, 16))
 		return;
@@ -212,6 +261,7 @@ bool dbs_musl_lock_load(const struct dbs_lockctx *c, struct dbs_lock *l)
 		case DBS_LOCK_RWLOCK: sz = RW_SIZE; break;
 		case DBS_LOCK_SEM: sz = SEM_SIZE; break;
 		case DBS_LOCK_JOIN: sz = 64; break;
+		case DBS_LOCK_FILE: sz = 16; at += FILE_LOCKCOUNT; break;
 		default: sz = 4; break;
 		}
 	if (!read_words(c, at, l->words, sz))
@@ -315,6 +365,27 @@ void dbs_musl_recorded_owner(struct dbs_lock *l, pid_t *ret_owner,
 			*ret_state = DBS_OWNER_LIVE;
 		}
 		return;
+	case DBS_LOCK_FILE: {
+		if (!l->object_known || l->nwords < 16)
+			return;
+		/* -1: one thread, no locking; 0: free (§10) */
+		uint32_t word = u32(l->words, FILE_LOCK - FILE_LOCKCOUNT);
+		pid_t tid = (pid_t)(word & 0x3fffffffu);
+		if (word == 0xffffffffu || word == 0)
+			return;
+		if (tid == 0) {
+			*ret_state = DBS_OWNER_DEAD;
+			l->orphaned = true;
+			l->note = NOTE_FILE_ORPHAN;
+		} else if (tid == 0x3fffffff) {
+			*ret_state = DBS_OWNER_UNKNOWN;
+			l->note = NOTE_FILE_CHAR;
+		} else {
+			*ret_owner = tid;
+			*ret_state = DBS_OWNER_LIVE;
+		}
+		return;
+	}
 	default:
 		return;
 	}

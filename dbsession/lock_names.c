@@ -14,6 +14,7 @@ const char *dbs_lock_kind_name(enum dbs_lock_kind k)
 	case DBS_LOCK_SEM: return "sem";
 	case DBS_LOCK_BARRIER: return "barrier";
 	case DBS_LOCK_JOIN: return "join";
+	case DBS_LOCK_FILE: return "file";
 	}
 	return "futex";
 }

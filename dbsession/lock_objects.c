@@ -46,7 +46,8 @@ static void recorded_owner(struct dbs_lock *l, pid_t *ret_owner,
 	if (!l->decoded) {
 		/* words unreadable: nothing is known about a holder */
 		if (l->kind == DBS_LOCK_MUTEX || l->kind == DBS_LOCK_RWLOCK ||
-		    l->kind == DBS_LOCK_JOIN || l->kind == DBS_LOCK_FUTEX)
+		    l->kind == DBS_LOCK_JOIN || l->kind == DBS_LOCK_FUTEX ||
+		    l->kind == DBS_LOCK_FILE)
 			*ret_state = DBS_OWNER_UNKNOWN;
 		return;
 	}
@@ -125,6 +126,7 @@ static void recorded_owner(struct dbs_lock *l, pid_t *ret_owner,
 	case DBS_LOCK_COND:
 	case DBS_LOCK_SEM:
 	case DBS_LOCK_BARRIER:
+	case DBS_LOCK_FILE:	/* decided by musl's words only */
 		return;
 	}
 }
@@ -361,7 +363,8 @@ static int add_object(struct dbs_lockctx *c, const struct entry *e, size_t n)
 static bool has_owner_concept(const struct dbs_lock *l)
 {
 	return l->kind == DBS_LOCK_MUTEX || l->kind == DBS_LOCK_RWLOCK ||
-	       l->kind == DBS_LOCK_JOIN || (l->kind == DBS_LOCK_FUTEX && l->owner);
+	       l->kind == DBS_LOCK_JOIN || l->kind == DBS_LOCK_FILE ||
+	       (l->kind == DBS_LOCK_FUTEX && l->owner);
 }
 
 /* The thread lk's waiters wait for, if it can hold them: SIZE_MAX

@@ -8,7 +8,8 @@
 
 /* the kinds are dbsession's, the last one last */
 _Static_assert(TINSPECT_LOCK_JOIN == (int)DBS_LOCK_JOIN &&
-	       TINSPECT_LOCK_KIND_COUNT == DBS_LOCK_JOIN + 1, "lock kind");
+	       TINSPECT_LOCK_FILE == (int)DBS_LOCK_FILE &&
+	       TINSPECT_LOCK_KIND_COUNT == DBS_LOCK_FILE + 1, "lock kind");
 _Static_assert(TINSPECT_MODE_WRITE == (int)DBS_MODE_WRITE, "wait mode");
 _Static_assert(TINSPECT_OWNER_UNKNOWN == (int)DBS_OWNER_UNKNOWN, "owner state");
 _Static_assert(TINSPECT_STALL_STOPPED == (int)DBS_STALL_STOPPED, "stall end");
@@ -329,6 +330,7 @@ int tinspect_wait_is_idle(const tinspect_wait *w)
 	case DBS_LOCK_SEM:
 	case DBS_LOCK_BARRIER:
 	case DBS_LOCK_JOIN:
+	case DBS_LOCK_FILE:
 		return 0;
 	case DBS_LOCK_FUTEX:
 		break;

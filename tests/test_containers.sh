@@ -44,7 +44,7 @@ notok() {
 	for l in "$@"; do sed 's/^/# /' <<<"$l"; done
 }
 skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
-check() {	# description, python expression over d (the document), json file
+check() {	# description, python expression over d (the document), json file [sys.argv[2]]
 	local what=$1 expr=$2 f=$3 msg
 	if ! msg=$(/usr/bin/python3 "$VALIDATE" "$SCHEMA" "$f" 2>&1); then
 		notok "$what: schema" "$msg"
@@ -59,7 +59,7 @@ if not ok:
     print('exe', p['exe'], 'glibc', p['glibc_version'], 'tdb', tdb)
     print('warnings', w[:400])
     print('deadlocks', json.dumps(d.get('deadlocks'))[:300])
-sys.exit(0 if ok else 1)" "$f" 2>&1); then
+sys.exit(0 if ok else 1)" "$f" "${4:-}" 2>&1); then
 		ok "$what"
 	else
 		notok "$what" "$msg"
@@ -231,8 +231,35 @@ for suite in bullseye trixie; do
 done
 
 # musl in a root: the release's own (1.2.2 in Debian 11, 1.2.5 in 13; the
-# host's 1.2.3 is the musl suite's), the ABBA fixture built inside with its
-# musl-gcc, dynamic and static, run as a container and inspected from here
+# host's 1.2.3 is the musl suite's), the lock fixtures built inside with its
+# musl-gcc, run as a container and inspected from here
+musl_fixtures="fx_musl_abba fx_musl_abba_static fx_musl_rwlock fx_musl_sem fx_musl_cond fx_musl_orphan fx_musl_join fx_musl_barrier fx_musl_stdio"
+# what a fixture planted (its "tid", "pthread", "lock" and "waiter" lines,
+# TIDs of its PID namespace) against the document: every thread's
+# pthread_t, every waiter's kind and object (a private cond's waiters
+# sleep on their own stacks: the kind only)
+planted_check='
+lines = open(sys.argv[2]).read().split("\n")
+byns = {t["ns_tid"]: t for t in d["threads"]}
+tids = {}; locks = {}; bad = []
+for l in lines:
+    w = l.split()
+    if len(w) >= 3 and w[0] == "tid": tids[w[1]] = int(w[2])
+    if len(w) >= 4 and w[0] == "lock": locks[w[1]] = (int(w[2], 16), w[3])
+for l in lines:
+    w = l.split()
+    if len(w) >= 3 and w[0] == "pthread" and w[1] in tids:
+        t = byns.get(tids[w[1]])
+        if not t or not t["pthread"] or int(t["pthread"]["id"], 16) != int(w[2], 16):
+            bad.append("pthread of " + w[1])
+    if len(w) >= 3 and w[0] == "waiter" and w[1] in locks:
+        addr, kind = locks[w[1]]
+        b = (byns.get(tids.get(w[2], -1)) or {}).get("blocked_on") or {}
+        known = any(int(x["addr"], 16) == addr for x in d["locks"])
+        if b.get("kind") != kind or (known and int(b.get("object") or "0", 16) != addr):
+            bad.append(w[2] + " waits on " + w[1] + ": " + str(b.get("kind")) + " " + str(b.get("object")))
+if bad: print("planted:", bad)
+ok = ok and not bad and len(tids) > 0'
 for suite in bullseye trixie; do
 	root=$ROOTS/$suite
 	case $suite in bullseye) want=1.2.2 ;; trixie) want=1.2.5 ;; esac
@@ -242,39 +269,44 @@ for suite in bullseye trixie; do
 	fi
 	scratch "$root" || { notok "$suite: musl: a scratch /tmp in the root"; continue; }
 	mkdir -p "$root/tmp/tinspect-musl"
-	cp "$top"/tests/fixtures/musl/fx_musl.h "$top"/tests/fixtures/musl/fx_musl_abba.c \
-		"$root/tmp/tinspect-musl/"
+	cp "$top"/tests/fixtures/musl/fx_musl*.[ch] "$root/tmp/tinspect-musl/"
 	cp "$top"/tests/fixtures/fx_lock.h "$root/tmp/"	# fx_musl.h: "../fx_lock.h"
-	for link in dynamic static; do
-		prog=/tmp/tinspect-musl/fx_musl_abba_$link
-		what="$suite musl $want $link fx_musl_abba"
+	for fx in $musl_fixtures; do
+		prog=/tmp/tinspect-musl/$fx
+		what="$suite musl $want $fx"
 		flags="-std=gnu11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer"
-		[[ $link == static ]] && flags+=" -static"
+		[[ $fx == *_static ]] && flags+=" -static"
 		# shellcheck disable=SC2086
-		if ! chroot "$root" musl-gcc $flags -o "$prog" /tmp/tinspect-musl/fx_musl_abba.c \
+		if ! chroot "$root" musl-gcc $flags -o "$prog" "/tmp/tinspect-musl/${fx%_static}.c" \
 			2>"$tmp/cc.err"; then
 			notok "$what: build" "$(cat "$tmp/cc.err")"
 			continue
 		fi
+		out=$tmp/out.$n	# what start() will have it print
 		if ! start container "$root" "$prog"; then
 			notok "$what: fixture not ready"
 			stop
 			continue
 		fi
 		inspect "$tmp/d.json" --check
-		# the version read from its libc, every thread's pthread_t, the
-		# cycle, and stacks that reach both start routines
-		# (a static program records no version: the layout common
-		# to 1.2.2-1.2.5 is used, and the report says so)
-		if [[ $link == dynamic ]]; then
-			ver="tdb['libc_version'] == '$want'"
-		else
+		# the version read from its libc (a static program records
+		# none: the layout common to 1.2.2-1.2.5 is used, said so)
+		if [[ $fx == *_static ]]; then
 			ver="tdb['libc_version'] is None and 'records no musl version' in tdb['detail']"
+		else
+			ver="tdb['libc_version'] == '$want'"
 		fi
-		check "$what: musl, threads, the cycle, the start routines" \
-			"tdb['libc'] == 'musl' and $ver and p['exe'] == '$prog' and all(t['pthread'] for t in d['threads']) and len(d['deadlocks']) == 1 and all(any(f.get('symbol') == s for t in d['threads'] for f in t['stack']['frames']) for s in ('teller', 'auditor'))" \
-			"$tmp/d.json"
-		[[ $st == 10 ]] && ok "$what: --check exits 10" || notok "$what: --check exits 10" "exit $st: $(head -c 300 "$tmp/d.json.err")"
+		check "$what: musl, every pthread_t, every planted wait" \
+			"tdb['libc'] == 'musl' and $ver and p['exe'] == '$prog'$planted_check" \
+			"$tmp/d.json" "$out"
+		if [[ $fx == fx_musl_abba* ]]; then
+			# the cycle, and stacks that reach both start routines
+			check "$what: the cycle, and the start routines in the stacks" \
+				"len(d['deadlocks']) == 1 and all(any(f.get('symbol') == s for t in d['threads'] for f in t['stack']['frames']) for s in ('teller', 'auditor'))" \
+				"$tmp/d.json"
+			[[ $st == 10 ]] && ok "$what: --check exits 10" ||
+				notok "$what: --check exits 10" "exit $st: $(head -c 300 "$tmp/d.json.err")"
+		fi
 		stop
 	done
 done

@@ -652,7 +652,8 @@ static void check_planted(json_t *doc, bool owner_recorded)
 			continue;
 		json_t *l = planted_lock(doc, label, kind, sizeof kind);
 		pid_t tid = tid_of(role);
-		bool private_cond = !strcmp(kind, "cond") && !l;
+		/* a private cond's or barrier's waiters sleep on stacks */
+		bool private_cond = (!strcmp(kind, "cond") || !strcmp(kind, "barrier")) && !l;
 		if (!private_cond) {
 			cr_assert(l, "%s not among the locks", label);
 			cr_assert_str_eq(jstr(l, "kind"), kind, "%s's kind", label);
@@ -760,6 +761,41 @@ Test(musl, orphans_dead_unknown_and_heir)
 Test(musl, orphans_dead_unknown_and_heir_static)
 {
 	orphans("fx_musl_orphan_static");
+}
+
+/* stdio FILE locks record their owner (§10): the flockfile owner of
+ * report_file, its waiter in flockfile, and audit_file, whose owner exited
+ * holding it, orphaned for ever */
+static void file_locks(const char *name)
+{
+	start(name, NULL);
+	json_t *doc = snapshot(NULL, NULL);
+	check_planted(doc, true);
+	char kind[32];
+	json_t *a = planted_lock(doc, "audit_file", kind, sizeof kind);
+	cr_assert(a, "audit_file not among the locks");
+	cr_assert_str_eq(jstr(a, "kind"), "file");
+	cr_assert_str_eq(jstr(a, "owner_state"), "dead");
+	cr_assert(json_is_true(json_object_get(a, "orphaned")));
+	cr_assert_eq(json_array_size(json_object_get(doc, "orphaned_locks")), 1);
+	json_decref(doc);
+}
+
+Test(musl, stdio_file_locks_owner_waiter_orphan)
+{
+	file_locks("fx_musl_stdio");
+}
+
+Test(musl, stdio_file_locks_owner_waiter_orphan_static)
+{
+	file_locks("fx_musl_stdio_static");
+}
+
+/* a process-shared barrier's arrivals sleep on its _b_count (§9): the
+ * barrier itself; a private one's round is on a stack: the kind only */
+Test(musl, barriers_shared_object_private_kind)
+{
+	planted("fx_musl_barrier", false);
 }
 
 /* ---- cores of musl processes ---- */

@@ -64,6 +64,7 @@ bool verdict_undecided_wait(const tinspect_snapshot *snap, const tinspect_thread
 	case TINSPECT_LOCK_FUTEX:
 	case TINSPECT_LOCK_RWLOCK:
 	case TINSPECT_LOCK_MUTEX:
+	case TINSPECT_LOCK_FILE:
 		if (tinspect_lock_owner_state(l) != TINSPECT_OWNER_UNKNOWN &&
 		    tinspect_lock_owner_state(l) != TINSPECT_OWNER_OUTSIDE)
 			return false;
@@ -101,6 +102,8 @@ static const char *kind_words(const tinspect_lock *l)
 	case TINSPECT_LOCK_MUTEX:
 		return outside ? "waits on mutexes held outside the process"
 			       : "waits on mutexes whose owner is unknown";
+	case TINSPECT_LOCK_FILE:
+		return "waits on stdio FILE locks whose owner is unknown";
 	case TINSPECT_LOCK_JOIN:
 	case TINSPECT_LOCK_KIND_COUNT:
 		break;

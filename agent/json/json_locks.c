@@ -231,8 +231,9 @@ static void lock_json(struct jw *w, const tinspect_lock *l)
 		jw_null(w);
 	jw_kstr(w, "note", tinspect_lock_note(l));
 	/* the decoded state under the kind's own name ("mutex": {...});
-	 * a futex has none */
-	if (tinspect_lock_decoded(l) && kind != TINSPECT_LOCK_FUTEX) {
+	 * a futex and a FILE have none: their words are all there is) */
+	if (tinspect_lock_decoded(l) && kind != TINSPECT_LOCK_FUTEX &&
+	    kind != TINSPECT_LOCK_FILE) {
 		jw_key(w, tinspect_lock_kind_name(kind));
 		lock_state_json(w, l);
 	}

@@ -95,8 +95,11 @@ static void put_holder(FILE *out, const tinspect_snapshot *snap, const tinspect_
 			fputc(')', out);
 		break;
 	case TINSPECT_OWNER_DEAD:
-		fprintf(out, " held by thread %d, which no longer exists (orphaned)",
-			(int)owner);
+		if (owner)
+			fprintf(out, " held by thread %d, which no longer exists (orphaned)",
+				(int)owner);
+		else	/* the word says its owner died, not which thread */
+			fputs(" held by a thread that no longer exists (orphaned)", out);
 		break;
 	case TINSPECT_OWNER_OUTSIDE:
 		fprintf(out, " held by TID %d, not a thread of this process", (int)owner);

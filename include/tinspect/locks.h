@@ -37,7 +37,7 @@ const tinspect_lock *tinspect_snapshot_lock(const tinspect_snapshot *snap, size_
 /* Its index in tinspect_snapshot_lock(). */
 size_t tinspect_lock_index(const tinspect_lock *l);
 enum tinspect_lock_kind tinspect_lock_kind(const tinspect_lock *l);
-/* "futex", "mutex", "rwlock", "cond", "sem", "barrier", "join". */
+/* "futex", "mutex", "rwlock", "cond", "sem", "barrier", "join", "file". */
 const char *tinspect_lock_kind_name(enum tinspect_lock_kind kind);
 /* The object's address; for TINSPECT_LOCK_FUTEX (or when the object's
  * start is unknown) the futex word's. */

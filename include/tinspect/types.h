@@ -108,6 +108,9 @@ enum tinspect_lock_kind {
 	TINSPECT_LOCK_BARRIER,
 	TINSPECT_LOCK_JOIN,		/* pthread_join(): the object is the
 					 * thread being joined */
+	TINSPECT_LOCK_FILE,		/* a stdio FILE's lock (flockfile(),
+					 * every stdio call): the object is
+					 * the FILE */
 	/* Not a kind: how many there are (an array indexed by kind has
 	 * this many entries; a later version may add kinds before it). */
 	TINSPECT_LOCK_KIND_COUNT,
