@@ -16,6 +16,7 @@
 #include "agent.h"
 #include "common.h"
 #include "formats.h"
+#include "json.h"
 #include "jwriter.h"
 #include "lockorder.h"
 #include "outq.h"
@@ -186,6 +187,15 @@ static const char *start_routine_name(const tinspect_thread *th, char *buf, size
 
 #define TOP_LOCKS 5
 
+/* a lock of a summary's cycle: its address, null for none */
+static void lock_addr_json(struct jw *w, const tinspect_lock *l)
+{
+	if (l)
+		jw_hex(w, tinspect_lock_addr(l));
+	else
+		jw_null(w);
+}
+
 static void summary_locks_json(struct jw *w, const tinspect_snapshot *snap)
 {
 	struct tally by_kind = { 0 };
@@ -231,29 +241,7 @@ static void summary_locks_json(struct jw *w, const tinspect_snapshot *snap)
 		jw_arr_end(w);
 	}
 	jw_key(w, cand ? "unconfirmed_deadlocks" : "deadlocks");
-	jw_arr(w);
-	for (size_t i = 0, n = tinspect_snapshot_ncycles(snap); i < n; i++) {
-		const tinspect_cycle *c = tinspect_snapshot_cycle(snap, i);
-		size_t len = tinspect_cycle_length(c);
-		jw_obj(w);
-		jw_key(w, "threads");
-		jw_arr(w);
-		for (size_t k = 0; k < len; k++)
-			jw_int(w, tinspect_cycle_tid(c, k));
-		jw_arr_end(w);
-		jw_key(w, "locks");
-		jw_arr(w);
-		for (size_t k = 0; k < len; k++) {
-			const tinspect_lock *l = tinspect_cycle_lock(c, k);
-			if (l)
-				jw_hex(w, tinspect_lock_addr(l));
-			else
-				jw_null(w);
-		}
-		jw_arr_end(w);
-		jw_obj_end(w);
-	}
-	jw_arr_end(w);
+	json_cycles(w, snap, lock_addr_json);
 }
 
 static void summary_json(const tinspect_snapshot *snap, unsigned long update,
