@@ -284,13 +284,11 @@ void lockorder_summary_json(struct jw *w, const struct lockorder *lo)
 static void event_json(const struct lockgraph *g, const struct lg_inversion *inv,
 		       pid_t pid, FILE *f)
 {
+	char t[64];
+	agent_iso_time_ns(inv->found_ns, t, sizeof t);
 	struct jw w;
 	jw_init(&w, f, false);
-	jw_obj(&w);
-	jw_kstr(&w, "format_version", TINSPECT_FORMAT_VERSION);
-	jw_kstr(&w, "kind", "event");
-	jw_kint(&w, "pid", pid);
-	json_time(&w, "time", inv->found_ns);
+	json_line_head(&w, "event", pid, t);
 	jw_kstr(&w, "event", "lock_order_inversion");
 	jw_kbool(&w, "potential_deadlock", true);
 	inversion_members(&w, g, inv);

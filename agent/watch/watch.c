@@ -91,15 +91,7 @@ static bool jline_open(struct jline *l, const char *kind, pid_t pid, int64_t sec
 	char t[64];
 	agent_iso_time(sec, nsec, t, sizeof t);
 	jw_init(&l->w, l->m.f, false);
-	jw_obj(&l->w);
-	jw_key(&l->w, "format_version");
-	jw_str(&l->w, TINSPECT_FORMAT_VERSION);
-	jw_key(&l->w, "kind");
-	jw_str(&l->w, kind);
-	jw_key(&l->w, "pid");
-	jw_int(&l->w, pid);
-	jw_key(&l->w, "time");
-	jw_str(&l->w, t);
+	json_line_head(&l->w, kind, pid, t);
 	return true;
 }
 
