@@ -98,36 +98,37 @@ static void scratch_unmap(struct psvc_runs *rs)
 	rs->scratch_cap = 0;
 }
 
-/* Room for n parts of runs (kept for the next copies). */
-static struct psvc_seg *seg_list(struct psvc_runs *rs, size_t n, bool prefault)
+/* Room for n entries of size bytes in *list (of *cap; kept for the next
+ * copies, its contents not), touched first if prefault; NULL when out of
+ * memory. */
+static void *kept_list(void **list, size_t *cap, size_t n, size_t size,
+		       bool prefault)
 {
-	if (n > rs->segs_cap) {
-		struct psvc_seg *v = malloc(n * sizeof *v);
+	if (n > *cap) {
+		void *v = malloc(n * size);
 		if (!v)
 			return NULL;
 		if (prefault)
-			memset(v, 0, n * sizeof *v);
-		free(rs->segs);
-		rs->segs = v;
-		rs->segs_cap = n;
+			memset(v, 0, n * size);
+		free(*list);
+		*list = v;
+		*cap = n;
 	}
-	return rs->segs;
+	return *list;
+}
+
+/* Room for n parts of runs (kept for the next copies). */
+static struct psvc_seg *seg_list(struct psvc_runs *rs, size_t n, bool prefault)
+{
+	return kept_list((void **)&rs->segs, &rs->segs_cap, n, sizeof *rs->segs,
+			 prefault);
 }
 
 /* A read list of n runs (kept for the next copies). */
 static struct psvc_run *io_list(struct psvc_runs *rs, size_t n, bool prefault)
 {
-	if (n > rs->io_cap) {
-		struct psvc_run *v = malloc(n * sizeof *v);
-		if (!v)
-			return NULL;
-		if (prefault)
-			memset(v, 0, n * sizeof *v);
-		free(rs->io);
-		rs->io = v;
-		rs->io_cap = n;
-	}
-	return rs->io;
+	return kept_list((void **)&rs->io, &rs->io_cap, n, sizeof *rs->io,
+			 prefault);
 }
 
 void psvc_runs_reserve_scratch(struct psvc_target *t, size_t bytes, size_t nruns,
