@@ -98,6 +98,21 @@ static void scratch_unmap(struct psvc_runs *rs)
 	rs->scratch_cap = 0;
 }
 
+/* Scratch storage of need bytes at least: more than was reserved is mapped
+ * now (the caller has just cleared the set, so no run points into the old
+ * storage).  false when it cannot be mapped. */
+static bool scratch_room(struct psvc_runs *rs, size_t need)
+{
+	if (need > rs->scratch_cap) {
+		scratch_unmap(rs);
+		rs->scratch_buf = runs_mmap(need);
+		if (!rs->scratch_buf)
+			return false;
+		rs->scratch_cap = need;
+	}
+	return true;
+}
+
 /* Room for n entries of size bytes in *list (of *cap; kept for the next
  * copies, its contents not), touched first if prefault; NULL when out of
  * memory. */
@@ -251,15 +266,8 @@ void psvc_copy_scratch(struct psvc_target *t, const struct psvc_range *r,
 	for (size_t i = 0; i < n; i++)
 		if (r[i].len <= UINT32_MAX)
 			need += ((size_t)r[i].len + RUN_ALIGN - 1) & ~(size_t)(RUN_ALIGN - 1);
-	if (need > rs->scratch_cap) {
-		/* more than was reserved: mapped now (the set was just
-		 * cleared, no run points into the old storage) */
-		scratch_unmap(rs);
-		rs->scratch_buf = runs_mmap(need);
-		if (!rs->scratch_buf)
-			return;
-		rs->scratch_cap = need;
-	}
+	if (!scratch_room(rs, need))
+		return;
 	copy_into(t, &rs->scratch, r, n, rs->scratch_buf);
 }
 
@@ -407,13 +415,8 @@ void psvc_copy_stacks(struct psvc_target *t, const struct psvc_stack_copy *c,
 	size_t need = 0;
 	for (size_t i = 0; i < n; i++)
 		need += c[i].pd ? per : 0;
-	if (need > rs->scratch_cap) {
-		scratch_unmap(rs);
-		rs->scratch_buf = runs_mmap(need);
-		if (!rs->scratch_buf)
-			return;
-		rs->scratch_cap = need;
-	}
+	if (!scratch_room(rs, need))
+		return;
 	/* a thread's runs: 2 at most, and a retry of its struct only where
 	 * it had 1; its parts: the kept bytes, a gap, and the pieces with
 	 * the gaps between them */
