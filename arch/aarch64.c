@@ -11,13 +11,6 @@
 
 #include "syscalls-aarch64.h"
 
-#ifndef NT_ARM_TLS
-#define NT_ARM_TLS 0x401
-#endif
-#ifndef NT_ARM_SYSTEM_CALL
-#define NT_ARM_SYSTEM_CALL 0x404
-#endif
-
 /* struct user_pt_regs: x0..x30, sp, pc, pstate. */
 enum { A64_X0 = 0, A64_X8 = 8, A64_X19 = 19, A64_X29 = 29, A64_X30 = 30,
        A64_SP = 31, A64_PC = 32, A64_PSTATE = 33, A64_NREGS = 34 };

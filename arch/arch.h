@@ -10,9 +10,19 @@
 #ifndef TINSPECT_ARCH_H
 #define TINSPECT_ARCH_H
 
+#include <elf.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* The aarch64 regsets the descriptions name (tp_regset, syscall_note),
+ * where an older <elf.h> does not have them. */
+#ifndef NT_ARM_TLS
+#define NT_ARM_TLS 0x401
+#endif
+#ifndef NT_ARM_SYSTEM_CALL
+#define NT_ARM_SYSTEM_CALL 0x404
+#endif
 
 enum arch_id {
 	ARCH_X86_64,

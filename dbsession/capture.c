@@ -105,6 +105,21 @@ bool dbs_descriptor_pieces(const struct dbs_session *s)
 	return s->desc_pieces.n && !psvc_tdb_unknown_field(s->t);
 }
 
+/* The pieces a descriptor is copied in (*ret_n of them): the session's,
+ * or *whole, the struct whole. */
+static const struct psvc_piece *copy_pieces(const struct dbs_session *s,
+					    struct psvc_piece *whole,
+					    uint32_t *ret_n)
+{
+	if (dbs_descriptor_pieces(s)) {
+		*ret_n = s->desc_pieces.n;
+		return s->desc_pieces.v;
+	}
+	*whole = (struct psvc_piece){ 0, s->sizeof_pthread };
+	*ret_n = 1;
+	return whole;
+}
+
 /* Every descriptor, as the scratch set: in pieces or whole. */
 void dbs_copy_descriptors(struct dbs_session *s)
 {
@@ -118,11 +133,10 @@ void dbs_copy_descriptors(struct dbs_session *s)
 		if (have_descriptor(s, k))
 			pd[nd++] = descriptor_addr(s, k);
 	}
-	struct psvc_piece whole = { 0, s->sizeof_pthread };
-	bool pieces = dbs_descriptor_pieces(s);
-	psvc_copy_pieces(t, pd, nd, s->sizeof_pthread,
-			 pieces ? s->desc_pieces.v : &whole,
-			 pieces ? s->desc_pieces.n : 1);
+	struct psvc_piece whole;
+	uint32_t npieces;
+	const struct psvc_piece *pieces = copy_pieces(s, &whole, &npieces);
+	psvc_copy_pieces(t, pd, nd, s->sizeof_pthread, pieces, npieces);
 	free(pd);
 }
 
@@ -163,11 +177,10 @@ void dbs_prefetch_capture(struct dbs_session *s, struct tdb_result *cap)
 			continue;
 		c[nc++] = (struct psvc_stack_copy){ lo, lo ? cap[i].stack_hi - lo : 0, pd };
 	}
-	struct psvc_piece whole = { 0, s->sizeof_pthread };
-	bool pieces = dbs_descriptor_pieces(s);
-	psvc_copy_stacks(t, c, nc, s->sizeof_pthread,
-			 pieces ? s->desc_pieces.v : &whole,
-			 pieces ? s->desc_pieces.n : 1);
+	struct psvc_piece whole;
+	uint32_t npieces;
+	const struct psvc_piece *pieces = copy_pieces(s, &whole, &npieces);
+	psvc_copy_stacks(t, c, nc, s->sizeof_pthread, pieces, npieces);
 	free(c);
 }
 

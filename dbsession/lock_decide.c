@@ -307,20 +307,6 @@ int dbs_decide_cond_pairs(struct dbs_lockctx *c)
 	return 0;
 }
 
-/* The first entry of the sorted ident[0..n) whose key is lo or above. */
-static size_t lower_bound(const struct dbs_tidx *ident, size_t n, uint64_t lo)
-{
-	size_t a = 0, b = n;
-	while (a < b) {
-		size_t mid = a + (b - a) / 2;
-		if (ident[mid].key < lo)
-			a = mid + 1;
-		else
-			b = mid;
-	}
-	return a;
-}
-
 /* Give the object of verdict from (kind, start) to thread i's verdict,
  * the mode from the words if it is an rwlock. */
 static void adopt(const struct dbs_lockctx *c, size_t i,
@@ -366,7 +352,7 @@ int dbs_decide_shared(struct dbs_lockctx *c)
 			continue;
 		bool in_cond = v->kind == DBS_LOCK_COND;
 		uint64_t f = c->waits[i].uaddr;
-		size_t a = lower_bound(ident, nident, f > reach ? f - reach : 0);
+		size_t a = dbs_tidx_lower_bound(ident, nident, f > reach ? f - reach : 0);
 		for (; a < nident && ident[a].key <= f; a++) {
 			const struct dbs_verdict *o = &c->vd[ident[a].i];
 			if ((in_cond && o->kind != DBS_LOCK_COND) ||

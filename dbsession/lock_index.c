@@ -24,7 +24,7 @@ int dbs_tidx_cmp(const void *a, const void *b)
 	return (x->i > y->i) - (x->i < y->i);
 }
 
-size_t dbs_tidx_find(const struct dbs_tidx *v, size_t n, uint64_t key)
+size_t dbs_tidx_lower_bound(const struct dbs_tidx *v, size_t n, uint64_t key)
 {
 	size_t lo = 0, hi = n;
 	while (lo < hi) {
@@ -34,6 +34,12 @@ size_t dbs_tidx_find(const struct dbs_tidx *v, size_t n, uint64_t key)
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+size_t dbs_tidx_find(const struct dbs_tidx *v, size_t n, uint64_t key)
+{
+	size_t lo = dbs_tidx_lower_bound(v, n, key);
 	return lo < n && v[lo].key == key ? v[lo].i : SIZE_MAX;
 }
 

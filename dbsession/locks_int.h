@@ -97,6 +97,9 @@ void dbs_lockctx_done(struct dbs_lockctx *c);
 void dbs_sort(void *base, size_t n, size_t size,
 	      int (*cmp)(const void *, const void *));
 int dbs_tidx_cmp(const void *a, const void *b);
+/* The first entry of the sorted v[0..n) whose key is key or above (n if
+ * none); the value of the entry whose key is key (SIZE_MAX if none). */
+size_t dbs_tidx_lower_bound(const struct dbs_tidx *v, size_t n, uint64_t key);
 size_t dbs_tidx_find(const struct dbs_tidx *v, size_t n, uint64_t key);
 /* index of the thread whose TID (in the target's namespace, or as
  * tinspect sees it) is tid; SIZE_MAX if none */

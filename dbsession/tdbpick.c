@@ -25,7 +25,6 @@
 #include "dbs_int.h"
 
 #include <dlfcn.h>
-#include <stdarg.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -36,15 +35,10 @@
 #include <gnu/libc-version.h>
 #include <sys/stat.h>
 
-static void warn(struct dbs_session *s, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void warn(struct dbs_session *s, const char *fmt, ...)
+/* The session's warning becomes msg (dbs_format()'s; NULL, out of memory:
+ * the warning stays). */
+static void warn(struct dbs_session *s, char *msg)
 {
-	va_list ap;
-	va_start(ap, fmt);
-	char *msg = dbs_vformat(fmt, ap);
-	va_end(ap);
 	if (!msg)
 		return;
 	free(s->tdb_warning);
@@ -290,18 +284,20 @@ int dbs_tdb_pick_target_lib(struct dbs_session *s, td_err_e first_err)
 			break;
 	}
 	if (err == 0) {
-		warn(s, "the system's libthread_db does not serve this glibc (%s); "
-		     "using the target's own %s", dbs_tdb_strerror(first_err),
-		     s->lib.path);
+		warn(s, dbs_format("the system's libthread_db does not serve "
+				   "this glibc (%s); using the target's own %s",
+				   dbs_tdb_strerror(first_err), s->lib.path));
 		return 0;
 	}
 	if (err == -ENOENT && first_err != TD_VERSION)
 		return err;	/* the same glibc: just not threaded (yet) */
-	warn(s, "the system's libthread_db does not serve the target's glibc "
-	     "%s%s(%s), and %s; threads are listed from /proc only (locks are "
-	     "still analysed)", s->glibc_version[0] ? s->glibc_version : "",
-	     s->glibc_version[0] ? " " : "", dbs_tdb_strerror(first_err),
-	     why[0] ? why : "there is no libthread_db.so.1 beside its libc");
+	warn(s, dbs_format("the system's libthread_db does not serve the "
+			   "target's glibc %s%s(%s), and %s; threads are listed "
+			   "from /proc only (locks are still analysed)",
+			   s->glibc_version[0] ? s->glibc_version : "",
+			   s->glibc_version[0] ? " " : "",
+			   dbs_tdb_strerror(first_err),
+			   why[0] ? why : "there is no libthread_db.so.1 beside its libc"));
 	return err;
 }
 

@@ -48,7 +48,7 @@ static int check_ehdr(struct psvc_core *c, const GElf_Ehdr *eh, char *why,
 		      size_t whylen)
 {
 	if (eh->e_type != ET_CORE) {
-		psvc_core_say(why, whylen, "not a core file: %s (e_type %u)",
+		psvc_say(why, whylen, "not a core file: %s (e_type %u)",
 			 type_name(eh->e_type), eh->e_type);
 		return -ENOEXEC;
 	}
@@ -56,15 +56,15 @@ static int check_ehdr(struct psvc_core *c, const GElf_Ehdr *eh, char *why,
 	if (!c->arch) {
 		const char *m = arch_machine_name(eh->e_machine);
 		if (m)
-			psvc_core_say(why, whylen, "a core of %s (machine %u): tinspect "
+			psvc_say(why, whylen, "a core of %s (machine %u): tinspect "
 				 "reads " ARCH_NAMES " cores", m, eh->e_machine);
 		else
-			psvc_core_say(why, whylen, "a core of machine %u: tinspect "
+			psvc_say(why, whylen, "a core of machine %u: tinspect "
 				 "reads " ARCH_NAMES " cores", eh->e_machine);
 		return -ENOEXEC;
 	}
 	if (eh->e_phentsize != sizeof(Elf64_Phdr)) {
-		psvc_core_say(why, whylen, "program header entries of %u bytes, not "
+		psvc_say(why, whylen, "program header entries of %u bytes, not "
 			 "%zu", eh->e_phentsize, sizeof(Elf64_Phdr));
 		return -EBADMSG;
 	}
@@ -81,12 +81,12 @@ int psvc_core_check_header(struct psvc_core *c, const unsigned char *p, size_t n
 		      char *why, size_t whylen)
 {
 	if (n < EI_NIDENT || memcmp(p, ELFMAG, SELFMAG)) {
-		psvc_core_say(why, whylen, "not an ELF file (and no compressed "
+		psvc_say(why, whylen, "not an ELF file (and no compressed "
 			 "stream tinspect knows)");
 		return -ENOEXEC;
 	}
 	if (n < 20) {
-		psvc_core_say(why, whylen, "the file ends inside its ELF header "
+		psvc_say(why, whylen, "the file ends inside its ELF header "
 			 "(%zu bytes)", n);
 		return -EBADMSG;
 	}
@@ -97,25 +97,25 @@ int psvc_core_check_header(struct psvc_core *c, const unsigned char *p, size_t n
 	type = msb ? be16toh(type) : le16toh(type);
 	machine = msb ? be16toh(machine) : le16toh(machine);
 	if (type != ET_CORE) {
-		psvc_core_say(why, whylen, "not a core file: %s (e_type %u)",
+		psvc_say(why, whylen, "not a core file: %s (e_type %u)",
 			 type_name(type), type);
 		return -ENOEXEC;
 	}
 	if (p[EI_CLASS] != ELFCLASS64) {
-		psvc_core_say(why, whylen, p[EI_CLASS] == ELFCLASS32 ?
+		psvc_say(why, whylen, p[EI_CLASS] == ELFCLASS32 ?
 			 "a 32-bit core: tinspect reads 64-bit "
 			 ARCH_NAMES " cores" : "a core of unknown ELF class %u",
 			 p[EI_CLASS]);
 		return p[EI_CLASS] == ELFCLASS32 ? -ENOEXEC : -EBADMSG;
 	}
 	if (p[EI_DATA] != ELFDATA2LSB) {
-		psvc_core_say(why, whylen, "a %s core: tinspect reads little-endian "
+		psvc_say(why, whylen, "a %s core: tinspect reads little-endian "
 			 ARCH_NAMES " cores", msb ? "big-endian" :
 			 "byte order unknown");
 		return -ENOEXEC;
 	}
 	if (n < sizeof(Elf64_Ehdr)) {
-		psvc_core_say(why, whylen, "the file ends inside its ELF header "
+		psvc_say(why, whylen, "the file ends inside its ELF header "
 			 "(%zu bytes)", n);
 		return -EBADMSG;
 	}
@@ -201,12 +201,12 @@ int psvc_core_read_headers(struct psvc_core *c, Elf *elf,
 	*ret_notes = NULL;
 	*ret_nnotes = 0;
 	if (elf_kind(elf) != ELF_K_ELF) {
-		psvc_core_say(why, whylen, "not an ELF file");
+		psvc_say(why, whylen, "not an ELF file");
 		return -ENOEXEC;
 	}
 	GElf_Ehdr eh;
 	if (!gelf_getehdr(elf, &eh)) {
-		psvc_core_say(why, whylen, "ELF header unreadable: %s", elf_errmsg(-1));
+		psvc_say(why, whylen, "ELF header unreadable: %s", elf_errmsg(-1));
 		return -EBADMSG;
 	}
 	int err = check_ehdr(c, &eh, why, whylen);
@@ -214,19 +214,19 @@ int psvc_core_read_headers(struct psvc_core *c, Elf *elf,
 		return err;
 	size_t n;
 	if (elf_getphdrnum(elf, &n) != 0) {
-		psvc_core_say(why, whylen, "program headers unreadable: %s",
+		psvc_say(why, whylen, "program headers unreadable: %s",
 			 elf_errmsg(-1));
 		return -EBADMSG;
 	}
 	if (n == 0) {
-		psvc_core_say(why, whylen, "no program headers: a core without "
+		psvc_say(why, whylen, "no program headers: a core without "
 			 "threads or memory");
 		return -EBADMSG;
 	}
 	uint64_t bytes, end;
 	if (n > MAX_SEGMENTS || !psvc_mul_ok(n, sizeof(Elf64_Phdr), &bytes) ||
 	    !psvc_add_ok(eh.e_phoff, bytes, &end) || end > c->image_len) {
-		psvc_core_say(why, whylen, "%zu program headers at offset %#" PRIx64
+		psvc_say(why, whylen, "%zu program headers at offset %#" PRIx64
 			 " do not fit in the %" PRIu64 " bytes read", n,
 			 (uint64_t)eh.e_phoff, c->image_len);
 		return -EBADMSG;

@@ -111,8 +111,6 @@ struct psvc_core {
 /* core.c */
 void psvc_core_warn(struct psvc_core *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-void psvc_core_say(char *why, size_t whylen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 /* The segment holding addr, or NULL. */
 const struct core_seg *psvc_core_seg_for(const struct psvc_core *c, uint64_t addr);
 /* The identification, type and machine from the first n bytes of the

@@ -91,7 +91,7 @@ static int read_phdrs(struct psvc_core *c, struct zstream *z,
 		    phend > MAX_PHDR_BYTES ||
 		    (err = head_fill(c, z, phend, &ended, why, whylen)) ||
 		    c->image_len < phend) {
-			psvc_core_say(why, whylen, "a PN_XNUM core whose first program "
+			psvc_say(why, whylen, "a PN_XNUM core whose first program "
 				 "header cannot be read");
 			return err == -ENOMEM ? err : -EBADMSG;
 		}
@@ -99,7 +99,7 @@ static int read_phdrs(struct psvc_core *c, struct zstream *z,
 		memcpy(&p0, c->image + phoff, sizeof p0);
 		uint64_t off0 = le64toh(p0.p_offset);
 		if (off0 <= phoff || (off0 - phoff) % sizeof(Elf64_Phdr)) {
-			psvc_core_say(why, whylen, "a PN_XNUM core whose segment count "
+			psvc_say(why, whylen, "a PN_XNUM core whose segment count "
 				 "cannot be told from its layout (first data at "
 				 "%#" PRIx64 ")", off0);
 			return -EBADMSG;
@@ -108,14 +108,14 @@ static int read_phdrs(struct psvc_core *c, struct zstream *z,
 	}
 	if (!psvc_mul_ok(phnum, sizeof(Elf64_Phdr), &bytes) ||
 	    !psvc_add_ok(phoff, bytes, &phend) || phend > MAX_PHDR_BYTES) {
-		psvc_core_say(why, whylen, "%" PRIu64 " program headers at offset %#"
+		psvc_say(why, whylen, "%" PRIu64 " program headers at offset %#"
 			 PRIx64 ": more than any process has", phnum, phoff);
 		return -EBADMSG;
 	}
 	if ((err = head_fill(c, z, phend, &ended, why, whylen)))
 		return err == -ENOMEM ? err : -EBADMSG;
 	if (c->image_len < phend) {
-		psvc_core_say(why, whylen, "the %s stream ends at offset %" PRIu64
+		psvc_say(why, whylen, "the %s stream ends at offset %" PRIu64
 			 ", inside the program headers", psvc_core_zip_name(c->zip),
 			 c->image_len);
 		return -EBADMSG;
@@ -141,7 +141,7 @@ static int read_phdrs(struct psvc_core *c, struct zstream *z,
 	}
 	Elf *elf = elf_memory((char *)hdr, hlen);
 	if (!elf) {
-		psvc_core_say(why, whylen, "libelf cannot read the headers: %s",
+		psvc_say(why, whylen, "libelf cannot read the headers: %s",
 			 elf_errmsg(-1));
 		free(hdr);
 		return -EBADMSG;
@@ -183,7 +183,7 @@ static int read_notes(struct psvc_core *c, struct zstream *z,
 	if (!nnotes)
 		return 0;
 	if (nhi - nlo > c->opts.max_note_bytes) {
-		psvc_core_say(why, whylen, "%" PRIu64 " bytes of notes: more than the "
+		psvc_say(why, whylen, "%" PRIu64 " bytes of notes: more than the "
 			 "limit of %" PRIu64, nhi - nlo, c->opts.max_note_bytes);
 		return -EBADMSG;
 	}
@@ -208,7 +208,7 @@ static int read_notes(struct psvc_core *c, struct zstream *z,
 		uint64_t pos = c->image_len;
 		int err = nlo > pos ? skip_to(z, &pos, nlo, scratch, zwhy, sizeof zwhy) : 0;
 		if (err) {
-			psvc_core_say(why, whylen, "the notes at offset %" PRIu64 " "
+			psvc_say(why, whylen, "the notes at offset %" PRIu64 " "
 				 "cannot be reached: the %s stream %s at offset %"
 				 PRIu64 "%s%s", nlo, psvc_core_zip_name(c->zip),
 				 err == -ENODATA ? "ends" : "breaks", pos,
@@ -239,7 +239,7 @@ static int read_notes(struct psvc_core *c, struct zstream *z,
 		c->notes_len = have;
 		base = c->notes_buf - nlo;	/* indexed by file offset */
 		if (psvc_zstream_rewind(z) != 0) {
-			psvc_core_say(why, whylen, "cannot read the compressed core "
+			psvc_say(why, whylen, "cannot read the compressed core "
 				 "again from its start");
 			return -EIO;
 		}
@@ -602,7 +602,7 @@ int psvc_core_zip_load(struct psvc_core *c, char *why, size_t whylen)
 		goto out;
 	psvc_core_notes_done(c);
 	if (!c->nthreads) {
-		psvc_core_say(why, whylen, "no thread in the %s-compressed core (no "
+		psvc_say(why, whylen, "no thread in the %s-compressed core (no "
 			 "NT_PRSTATUS note could be read)",
 			 psvc_core_zip_name(c->zip));
 		err = -EBADMSG;
@@ -634,7 +634,7 @@ int psvc_core_zip_load(struct psvc_core *c, char *why, size_t whylen)
 	err = psvc_core_build_maps(c);
 out:
 	if (err == -ENOMEM)
-		psvc_core_say(why, whylen, "out of memory");
+		psvc_say(why, whylen, "out of memory");
 	free(w.v);
 	free(order);
 	free(notes);

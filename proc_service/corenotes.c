@@ -51,12 +51,6 @@
 #ifndef NT_X86_XSTATE
 #define NT_X86_XSTATE 0x202
 #endif
-#ifndef NT_ARM_TLS
-#define NT_ARM_TLS 0x401
-#endif
-#ifndef NT_ARM_SYSTEM_CALL
-#define NT_ARM_SYSTEM_CALL 0x404
-#endif
 #ifndef NT_SIGINFO
 #define NT_SIGINFO 0x53494749
 #endif

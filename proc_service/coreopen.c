@@ -23,12 +23,12 @@
 static int open_plain(struct psvc_core *c, char *why, size_t whylen)
 {
 	if (c->file_size < sizeof(Elf64_Ehdr)) {
-		psvc_core_say(why, whylen, "%" PRIu64 " bytes: too short for an ELF "
+		psvc_say(why, whylen, "%" PRIu64 " bytes: too short for an ELF "
 			 "core", c->file_size);
 		return -EBADMSG;
 	}
 	if (c->file_size > SIZE_MAX) {
-		psvc_core_say(why, whylen, "too big to map");
+		psvc_say(why, whylen, "too big to map");
 		return -EFBIG;
 	}
 	/* MAP_PRIVATE and writable: libelf may convert in place, which must
@@ -37,7 +37,7 @@ static int open_plain(struct psvc_core *c, char *why, size_t whylen)
 		       MAP_PRIVATE | MAP_NORESERVE, c->fd, 0);
 	if (p == MAP_FAILED) {
 		int err = -errno;
-		psvc_core_say(why, whylen, "cannot map the core: %s", strerror(errno));
+		psvc_say(why, whylen, "cannot map the core: %s", strerror(errno));
 		return err;
 	}
 	c->image = p;
@@ -48,7 +48,7 @@ static int open_plain(struct psvc_core *c, char *why, size_t whylen)
 		return err;
 	Elf *elf = elf_memory((char *)c->image, c->image_len);
 	if (!elf) {
-		psvc_core_say(why, whylen, "libelf cannot read it: %s", elf_errmsg(-1));
+		psvc_say(why, whylen, "libelf cannot read it: %s", elf_errmsg(-1));
 		return -EBADMSG;
 	}
 	struct core_note_range *notes;
@@ -83,7 +83,7 @@ static int open_plain(struct psvc_core *c, char *why, size_t whylen)
 		return err;
 	psvc_core_notes_done(c);
 	if (!c->nthreads) {
-		psvc_core_say(why, whylen, "no thread in the core (no NT_PRSTATUS "
+		psvc_say(why, whylen, "no thread in the core (no NT_PRSTATUS "
 			 "note could be read%s)", c->file_size < c->expected_size ?
 			 ": the file is truncated" : "");
 		return -EBADMSG;
@@ -98,7 +98,7 @@ int psvc_core_open_fd(int fd, const struct psvc_core_opts *opts,
 	*ret = NULL;
 	struct stat st;
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		psvc_core_say(why, whylen, "not a regular file");
+		psvc_say(why, whylen, "not a regular file");
 		close(fd);
 		return -ENXIO;
 	}
@@ -106,14 +106,14 @@ int psvc_core_open_fd(int fd, const struct psvc_core_opts *opts,
 	ssize_t got = pread(fd, magic, sizeof magic, 0);
 	if (got < 0) {
 		int err = -errno;
-		psvc_core_say(why, whylen, "cannot read it: %s", strerror(errno));
+		psvc_say(why, whylen, "cannot read it: %s", strerror(errno));
 		close(fd);
 		return err;
 	}
 	const char *zname = NULL;
 	int zip = psvc_zip_detect(magic, (size_t)got, &zname);
 	if (zip < 0) {
-		psvc_core_say(why, whylen, "a %s-compressed file: tinspect reads "
+		psvc_say(why, whylen, "a %s-compressed file: tinspect reads "
 			 "plain cores and zstd, xz and lz4 ones (decompress "
 			 "it first)", zname);
 		close(fd);
@@ -155,7 +155,7 @@ int psvc_core_open(const char *path, const struct psvc_core_opts *opts,
 	*ret = NULL;
 	int fd = psvc_open_regular(path, NULL);
 	if (fd < 0) {
-		psvc_core_say(why, whylen, "%s: %s", path, psvc_open_strerror(fd));
+		psvc_say(why, whylen, "%s: %s", path, psvc_open_strerror(fd));
 		return fd;
 	}
 	return psvc_core_open_fd(fd, opts, ret, why, whylen);

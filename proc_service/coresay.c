@@ -1,7 +1,8 @@
 /*
- * coresay.c: the core reader's messages - why an open failed (why[]), the
- * warnings a damaged core earns, the names of compressions.  A leaf: every
- * other file of the reader uses it, it uses none of them.
+ * coresay.c: the core reader's messages - why an open failed (why[],
+ * psvc_say(), which the layout's reasons use too), the warnings a damaged
+ * core earns, the names of compressions.  A leaf: every other file of the
+ * reader uses it, it uses none of them.
  */
 #include "core_int.h"
 
@@ -12,7 +13,7 @@
 
 #define MAX_WARNINGS 64
 
-void psvc_core_say(char *why, size_t whylen, const char *fmt, ...)
+void psvc_say(char *why, size_t whylen, const char *fmt, ...)
 {
 	if (!why || !whylen)
 		return;

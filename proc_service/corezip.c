@@ -171,14 +171,14 @@ ssize_t psvc_zstream_read(struct zstream *z, void *buf, size_t cap, char *why,
 	while (got == 0 && !z->done) {
 		int err = fill(z);
 		if (err) {
-			psvc_core_say(why, whylen, "cannot read the compressed core: %s",
+			psvc_say(why, whylen, "cannot read the compressed core: %s",
 				 strerror(-err));
 			return err;
 		}
 		size_t avail = z->in_len - z->in_pos;
 		if (z->in_eof && avail == 0 && z->zip != PSVC_CORE_XZ) {
 			if (z->mid_frame) {
-				psvc_core_say(why, whylen, "the %s stream ends inside "
+				psvc_say(why, whylen, "the %s stream ends inside "
 					 "a frame: the compressed file is truncated",
 					 psvc_core_zip_name(z->zip));
 				return -EIO;
@@ -192,7 +192,7 @@ ssize_t psvc_zstream_read(struct zstream *z, void *buf, size_t cap, char *why,
 			ZSTD_outBuffer out = { buf, cap, 0 };
 			size_t r = ZSTD_decompressStream(z->zd, &out, &in);
 			if (ZSTD_isError(r)) {
-				psvc_core_say(why, whylen, "%s", ZSTD_getErrorName(r));
+				psvc_say(why, whylen, "%s", ZSTD_getErrorName(r));
 				return -EIO;
 			}
 			z->in_pos = in.pos;
@@ -212,11 +212,11 @@ ssize_t psvc_zstream_read(struct zstream *z, void *buf, size_t cap, char *why,
 			if (r == LZMA_STREAM_END) {
 				z->done = true;
 			} else if (r == LZMA_BUF_ERROR && z->in_eof) {
-				psvc_core_say(why, whylen, "the xz stream ends early: "
+				psvc_say(why, whylen, "the xz stream ends early: "
 					 "the compressed file is truncated");
 				return got ? (ssize_t)got : -EIO;
 			} else if (r != LZMA_OK) {
-				psvc_core_say(why, whylen, "xz: %s", r == LZMA_MEMLIMIT_ERROR ?
+				psvc_say(why, whylen, "xz: %s", r == LZMA_MEMLIMIT_ERROR ?
 					 "the stream needs more than 256 MiB to decode" :
 					 r == LZMA_FORMAT_ERROR ? "not an xz stream" :
 					 r == LZMA_DATA_ERROR ? "corrupt data" :
@@ -230,7 +230,7 @@ ssize_t psvc_zstream_read(struct zstream *z, void *buf, size_t cap, char *why,
 			size_t r = LZ4F_decompress(z->lz4, buf, &dst,
 						   z->in + z->in_pos, &src, NULL);
 			if (LZ4F_isError(r)) {
-				psvc_core_say(why, whylen, "lz4: %s", LZ4F_getErrorName(r));
+				psvc_say(why, whylen, "lz4: %s", LZ4F_getErrorName(r));
 				return -EIO;
 			}
 			z->in_pos += src;

@@ -28,19 +28,6 @@
  * 2368 bytes on x86_64, the key table 16 KiB). */
 #define MAX_ELEM_BITS (64u * 1024 * 8)
 
-static void say(char *why, size_t whylen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void say(char *why, size_t whylen, const char *fmt, ...)
-{
-	if (!why || !whylen)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(why, whylen, fmt, ap);
-	va_end(ap);
-}
-
 bool psvc_add_ok(uint64_t a, uint64_t b, uint64_t *ret)
 {
 	return !__builtin_add_overflow(a, b, ret);
@@ -65,16 +52,16 @@ int psvc_desc_read(const struct psvc_layout_src *src, const char *name,
 	uint64_t a;
 	uint32_t d[3];
 	if (!src->lookup || src->lookup(src->ctx, name, &a)) {
-		say(why, whylen, "no %s descriptor in the target", name);
+		psvc_say(why, whylen, "no %s descriptor in the target", name);
 		return -ENOENT;
 	}
 	if (!src->read || src->read(src->ctx, a, d, sizeof d)) {
-		say(why, whylen, "%s at %#" PRIx64 " cannot be read", name, a);
+		psvc_say(why, whylen, "%s at %#" PRIx64 " cannot be read", name, a);
 		return -EFAULT;
 	}
 	if (d[0] & 0xff000000u) {
-		say(why, whylen, "%s has size %#x bits (another byte order, or "
-		    "garbage)", name, d[0]);
+		psvc_say(why, whylen, "%s has size %#x bits (another byte order, or "
+			 "garbage)", name, d[0]);
 		return -EPROTO;
 	}
 	ret->bits = d[0];
@@ -90,16 +77,16 @@ int psvc_sizeof_read(const struct psvc_layout_src *src, const char *name,
 	uint64_t a;
 	uint32_t v;
 	if (!src->lookup || src->lookup(src->ctx, name, &a)) {
-		say(why, whylen, "no %s in the target", name);
+		psvc_say(why, whylen, "no %s in the target", name);
 		return -ENOENT;
 	}
 	if (!src->read || src->read(src->ctx, a, &v, sizeof v)) {
-		say(why, whylen, "%s at %#" PRIx64 " cannot be read", name, a);
+		psvc_say(why, whylen, "%s at %#" PRIx64 " cannot be read", name, a);
 		return -EFAULT;
 	}
 	if (v < min || v > max) {
-		say(why, whylen, "%s is %" PRIu32 " (%#" PRIx32 "), not %" PRIu32
-		    " to %" PRIu32 " bytes", name, v, v, min, max);
+		psvc_say(why, whylen, "%s is %" PRIu32 " (%#" PRIx32 "), not %" PRIu32
+			 " to %" PRIu32 " bytes", name, v, v, min, max);
 		return -ERANGE;
 	}
 	*ret = v;
@@ -112,28 +99,28 @@ int psvc_field_check(const char *name, const struct psvc_desc *d,
 {
 	const char *sname = rule->struct_name ? rule->struct_name : "its struct";
 	if (d->bits == 0 || d->bits % 8 || d->bits > MAX_ELEM_BITS) {
-		say(why, whylen, "%s: element size %" PRIu32 " bits is not a "
-		    "whole number of bytes up to 64 KiB", name, d->bits);
+		psvc_say(why, whylen, "%s: element size %" PRIu32 " bits is not a "
+			 "whole number of bytes up to 64 KiB", name, d->bits);
 		return -ERANGE;
 	}
 	if (rule->elem_bits && d->bits != rule->elem_bits) {
-		say(why, whylen, "%s: element size %" PRIu32 " bits, expected %"
-		    PRIu32, name, d->bits, rule->elem_bits);
+		psvc_say(why, whylen, "%s: element size %" PRIu32 " bits, expected %"
+			 PRIu32, name, d->bits, rule->elem_bits);
 		return -ERANGE;
 	}
 	/* count 0 is how a flexible array member is described */
 	uint64_t count = d->count ? d->count : rule->min_count;
 	if (count < rule->min_count || count > rule->max_count) {
-		say(why, whylen, "%s: count %" PRIu32 " is not %" PRIu64 " to %"
-		    PRIu64, name, d->count, rule->min_count, rule->max_count);
+		psvc_say(why, whylen, "%s: count %" PRIu32 " is not %" PRIu64 " to %"
+			 PRIu64, name, d->count, rule->min_count, rule->max_count);
 		return -ERANGE;
 	}
 	uint64_t elem = d->bits / 8, bytes;
 	if (!psvc_mul_ok(elem, count, &bytes) ||
 	    !psvc_span_ok(d->offset, bytes, rule->struct_size)) {
-		say(why, whylen, "%s: offset %#" PRIx32 " + %" PRIu64 " bytes "
-		    "lies outside %s (%" PRIu64 " bytes)", name, d->offset,
-		    bytes, sname, rule->struct_size);
+		psvc_say(why, whylen, "%s: offset %#" PRIx32 " + %" PRIu64 " bytes "
+			 "lies outside %s (%" PRIu64 " bytes)", name, d->offset,
+			 bytes, sname, rule->struct_size);
 		return -ERANGE;
 	}
 	ret->offset = d->offset;

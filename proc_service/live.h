@@ -158,6 +158,8 @@ void psvc_live_observe_end(struct psvc_target *t);
 int psvc_live_observed_regs(struct psvc_target *t, struct psvc_task *k);
 
 /* live_mem.c */
+/* Open /proc/PID/mem once (L->mem_fd, kept): 0, -ESRCH (gone) or -errno. */
+int psvc_live_open_mem(struct psvc_target *t);
 int psvc_live_read(struct psvc_target *t, uint64_t addr, void *buf, size_t len);
 void psvc_live_read_runs(struct psvc_target *t, struct psvc_run *runs,
 			 size_t n);

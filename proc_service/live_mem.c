@@ -23,7 +23,7 @@
 #define IOV_MAX 1024
 #endif
 
-static int open_proc_mem(struct psvc_target *t)
+int psvc_live_open_mem(struct psvc_target *t)
 {
 	struct psvc_live *L = psvc_live(t);
 	if (L->mem_fd >= 0)
@@ -52,7 +52,7 @@ static int read_proc_mem(struct psvc_target *t, uint64_t addr, void *buf,
 			 size_t len)
 {
 	struct psvc_live *L = psvc_live(t);
-	int err = open_proc_mem(t);
+	int err = psvc_live_open_mem(t);
 	if (err)
 		return err;
 	size_t done = 0;
@@ -110,7 +110,7 @@ static void run_proc_mem(struct psvc_target *t, struct psvc_run *r,
 {
 	struct psvc_live *L = psvc_live(t);
 	r->done = 0;
-	if (open_proc_mem(t))
+	if (psvc_live_open_mem(t))
 		return;
 	struct psvc_seg whole = { r->buf, r->len };
 	const struct psvc_seg *segs = r->segs ? r->segs : &whole;

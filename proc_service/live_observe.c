@@ -64,17 +64,10 @@ static bool observable(const struct psvc_taskinfo *ti)
  */
 static int may_read(struct psvc_target *t)
 {
-	struct psvc_live *L = psvc_live(t);
-	if (L->mem_fd >= 0)
-		return 0;
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/mem", (int)L->mm_tid);
-	L->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (L->mem_fd >= 0)
-		return 0;
-	if (errno == EACCES || errno == EPERM)
+	int err = psvc_live_open_mem(t);
+	if (err == -EACCES || err == -EPERM)
 		return -EPERM;
-	return errno == ENOENT || errno == ESRCH ? -ESRCH : 0;
+	return err == -ESRCH ? -ESRCH : 0;
 }
 
 int psvc_live_observe(struct psvc_target *t)

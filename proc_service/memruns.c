@@ -98,36 +98,52 @@ static void scratch_unmap(struct psvc_runs *rs)
 	rs->scratch_cap = 0;
 }
 
-/* Room for n parts of runs (kept for the next copies). */
-static struct psvc_seg *seg_list(struct psvc_runs *rs, size_t n, bool prefault)
+/* Scratch storage of need bytes at least: more than was reserved is mapped
+ * now (the caller has just cleared the set, so no run points into the old
+ * storage).  false when it cannot be mapped. */
+static bool scratch_room(struct psvc_runs *rs, size_t need)
 {
-	if (n > rs->segs_cap) {
-		struct psvc_seg *v = malloc(n * sizeof *v);
+	if (need > rs->scratch_cap) {
+		scratch_unmap(rs);
+		rs->scratch_buf = runs_mmap(need);
+		if (!rs->scratch_buf)
+			return false;
+		rs->scratch_cap = need;
+	}
+	return true;
+}
+
+/* Room for n entries of size bytes in *list (of *cap; kept for the next
+ * copies, its contents not), touched first if prefault; NULL when out of
+ * memory. */
+static void *kept_list(void **list, size_t *cap, size_t n, size_t size,
+		       bool prefault)
+{
+	if (n > *cap) {
+		void *v = malloc(n * size);
 		if (!v)
 			return NULL;
 		if (prefault)
-			memset(v, 0, n * sizeof *v);
-		free(rs->segs);
-		rs->segs = v;
-		rs->segs_cap = n;
+			memset(v, 0, n * size);
+		free(*list);
+		*list = v;
+		*cap = n;
 	}
-	return rs->segs;
+	return *list;
+}
+
+/* Room for n parts of runs (kept for the next copies). */
+static struct psvc_seg *seg_list(struct psvc_runs *rs, size_t n, bool prefault)
+{
+	return kept_list((void **)&rs->segs, &rs->segs_cap, n, sizeof *rs->segs,
+			 prefault);
 }
 
 /* A read list of n runs (kept for the next copies). */
 static struct psvc_run *io_list(struct psvc_runs *rs, size_t n, bool prefault)
 {
-	if (n > rs->io_cap) {
-		struct psvc_run *v = malloc(n * sizeof *v);
-		if (!v)
-			return NULL;
-		if (prefault)
-			memset(v, 0, n * sizeof *v);
-		free(rs->io);
-		rs->io = v;
-		rs->io_cap = n;
-	}
-	return rs->io;
+	return kept_list((void **)&rs->io, &rs->io_cap, n, sizeof *rs->io,
+			 prefault);
 }
 
 void psvc_runs_reserve_scratch(struct psvc_target *t, size_t bytes, size_t nruns,
@@ -250,15 +266,8 @@ void psvc_copy_scratch(struct psvc_target *t, const struct psvc_range *r,
 	for (size_t i = 0; i < n; i++)
 		if (r[i].len <= UINT32_MAX)
 			need += ((size_t)r[i].len + RUN_ALIGN - 1) & ~(size_t)(RUN_ALIGN - 1);
-	if (need > rs->scratch_cap) {
-		/* more than was reserved: mapped now (the set was just
-		 * cleared, no run points into the old storage) */
-		scratch_unmap(rs);
-		rs->scratch_buf = runs_mmap(need);
-		if (!rs->scratch_buf)
-			return;
-		rs->scratch_cap = need;
-	}
+	if (!scratch_room(rs, need))
+		return;
 	copy_into(t, &rs->scratch, r, n, rs->scratch_buf);
 }
 
@@ -406,13 +415,8 @@ void psvc_copy_stacks(struct psvc_target *t, const struct psvc_stack_copy *c,
 	size_t need = 0;
 	for (size_t i = 0; i < n; i++)
 		need += c[i].pd ? per : 0;
-	if (need > rs->scratch_cap) {
-		scratch_unmap(rs);
-		rs->scratch_buf = runs_mmap(need);
-		if (!rs->scratch_buf)
-			return;
-		rs->scratch_cap = need;
-	}
+	if (!scratch_room(rs, need))
+		return;
 	/* a thread's runs: 2 at most, and a retry of its struct only where
 	 * it had 1; its parts: the kept bytes, a gap, and the pieces with
 	 * the gaps between them */

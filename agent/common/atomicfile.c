@@ -40,6 +40,18 @@ static char *temp_template(const char *path, char **ret_dir)
 	return t;
 }
 
+/* Create the temporary file for path (*ret_tmp: its name, malloc'ed, NULL
+ * when out of memory; *ret_dir: path's directory, if asked): its
+ * descriptor, or -errno. */
+static int temp_create(const char *path, char **ret_tmp, char **ret_dir)
+{
+	*ret_tmp = temp_template(path, ret_dir);
+	if (!*ret_tmp)
+		return -ENOMEM;
+	int fd = mkostemp(*ret_tmp, O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
 static int write_all(int fd, const void *data, size_t len)
 {
 	const char *p = data;
@@ -59,14 +71,11 @@ static int write_all(int fd, const void *data, size_t len)
 int atomicfile_replace(const char *path, const void *data, size_t len,
 		       unsigned mode)
 {
-	char *dir = NULL;
-	char *tmp = temp_template(path, &dir);
-	if (!tmp)
-		return -ENOMEM;
+	char *dir = NULL, *tmp;
 	int err = 0;
-	int fd = mkostemp(tmp, O_CLOEXEC);
+	int fd = temp_create(path, &tmp, &dir);
 	if (fd < 0) {
-		err = -errno;
+		err = fd;
 		goto out;
 	}
 	/* mkstemp makes it 0600: the collector may run as another user */
@@ -99,17 +108,12 @@ int atomicfile_check(const char *path)
 	struct stat st;
 	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
 		return -EISDIR;
-	char *tmp = temp_template(path, NULL);
-	if (!tmp)
-		return -ENOMEM;
-	int err = 0;
-	int fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		err = -errno;
-	} else {
+	char *tmp;
+	int fd = temp_create(path, &tmp, NULL);
+	if (fd >= 0) {
 		close(fd);
 		unlink(tmp);
 	}
 	free(tmp);
-	return err;
+	return fd < 0 ? fd : 0;
 }

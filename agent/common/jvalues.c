@@ -1,8 +1,10 @@
 /*
  * jvalues.c: values that the snapshot document (json/) and the watch
- * stream's lines (watch/) write alike: a symbol object, and a thread id
- * that is null when it is not known.
+ * stream's lines (watch/, lockorder/) write alike: a symbol object, a
+ * thread id that is null when it is not known, and the members every
+ * stream line starts with.
  */
+#include "agent.h"
 #include "jwriter.h"
 
 void json_symbol(struct jw *w, const tinspect_symbol *s)
@@ -21,4 +23,13 @@ void json_tid(struct jw *w, const char *k, pid_t tid)
 		jw_kint(w, k, tid);
 	else
 		jw_knull(w, k);
+}
+
+void json_line_head(struct jw *w, const char *kind, pid_t pid, const char *when)
+{
+	jw_obj(w);
+	jw_kstr(w, "format_version", TINSPECT_FORMAT_VERSION);
+	jw_kstr(w, "kind", kind);
+	jw_kint(w, "pid", pid);
+	jw_kstr(w, "time", when);
 }

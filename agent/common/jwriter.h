@@ -78,6 +78,9 @@ bool agent_json_same_key(const char *a, const char *b);
 /* jvalues.c: a symbol object; "k": a tid, or null for 0 (unknown). */
 void json_symbol(struct jw *w, const tinspect_symbol *s);
 void json_tid(struct jw *w, const char *k, pid_t tid);
+/* jvalues.c: open a stream line's object (watch/, lockorder/'s events) with
+ * the members every line starts with: format_version, kind, pid, time. */
+void json_line_head(struct jw *w, const char *kind, pid_t pid, const char *when);
 
 /* waitage.c: "waiting_since", "waiting_seconds" of a thread object, when
  * known. */

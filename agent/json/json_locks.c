@@ -241,7 +241,8 @@ static void lock_json(struct jw *w, const tinspect_lock *l)
 }
 
 /* "threads" and "locks" of a cycle or a stall, in their order */
-static void cycles_json(struct jw *w, const tinspect_snapshot *snap)
+void json_cycles(struct jw *w, const tinspect_snapshot *snap,
+		 void (*lock_value)(struct jw *w, const tinspect_lock *l))
 {
 	jw_arr(w);
 	for (size_t i = 0, n = tinspect_snapshot_ncycles(snap); i < n; i++) {
@@ -256,7 +257,7 @@ static void cycles_json(struct jw *w, const tinspect_snapshot *snap)
 		jw_key(w, "locks");
 		jw_arr(w);
 		for (size_t k = 0; k < len; k++)
-			lockref_json(w, tinspect_cycle_lock(c, k));
+			lock_value(w, tinspect_cycle_lock(c, k));
 		jw_arr_end(w);
 		jw_obj_end(w);
 	}
@@ -312,7 +313,7 @@ void json_locks(struct jw *w, const tinspect_snapshot *snap)
 		jw_arr(w);
 		jw_arr_end(w);
 	} else {
-		cycles_json(w, snap);
+		json_cycles(w, snap, lockref_json);
 	}
 	jw_key(w, "stalls");
 	if (candidates) {
@@ -325,7 +326,7 @@ void json_locks(struct jw *w, const tinspect_snapshot *snap)
 		jw_key(w, "unconfirmed");
 		jw_obj(w);
 		jw_key(w, "deadlocks");
-		cycles_json(w, snap);
+		json_cycles(w, snap, lockref_json);
 		jw_key(w, "stalls");
 		stalls_json(w, snap);
 		jw_obj_end(w);

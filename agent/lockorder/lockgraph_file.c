@@ -91,9 +91,8 @@ void lg_json_evidence(struct jw *w, const struct lg_evidence *ev)
 	}
 }
 
-static void put_lock(struct jw *w, const struct lg_lock *l)
+void lg_json_lock(struct jw *w, const struct lg_lock *l)
 {
-	jw_obj(w);
 	jw_kstr(w, "key", l->key);
 	jw_kstr(w, "kind", lg_kind_name(l->kind));
 	jw_khex(w, "addr", l->addr);
@@ -101,6 +100,12 @@ static void put_lock(struct jw *w, const struct lg_lock *l)
 	jw_kstr(w, "symbol", l->symbol);
 	jw_kstr(w, "module", l->module);
 	jw_kint(w, "offset", (int64_t)(l->offset & INT64_MAX));
+}
+
+static void put_lock(struct jw *w, const struct lg_lock *l)
+{
+	jw_obj(w);
+	lg_json_lock(w, l);
 	jw_key(w, "sites");
 	jw_arr(w);
 	for (size_t k = 0; k < l->nsites; k++) {

@@ -101,6 +101,9 @@ int lg_file_render(const struct lockgraph *g, bool pretty, char **ret,
 void lg_json_stack(struct jw *w, const struct lg_stack *st);
 void lg_json_seen(struct jw *w, const struct lg_seen *s, const char *stack_key);
 void lg_json_thread(struct jw *w, const struct lg_thread *t);
+/* The members that name a lock: key, kind, addr, pid, symbol, module,
+ * offset. */
+void lg_json_lock(struct jw *w, const struct lg_lock *l);
 /* The members of one evidence of an order: the waiting observation and
  * stack, the frame that holds the first lock, where it was seen held. */
 void lg_json_evidence(struct jw *w, const struct lg_evidence *ev);

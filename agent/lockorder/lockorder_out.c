@@ -200,26 +200,16 @@ static void json_time(struct jw *w, const char *k, int64_t ns)
 	jw_kstr(w, k, t);
 }
 
-static void json_lock_ref(struct jw *w, const struct lg_lock *l)
-{
-	jw_obj(w);
-	jw_kstr(w, "key", l->key);
-	jw_kstr(w, "kind", lg_kind_name(l->kind));
-	jw_khex(w, "addr", l->addr);
-	jw_kint(w, "pid", l->pid);
-	jw_kstr(w, "symbol", l->symbol);
-	jw_kstr(w, "module", l->module);
-	jw_kint(w, "offset", (int64_t)(l->offset & INT64_MAX));
-	jw_obj_end(w);
-}
-
 static void inversion_members(struct jw *w, const struct lockgraph *g,
 			      const struct lg_inversion *inv)
 {
 	jw_key(w, "locks");
 	jw_arr(w);
-	for (size_t i = 0; i < inv->n; i++)
-		json_lock_ref(w, &g->locks[inv->locks[i]]);
+	for (size_t i = 0; i < inv->n; i++) {
+		jw_obj(w);
+		lg_json_lock(w, &g->locks[inv->locks[i]]);
+		jw_obj_end(w);
+	}
 	jw_arr_end(w);
 	jw_key(w, "orders");
 	jw_arr(w);
@@ -294,13 +284,11 @@ void lockorder_summary_json(struct jw *w, const struct lockorder *lo)
 static void event_json(const struct lockgraph *g, const struct lg_inversion *inv,
 		       pid_t pid, FILE *f)
 {
+	char t[64];
+	agent_iso_time_ns(inv->found_ns, t, sizeof t);
 	struct jw w;
 	jw_init(&w, f, false);
-	jw_obj(&w);
-	jw_kstr(&w, "format_version", TINSPECT_FORMAT_VERSION);
-	jw_kstr(&w, "kind", "event");
-	jw_kint(&w, "pid", pid);
-	json_time(&w, "time", inv->found_ns);
+	json_line_head(&w, "event", pid, t);
 	jw_kstr(&w, "event", "lock_order_inversion");
 	jw_kbool(&w, "potential_deadlock", true);
 	inversion_members(&w, g, inv);

@@ -41,11 +41,7 @@ static void interval_line(const struct duty *d, const tinspect_snapshot *snap,
 	}
 	struct jw w;
 	jw_init(&w, f, false);
-	jw_obj(&w);
-	jw_kstr(&w, "format_version", TINSPECT_FORMAT_VERSION);
-	jw_kstr(&w, "kind", "event");
-	jw_kint(&w, "pid", pid);
-	jw_kstr(&w, "time", t);
+	json_line_head(&w, "event", pid, t);
 	jw_kstr(&w, "event", "interval_changed");
 	jw_key(&w, "interval_s");
 	jw_real(&w, (double)d->interval_ns / 1e9);

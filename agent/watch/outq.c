@@ -121,26 +121,41 @@ struct outq *outq_start(int fd, size_t limit, volatile sig_atomic_t *cancel,
 	return q;
 }
 
+/* A copy of len bytes to queue; NULL when out of memory. */
+static struct line *line_new(const char *data, size_t len)
+{
+	struct line *l = malloc(sizeof *l + len);
+	if (!l)
+		return NULL;
+	memcpy(l->data, data, len);
+	l->len = len;
+	l->next = NULL;
+	return l;
+}
+
+/* Queue l after the others and wake the writer (q->lock held). */
+static void enqueue(struct outq *q, struct line *l)
+{
+	if (q->tail)
+		q->tail->next = l;
+	else
+		q->head = l;
+	q->tail = l;
+	q->bytes += l->len;
+	pthread_cond_signal(&q->more);
+}
+
 /* Queue one line (its bytes, newline included).  Returns false if it was
  * dropped because the queue is full. */
 bool outq_put(struct outq *q, const char *data, size_t len)
 {
-	struct line *l = malloc(sizeof *l + len);
+	struct line *l = line_new(data, len);
 	if (!l)
 		return false;
-	memcpy(l->data, data, len);
-	l->len = len;
-	l->next = NULL;
 	pthread_mutex_lock(&q->lock);
 	bool ok = !q->error && q->bytes + len <= q->limit;
 	if (ok) {
-		if (q->tail)
-			q->tail->next = l;
-		else
-			q->head = l;
-		q->tail = l;
-		q->bytes += len;
-		pthread_cond_signal(&q->more);
+		enqueue(q, l);
 	} else if (!q->error) {
 		q->dropped++;
 	}
@@ -198,12 +213,9 @@ int outq_finish(struct outq *q)
 static ssize_t stream_write(void *cookie, const char *buf, size_t len)
 {
 	struct outq *q = cookie;
-	struct line *l = malloc(sizeof *l + len);
+	struct line *l = line_new(buf, len);
 	if (!l)
 		return -1;
-	memcpy(l->data, buf, len);
-	l->len = len;
-	l->next = NULL;
 	pthread_mutex_lock(&q->lock);
 	while (!q->error && q->bytes && q->bytes + len > STREAM_BOUND &&
 	       !(q->cancel && *q->cancel)) {
@@ -221,13 +233,7 @@ static ssize_t stream_write(void *cookie, const char *buf, size_t len)
 		free(l);
 		return -1;
 	}
-	if (q->tail)
-		q->tail->next = l;
-	else
-		q->head = l;
-	q->tail = l;
-	q->bytes += len;
-	pthread_cond_signal(&q->more);
+	enqueue(q, l);
 	pthread_mutex_unlock(&q->lock);
 	return (ssize_t)len;
 }

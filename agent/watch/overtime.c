@@ -126,11 +126,7 @@ static void event_head(struct jw *w, const struct overtime *o, int64_t now,
 {
 	char t[64];
 	agent_iso_time_ns(now, t, sizeof t);
-	jw_obj(w);
-	jw_kstr(w, "format_version", TINSPECT_FORMAT_VERSION);
-	jw_kstr(w, "kind", "event");
-	jw_kint(w, "pid", o->pid);
-	jw_kstr(w, "time", t);
+	json_line_head(w, "event", o->pid, t);
 	jw_kstr(w, "event", event);
 }
 

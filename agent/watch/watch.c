@@ -16,6 +16,7 @@
 #include "agent.h"
 #include "common.h"
 #include "formats.h"
+#include "json.h"
 #include "jwriter.h"
 #include "lockorder.h"
 #include "outq.h"
@@ -90,15 +91,7 @@ static bool jline_open(struct jline *l, const char *kind, pid_t pid, int64_t sec
 	char t[64];
 	agent_iso_time(sec, nsec, t, sizeof t);
 	jw_init(&l->w, l->m.f, false);
-	jw_obj(&l->w);
-	jw_key(&l->w, "format_version");
-	jw_str(&l->w, TINSPECT_FORMAT_VERSION);
-	jw_key(&l->w, "kind");
-	jw_str(&l->w, kind);
-	jw_key(&l->w, "pid");
-	jw_int(&l->w, pid);
-	jw_key(&l->w, "time");
-	jw_str(&l->w, t);
+	json_line_head(&l->w, kind, pid, t);
 	return true;
 }
 
@@ -186,6 +179,15 @@ static const char *start_routine_name(const tinspect_thread *th, char *buf, size
 
 #define TOP_LOCKS 5
 
+/* a lock of a summary's cycle: its address, null for none */
+static void lock_addr_json(struct jw *w, const tinspect_lock *l)
+{
+	if (l)
+		jw_hex(w, tinspect_lock_addr(l));
+	else
+		jw_null(w);
+}
+
 static void summary_locks_json(struct jw *w, const tinspect_snapshot *snap)
 {
 	struct tally by_kind = { 0 };
@@ -231,29 +233,7 @@ static void summary_locks_json(struct jw *w, const tinspect_snapshot *snap)
 		jw_arr_end(w);
 	}
 	jw_key(w, cand ? "unconfirmed_deadlocks" : "deadlocks");
-	jw_arr(w);
-	for (size_t i = 0, n = tinspect_snapshot_ncycles(snap); i < n; i++) {
-		const tinspect_cycle *c = tinspect_snapshot_cycle(snap, i);
-		size_t len = tinspect_cycle_length(c);
-		jw_obj(w);
-		jw_key(w, "threads");
-		jw_arr(w);
-		for (size_t k = 0; k < len; k++)
-			jw_int(w, tinspect_cycle_tid(c, k));
-		jw_arr_end(w);
-		jw_key(w, "locks");
-		jw_arr(w);
-		for (size_t k = 0; k < len; k++) {
-			const tinspect_lock *l = tinspect_cycle_lock(c, k);
-			if (l)
-				jw_hex(w, tinspect_lock_addr(l));
-			else
-				jw_null(w);
-		}
-		jw_arr_end(w);
-		jw_obj_end(w);
-	}
-	jw_arr_end(w);
+	json_cycles(w, snap, lock_addr_json);
 }
 
 static void summary_json(const tinspect_snapshot *snap, unsigned long update,
