@@ -31,7 +31,7 @@ KNOWN = {
     ("dbsession/session.c", "build_snapshot"):
         "dbsession is reshaped on its own (rooms for the thread library, "
         "stacks, TLS and locks), after the branches that change it now",
-    ("proc_service/modules.c", "psvc_modules_load"):
+    ("proc_service/modules/modules.c", "psvc_modules_load"):
         "proc_service is reshaped on its own (live/ and core/), after the "
         "branches that change it now",
 }
