@@ -122,7 +122,7 @@ struct arch_desc {
 	int dwarf_lr;
 	/* Frames without CFI are stepped by their frame record (AAPCS64:
 	 * x29 points at the caller's x29 and the return address;
-	 * dbsession/framerec.c, docs/ARCH.md §4) */
+	 * dbsession/stacks/framerec.c, docs/ARCH.md §4) */
 	bool frame_records;
 	/* Pointer authentication may sign code addresses (arch_pac_mask) */
 	bool pac;
@@ -136,7 +136,7 @@ struct arch_desc {
 
 	/* Whether the call_window bytes before a return address ret end
 	 * with a call instruction (the stack scan past code without CFI,
-	 * dbsession/stackscan.c); is_code says whether a direct call's
+	 * dbsession/stacks/stackscan.c); is_code says whether a direct call's
 	 * target is code.  NULL: the architecture has no such scan (aarch64
 	 * steps through frame records). */
 	bool (*call_before)(const unsigned char *code, size_t n, uint64_t ret,

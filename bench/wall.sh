@@ -13,7 +13,7 @@
 # rounds of, in turn: tinspect PID, tinspect --json PID, eu-stack -s -i -p
 # PID, each timed (wall, from fork to exit) with stdout to /dev/null.  One
 # run of each comes first and is not counted: tinspect keeps libc's debug
-# file uncompressed between runs (dbsession/dbgcache.c), so the medians
+# file uncompressed between runs (dbsession/stacks/dbgcache.c), so the medians
 # are of a warm cache, and the first run with an empty cache is printed
 # apart (cold).  Prints every run, the medians, the ratios and the goals:
 # wall / eu-stack <= 0.5 on the small process, <= 0.12 at 1000 threads,

@@ -12,8 +12,8 @@
  * or CPython's _PyRuntime exported (Debian's python3 links it
  * statically); for Go, what stripping leaves in a module's file, its
  * .go.buildinfo (which also holds the Go version) or its function table
- * (.gopclntab) (proc_service/gomodule.c), else the runtime.buildVersion
- * symbol of a Go binary with symbols.
+ * (.gopclntab) (proc_service/modules/gomodule.c), else the
+ * runtime.buildVersion symbol of a Go binary with symbols.
  */
 #include "dbs_int.h"
 

@@ -318,20 +318,12 @@ static int cmp_threads(const void *a, const void *b, void *pid)
 	return (x->tid > y->tid) - (x->tid < y->tid);
 }
 
-static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
-					   const struct tdb_result *res)
+/* The process-wide facts of a snapshot: the program, its C library and
+ * thread library, its modules, and the warnings they earn. */
+static void snapshot_process(struct dbs_session *s, struct dbs_snapshot *snap,
+			     size_t n)
 {
 	struct psvc_target *t = s->t;
-	size_t n = psvc_ntasks(t);
-	struct dbs_snapshot *snap = calloc(1, sizeof *snap);
-	if (!snap)
-		return NULL;
-	s->stack_maps_fresh = false;
-	snap->threads = calloc(n ? n : 1, sizeof *snap->threads);
-	if (!snap->threads) {
-		free(snap);
-		return NULL;
-	}
 	snap->pid = s->pid;
 	snap->arch = psvc_arch(t);
 	snap->exe = dbs_strdup(psvc_exe_path(t));
@@ -375,118 +367,130 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 	dbs_hazards_warn(s, snap);	/* memory not waited for */
 	snap->from_core = !strcmp(psvc_backend_name(t), "core");
 	snap->have_signal = psvc_signal_info(t, &snap->signal) == 0;
+}
 
-	/* Each stack copy is given up as soon as it is unwound (memruns.c),
-	 * so what the lock analysis will read of the stacks is kept first,
-	 * while every copy is there (a cond's mutex may live on another
-	 * thread's stack). */
-	for (size_t i = 0; res && s->ta && i < n; i++)
-		if (res[i].err == TD_OK && res[i].ti.ti_tid)
-			dbs_condwait_retain(s, (uint64_t)res[i].ti.ti_tid, 48);
-	/* the descriptors have served (libthread_db, the TLS and key
-	 * readers, the word kept just above): their memory goes back */
-	psvc_drop_scratch(t);
-	for (size_t i = 0; i < n; i++) {
-		struct psvc_task *k = psvc_task_at(t, i);
-		if (k->flags & PSVC_TASK_GONE) {
-			snap->threads_vanished++;
-			continue;
-		}
-		struct dbs_thread *th = &snap->threads[snap->nthreads++];
-		th->tid = k->tid;
-		if (k->flags & PSVC_TASK_LATE) {
-			/* appeared during the stop: its /proc facts now; if it
-			 * has exited since, keep what the stop learnt (its
-			 * namespace TID) rather than a zeroed record */
-			struct psvc_taskinfo ti;
-			if (psvc_task_facts(t, k->tid, &ti) == 0 && ti.valid) {
-				if (!ti.ns_tid)
-					ti.ns_tid = k->info.ns_tid;
-				ti.before_stop = false;
-				k->info = ti;
-			}
-		}
-		fill_proc(s, th, &k->info);
-		th->stopped = k->flags & PSVC_TASK_CAPTURED;
-		th->straggler = k->flags & PSVC_TASK_STRAGGLER;
-		th->jobctl_stopped = (k->flags & PSVC_TASK_JOBCTL) ||
-				     (k->info.before_stop && k->info.state == 'T');
-		if (th->stopped)
-			snap->threads_stopped++;
-		if (th->straggler) {
-			snap->stragglers++;
-			dbs_add_error(&th->errors, &th->nerrors,
-				       "did not stop within the stop timeout "
-				       "(state %c%s%s); left out of the snapshot",
-				       th->state ? th->state : '?',
-				       th->wchan[0] ? ", wchan " : "", th->wchan);
-		}
-		if (k->seize_errno == EPERM && k->info.state == 'Z') {
-			/* an exited main thread (pthread_exit) stays a zombie
-			 * while others run: nothing to attach to, no error */
-		} else if (k->seize_errno && k->info.tracer_pid > 0)
-			dbs_add_error(&th->errors, &th->nerrors,
-				       "could not attach: %s (traced by PID %d)",
-				       strerror(k->seize_errno), (int)k->info.tracer_pid);
-		else if (k->seize_errno)
-			dbs_add_error(&th->errors, &th->nerrors,
-				       "could not attach: %s", strerror(k->seize_errno));
-		if (k->regs_errno)
-			dbs_add_error(&th->errors, &th->nerrors,
-				       "registers: %s", strerror(k->regs_errno));
-		th->observed = (k->flags & PSVC_TASK_OBSERVED) &&
-			       !(k->flags & PSVC_TASK_MOVED);
-		th->moved = k->flags & PSVC_TASK_MOVED;
-		if ((k->flags & PSVC_TASK_HAVE_REGS) && !th->moved) {
-			th->have_regs = true;
-			memcpy(th->gregs, k->gregs, sizeof th->gregs);
-			th->pc = arch_pc(snap->arch, k->gregs);
-			th->sp = arch_sp(snap->arch, k->gregs);
-			th->tp = k->tp;
-			arch_decode_syscall(snap->arch, k->gregs,
-					    k->info.sc_kind == PSVC_SC_IN_SYSCALL
-						    ? k->info.sc_nr : -1,
-					    &th->syscall);
-		} else {
-			th->syscall.nr = -1;
-		}
-		/* which pthread the task is: its C library's say (libc.h) */
-		if (res && th->have_regs)
-			s->libc->identify(s, snap, th, &res[i]);
-		if (s->unwinder && th->have_regs && res) {
-			/* what the stop really copied: a range can end early
-			 * (unreadable memory, the freeze limit) */
-			uint64_t lo = res[i].stack_lo;
-			th->stack.copied_from = lo;
-			th->stack.copied_to = lo + psvc_frozen_extent(
-				t, lo, res[i].stack_hi - lo);
-			snap->stack_bytes_copied += th->stack.copied_to - lo;
-			/* musl's libc has no unwind tables (docs/MUSL.md
-			 * §4): its stacks go on by scanning */
-			dbs_unwinder_unwind(s->unwinder, th, s->opts.max_frames,
-					    s->libc == &dbs_libc_musl);
-			/* a copy that ended short of what was asked */
-			dbs_stack_explain_copy(s, th, lo, res[i].stack_hi);
-			/* what counts as a thread error: an unwind that
-			 * failed in native code (README "Exit status") */
-			if (dbs_stack_end_is_error(th->stack.end))
-				dbs_add_error(&th->errors, &th->nerrors,
-					       "stack: %s", th->stack.error
-						       ? th->stack.error : "unwinding failed");
-		}
-		dbs_tls_fill(s, snap, th, i);
-		dbs_keys_fill(s, snap, th, i);
-		dbs_stack_fill(s, snap, th);
-		if (s->unwinder && th->have_regs && res)
-			psvc_frozen_done(t, res[i].stack_lo);	/* it has served */
-		if (th->nerrors)
-			snap->threads_with_errors++;
-		/* following: a clone or a signal in the target stops the
-		 * thread until it is seen; do not make it wait for the
-		 * whole analysis */
-		if ((i & 63) == 63)
-			psvc_follow_service(t);
+/* Task k appeared during the stop: its /proc facts now; if it has exited
+ * since, keep what the stop learnt (its namespace TID) rather than a
+ * zeroed record. */
+static void late_task_facts(struct psvc_target *t, struct psvc_task *k)
+{
+	struct psvc_taskinfo ti;
+	if (psvc_task_facts(t, k->tid, &ti) == 0 && ti.valid) {
+		if (!ti.ns_tid)
+			ti.ns_tid = k->info.ns_tid;
+		ti.before_stop = false;
+		k->info = ti;
 	}
+}
+
+/* What the capture did to task k, onto its thread th: stopped or not,
+ * why it could not be attached or its registers read, its registers and
+ * the system call they show. */
+static void thread_capture(struct dbs_snapshot *snap, struct dbs_thread *th,
+			   const struct psvc_task *k)
+{
+	th->stopped = k->flags & PSVC_TASK_CAPTURED;
+	th->straggler = k->flags & PSVC_TASK_STRAGGLER;
+	th->jobctl_stopped = (k->flags & PSVC_TASK_JOBCTL) ||
+			     (k->info.before_stop && k->info.state == 'T');
+	if (th->stopped)
+		snap->threads_stopped++;
+	if (th->straggler) {
+		snap->stragglers++;
+		dbs_add_error(&th->errors, &th->nerrors,
+			       "did not stop within the stop timeout "
+			       "(state %c%s%s); left out of the snapshot",
+			       th->state ? th->state : '?',
+			       th->wchan[0] ? ", wchan " : "", th->wchan);
+	}
+	if (k->seize_errno == EPERM && k->info.state == 'Z') {
+		/* an exited main thread (pthread_exit) stays a zombie
+		 * while others run: nothing to attach to, no error */
+	} else if (k->seize_errno && k->info.tracer_pid > 0)
+		dbs_add_error(&th->errors, &th->nerrors,
+			       "could not attach: %s (traced by PID %d)",
+			       strerror(k->seize_errno), (int)k->info.tracer_pid);
+	else if (k->seize_errno)
+		dbs_add_error(&th->errors, &th->nerrors,
+			       "could not attach: %s", strerror(k->seize_errno));
+	if (k->regs_errno)
+		dbs_add_error(&th->errors, &th->nerrors,
+			       "registers: %s", strerror(k->regs_errno));
+	th->observed = (k->flags & PSVC_TASK_OBSERVED) &&
+		       !(k->flags & PSVC_TASK_MOVED);
+	th->moved = k->flags & PSVC_TASK_MOVED;
+	if ((k->flags & PSVC_TASK_HAVE_REGS) && !th->moved) {
+		th->have_regs = true;
+		memcpy(th->gregs, k->gregs, sizeof th->gregs);
+		th->pc = arch_pc(snap->arch, k->gregs);
+		th->sp = arch_sp(snap->arch, k->gregs);
+		th->tp = k->tp;
+		arch_decode_syscall(snap->arch, k->gregs,
+				    k->info.sc_kind == PSVC_SC_IN_SYSCALL
+					    ? k->info.sc_nr : -1,
+				    &th->syscall);
+	} else {
+		th->syscall.nr = -1;
+	}
+}
+
+/* Thread th's stack, unwound over the copy the stop took (r). */
+static void thread_unwind(struct dbs_session *s, struct dbs_snapshot *snap,
+			  struct dbs_thread *th, const struct tdb_result *r)
+{
+	/* what the stop really copied: a range can end early
+	 * (unreadable memory, the freeze limit) */
+	uint64_t lo = r->stack_lo;
+	th->stack.copied_from = lo;
+	th->stack.copied_to = lo + psvc_frozen_extent(s->t, lo, r->stack_hi - lo);
+	snap->stack_bytes_copied += th->stack.copied_to - lo;
+	/* musl's libc has no unwind tables (docs/MUSL.md
+	 * §4): its stacks go on by scanning */
+	dbs_unwinder_unwind(s->unwinder, th, s->opts.max_frames,
+			    s->libc == &dbs_libc_musl);
+	/* a copy that ended short of what was asked */
+	dbs_stack_explain_copy(s, th, lo, r->stack_hi);
+	/* what counts as a thread error: an unwind that
+	 * failed in native code (README "Exit status") */
+	if (dbs_stack_end_is_error(th->stack.end))
+		dbs_add_error(&th->errors, &th->nerrors,
+			       "stack: %s", th->stack.error
+				       ? th->stack.error : "unwinding failed");
+}
+
+/* Thread th of the snapshot from task i (k) and what the capture gathered
+ * of it (res, NULL if nothing): its /proc facts, the capture's, which
+ * pthread it is, its stack, TLS values, keys and stack bounds. */
+static void build_thread(struct dbs_session *s, struct dbs_snapshot *snap,
+			 struct dbs_thread *th, struct psvc_task *k,
+			 const struct tdb_result *res, size_t i)
+{
+	struct psvc_target *t = s->t;
+	th->tid = k->tid;
+	if (k->flags & PSVC_TASK_LATE)
+		late_task_facts(t, k);
+	fill_proc(s, th, &k->info);
+	thread_capture(snap, th, k);
+	/* which pthread the task is: its C library's say (libc.h) */
+	if (res && th->have_regs)
+		s->libc->identify(s, snap, th, &res[i]);
+	if (s->unwinder && th->have_regs && res)
+		thread_unwind(s, snap, th, &res[i]);
+	dbs_tls_fill(s, snap, th, i);
+	dbs_keys_fill(s, snap, th, i);
+	dbs_stack_fill(s, snap, th);
+	if (s->unwinder && th->have_regs && res)
+		psvc_frozen_done(t, res[i].stack_lo);	/* it has served */
+	if (th->nerrors)
+		snap->threads_with_errors++;
+}
+
+/* The warnings the threads' building adds to: the backend's and the
+ * unwinder's, said last. */
+static void snapshot_late_warnings(struct dbs_session *s,
+				   struct dbs_snapshot *snap)
+{
+	struct psvc_target *t = s->t;
 	/* the backend's: files refused by build-id, damage in a core, a
 	 * file system that did not answer (also while unwinding: last) */
 	for (size_t i = 0; i < psvc_nwarnings(t); i++)
@@ -505,6 +509,48 @@ static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
 		}
 		free(notes);
 	}
+}
+
+static struct dbs_snapshot *build_snapshot(struct dbs_session *s,
+					   const struct tdb_result *res)
+{
+	struct psvc_target *t = s->t;
+	size_t n = psvc_ntasks(t);
+	struct dbs_snapshot *snap = calloc(1, sizeof *snap);
+	if (!snap)
+		return NULL;
+	s->stack_maps_fresh = false;
+	snap->threads = calloc(n ? n : 1, sizeof *snap->threads);
+	if (!snap->threads) {
+		free(snap);
+		return NULL;
+	}
+	snapshot_process(s, snap, n);
+
+	/* Each stack copy is given up as soon as it is unwound (memruns.c),
+	 * so what the lock analysis will read of the stacks is kept first,
+	 * while every copy is there (a cond's mutex may live on another
+	 * thread's stack). */
+	for (size_t i = 0; res && s->ta && i < n; i++)
+		if (res[i].err == TD_OK && res[i].ti.ti_tid)
+			dbs_condwait_retain(s, (uint64_t)res[i].ti.ti_tid, 48);
+	/* the descriptors have served (libthread_db, the TLS and key
+	 * readers, the word kept just above): their memory goes back */
+	psvc_drop_scratch(t);
+	for (size_t i = 0; i < n; i++) {
+		struct psvc_task *k = psvc_task_at(t, i);
+		if (k->flags & PSVC_TASK_GONE) {
+			snap->threads_vanished++;
+			continue;
+		}
+		build_thread(s, snap, &snap->threads[snap->nthreads++], k, res, i);
+		/* following: a clone or a signal in the target stops the
+		 * thread until it is seen; do not make it wait for the
+		 * whole analysis */
+		if ((i & 63) == 63)
+			psvc_follow_service(t);
+	}
+	snapshot_late_warnings(s, snap);
 	qsort_r(snap->threads, snap->nthreads, sizeof *snap->threads,
 		cmp_threads, &snap->pid);
 	return snap;

@@ -70,7 +70,7 @@ struct psvc_taskinfo {
 	uint64_t sc_args[6];
 	uint64_t sc_sp, sc_pc;
 	/* status: voluntary_ctxt_switches + nonvoluntary_ctxt_switches, the
-	 * times it left a CPU (dbsession/waits.c: a thread that woke up
+	 * times it left a CPU (dbsession/locks/waits.c: a thread that woke up
 	 * between two updates has more than the updates' own) */
 	uint64_t ctxt_switches;
 	unsigned ctxt_lines;	/* how many of the two lines were read */

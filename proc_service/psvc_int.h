@@ -1,8 +1,8 @@
 /*
- * Private to proc_service/: the layout of struct psvc_target and the helpers
- * its files share, by file.  Nothing outside this directory (but the unit
- * tests and the fuzz targets) includes it.  The seam between the target and
- * the ways of reaching it is backend.h.
+ * Private to proc_service/ (all its rooms): the layout of struct
+ * psvc_target and the helpers its files share, by file.  Nothing outside
+ * this directory (but the unit tests and the fuzz targets) includes it.
+ * The seam between the target and the ways of reaching it is backend.h.
  */
 #ifndef TINSPECT_PSVC_INT_H
 #define TINSPECT_PSVC_INT_H

@@ -1,6 +1,6 @@
 /*
- * coreread: the core reader (proc_service/core.h) from the command line,
- * for bench/core.sh and for looking at a core by hand.
+ * coreread: the core reader (proc_service/core/core.h) from the command
+ * line, for bench/core.sh and for looking at a core by hand.
  *
  *   coreread [-v] [--stack-bytes N] [--budget N] CORE
  *

@@ -1,6 +1,6 @@
 /*
- * test_corefile: the core reader (proc_service/core.h) on real cores made
- * during the test, of fx_core, a fixture that reports what it planted:
+ * test_corefile: the core reader (proc_service/core/core.h) on real cores
+ * made during the test, of fx_core, a fixture that reports what it planted:
  * its threads with their stacks and pthread_t, start routines, 64 known
  * bytes in .bss and on the heap, a PROT_NONE hole, a range it unmapped,
  * and anonymous shared memory its coredump_filter leaves out.

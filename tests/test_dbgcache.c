@@ -1,10 +1,10 @@
 /*
  * test_dbgcache: separate debug files kept uncompressed between runs
- * (dbsession/dbgcache.c).  The stacks of a real process, with libc's source
- * lines from libc6-dbg, must be the same with the cache off, when the cache
- * entry is made, when it is used, and when the entry found is damaged, of
- * another debug file, or in a directory others may write to (then it is
- * ignored, and replaced where the directory is ours).
+ * (dbsession/stacks/dbgcache.c).  The stacks of a real process, with
+ * libc's source lines from libc6-dbg, must be the same with the cache off,
+ * when the cache entry is made, when it is used, and when the entry found
+ * is damaged, of another debug file, or in a directory others may write to
+ * (then it is ignored, and replaced where the directory is ours).
  */
 #include <criterion/criterion.h>
 #include <elfutils/libdwelf.h>

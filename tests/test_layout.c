@@ -1,7 +1,7 @@
 /*
  * test_layout: the one reader of target-described layouts
- * (proc_service/layout.c), the check of libthread_db's descriptors
- * (dbsession/tdbcheck.c), the key layout (keys.c) and the link_map walk
+ * (proc_service/common/layout.c), the check of libthread_db's descriptors
+ * (dbsession/libc/tdbcheck.c), the key layout (keys.c) and the link_map walk
  * (linkmap.c), on synthetic memory images: huge, negative and wrapping
  * values must be refused with a reason, never read through.
  */

@@ -477,7 +477,7 @@ Test(locks, cond_waiters_with_nobody_to_signal)
 	fx_start(&fx, "fx_lock_cond", NULL, 60);
 	json_t *doc = run_json(NULL, NULL);
 	/* each waiter's own cancellation cleanup record names the cond
-	 * (dbsession/condwait.c), and the symbol names it */
+	 * (dbsession/locks/condwait.c), and the symbol names it */
 	check_planted(doc);
 	json_t *b = blocked_on(doc, role_tid("worker-0"));
 	cr_assert(has_evidence(b, "cleanup") && has_evidence(b, "frames"));

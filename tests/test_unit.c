@@ -448,7 +448,7 @@ Test(render, tls_names_that_collide_as_keys)
 	tinspect_snapshot_free(ts);
 }
 
-/* ---- /proc text (proc_service/procfs.c) ------------------------------------ */
+/* ---- /proc text (proc_service/common/procfs.c) ----------------------------- */
 
 Test(procfs, stat_line)
 {

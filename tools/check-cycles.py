@@ -37,10 +37,17 @@ import sys
 MODULES = ["agent", "libtinspect", "dbsession", "proc_service", "arch"]
 
 # The rooms of a module, lowest first: rooms in one tuple are beside each
-# other (neither may use the other).  docs/ARCHITECTURE.md, "Inside agent/".
+# other (neither may use the other); "" is the module's own folder.  Each
+# module's meson.build says what its rooms hold; docs/ARCHITECTURE.md,
+# "Inside agent/", "Inside dbsession/", "Inside proc_service/".
 ROOMS = {
     "agent": [("common",), ("lockorder",), ("text", "json", "formats"),
               ("watch",), ("",)],
+    "dbsession": [("common",), ("stacks",), ("libc",), ("tls", "locks"),
+                  ("",)],
+    # proc_service/ itself holds only its headers
+    "proc_service": [("common",), ("elf", "memory"), ("modules",),
+                     ("target",), ("live", "core")],
 }
 
 

@@ -1,8 +1,8 @@
 /*
- * fuzz_corenotes: the core reader (proc_service/core.h) on arbitrary bytes.
- * A core file is anyone's: a crafted one must give an error with a reason
- * or a core whose every answer can be asked for, never a crash, and what
- * it gives must hold together.
+ * fuzz_corenotes: the core reader (proc_service/core/core.h) on arbitrary
+ * bytes.  A core file is anyone's: a crafted one must give an error with a
+ * reason or a core whose every answer can be asked for, never a crash, and
+ * what it gives must hold together.
  *
  * An input that starts like ELF is a whole core.  Any other input is note
  * bytes after one flag byte (bit 0: aarch64, bit 1: an 8-aligned note

@@ -418,6 +418,150 @@ static int cmp_mod_start(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* Cross-check the link_map entries with the maps: an entry the maps do
+ * not back is marked (the vDSO's is dropped, to be re-added from the
+ * maps with its range), an object listed twice counts once. */
+static void check_link_map(struct psvc_target *t, struct psvc_module *mods,
+			   size_t *n, const struct psvc_mapping *maps,
+			   size_t nmaps)
+{
+	for (size_t i = 0; i < *n; i++) {
+		struct psvc_module *m = &mods[i];
+		const struct psvc_mapping *mp = NULL;
+		if (m->l_ld)
+			mp = mapping_at(maps, nmaps, m->l_ld);
+		if (!mp || !file_backed(mp) || !module_extent(m, maps, nmaps, mp)) {
+			/* e.g. the vDSO's link_map entry: l_ld in an
+			 * anonymous mapping; it is added from the maps below */
+			if (mp && mp->path && !strcmp(mp->path, "[vdso]"))
+				m->flags |= PSVC_MOD_VDSO;
+			else
+				m->flags |= PSVC_MOD_MISMATCH;
+			continue;
+		}
+		uint64_t fl = psvc_mem_first_load(t, m->map_start);
+		if (fl == UINT64_MAX || m->map_start - fl != m->bias)
+			m->flags |= PSVC_MOD_MISMATCH;
+		else
+			extend_to_memsz(t, m, maps, nmaps);
+	}
+	/* One module per mapping: a chain that lists an object more than
+	 * once (hostile: 25000 copies of libc's entry) costs one module. */
+	long ndup = drop_duplicates(mods, n);
+	if (ndup > 0)
+		note(t, "the link_map chain lists %ld entries more than once "
+		     "(same mapping): they were ignored", ndup);
+	/* Drop link_map entries the maps do not back (the vDSO is re-added
+	 * from the maps, with its range). */
+	size_t k = 0;
+	for (size_t i = 0; i < *n; i++) {
+		if (!(mods[i].flags & PSVC_MOD_MAPS) &&
+		    (mods[i].flags & PSVC_MOD_VDSO)) {
+			module_free(&mods[i]);
+			continue;
+		}
+		mods[k++] = mods[i];
+	}
+	*n = k;
+}
+
+/* Whether the object mapped from maps[i] on has code: data files mapped
+ * by the program (locale archives, caches) are not modules. */
+static bool maps_object_has_code(const struct psvc_target *t,
+				 const struct psvc_mapping *maps, size_t nmaps,
+				 size_t i)
+{
+	const struct psvc_mapping *mp = &maps[i];
+	bool exec = false;
+	for (size_t j = i; j < nmaps && (j == i || maps[j].ino == mp->ino); j++) {
+		if (maps[j].ino != mp->ino || maps[j].dev != mp->dev)
+			continue;
+		if (maps[j].perms[2] == 'x')
+			exec = true;
+		/* the executable (AT_PHDR in it) has code also where a
+		 * core gives no permissions: gcore writes no segment
+		 * for a mapping it can read back from its file, a
+		 * static program's text included */
+		if (t->at_phdr && maps[j].start <= t->at_phdr &&
+		    t->at_phdr < maps[j].end)
+			exec = true;
+	}
+	return exec;
+}
+
+/* The modules only the maps know (the vDSO, objects the link map does
+ * not list, every module of a static program), added to mods. */
+static int add_maps_modules(struct psvc_target *t, struct psvc_module **mods,
+			    size_t *n, size_t *cap,
+			    const struct psvc_mapping *maps, size_t nmaps)
+{
+	int err = 0;
+	struct span *known = malloc((*n ? *n : 1) * sizeof *known);
+	size_t nknown = 0;
+	if (!known)
+		err = -ENOMEM;
+	for (size_t i = 0; known && i < *n; i++)
+		if ((*mods)[i].end > (*mods)[i].start)
+			known[nknown++] = (struct span){ (*mods)[i].start,
+							 (*mods)[i].end };
+	if (known)
+		qsort(known, nknown, sizeof *known, cmp_span);
+	for (size_t i = 0; !err && i < nmaps; i++) {
+		const struct psvc_mapping *mp = &maps[i];
+		bool vdso = mp->path && !strcmp(mp->path, "[vdso]");
+		if (!vdso && !(file_backed(mp) && mp->offset == 0))
+			continue;
+		if (in_spans(known, nknown, mp->start))
+			continue;
+		/* only objects with code */
+		if (!maps_object_has_code(t, maps, nmaps, i))
+			continue;
+		struct psvc_module *m = module_new(mods, n, cap);
+		if (!m) {
+			err = -ENOMEM;
+			break;
+		}
+		if (vdso) {
+			m->path = strdup("[vdso]");
+			m->start = m->map_start = mp->start;
+			m->end = m->map_end = mp->end;
+			m->flags = PSVC_MOD_MAPS | PSVC_MOD_VDSO;
+		} else if (!module_extent(m, maps, nmaps, mp)) {
+			(*n)--;
+			continue;
+		}
+		uint64_t fl = psvc_mem_first_load(t, m->map_start);
+		m->bias = fl == UINT64_MAX ? m->map_start : m->map_start - fl;
+		if (fl != UINT64_MAX && !vdso)
+			extend_to_memsz(t, m, maps, nmaps);
+	}
+	free(known);
+	return err;
+}
+
+/* Carry symbol tables over for modules that did not change (the old
+ * list is sorted by start: a lookup, not a scan). */
+static void carry_symbols(struct psvc_target *t, struct psvc_module *mods,
+			  size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (!(mods[i].flags & PSVC_MOD_MAPS))
+			continue;
+		struct psvc_module *o = psvc_module_for_addr(t, mods[i].map_start);
+		if (o && o->elf && o->ino == mods[i].ino && o->dev == mods[i].dev &&
+		    o->map_start == mods[i].map_start) {
+			mods[i].elf = o->elf;
+			mods[i].has_symtab = o->has_symtab;
+			memcpy(mods[i].build_id, o->build_id, sizeof o->build_id);
+			/* the Go table points into the ELF's bytes: with it */
+			mods[i].go = o->go;
+			mods[i].go_read = o->go_read;
+			o->elf = NULL;
+			o->go = NULL;
+		}
+	}
+}
+
 int psvc_modules_load(struct psvc_target *t)
 {
 	struct psvc_mapping *maps;
@@ -454,102 +598,8 @@ int psvc_modules_load(struct psvc_target *t)
 			n = 0;
 		}
 	}
-
-	/* Cross-check link_map entries with the maps. */
-	for (size_t i = 0; i < n; i++) {
-		struct psvc_module *m = &mods[i];
-		const struct psvc_mapping *mp = NULL;
-		if (m->l_ld)
-			mp = mapping_at(maps, nmaps, m->l_ld);
-		if (!mp || !file_backed(mp) || !module_extent(m, maps, nmaps, mp)) {
-			/* e.g. the vDSO's link_map entry: l_ld in an
-			 * anonymous mapping; it is added from the maps below */
-			if (mp && mp->path && !strcmp(mp->path, "[vdso]"))
-				m->flags |= PSVC_MOD_VDSO;
-			else
-				m->flags |= PSVC_MOD_MISMATCH;
-			continue;
-		}
-		uint64_t fl = psvc_mem_first_load(t, m->map_start);
-		if (fl == UINT64_MAX || m->map_start - fl != m->bias)
-			m->flags |= PSVC_MOD_MISMATCH;
-		else
-			extend_to_memsz(t, m, maps, nmaps);
-	}
-	/* One module per mapping: a chain that lists an object more than
-	 * once (hostile: 25000 copies of libc's entry) costs one module. */
-	long ndup = drop_duplicates(mods, &n);
-	if (ndup > 0)
-		note(t, "the link_map chain lists %ld entries more than once "
-		     "(same mapping): they were ignored", ndup);
-	/* Drop link_map entries the maps do not back (the vDSO is re-added
-	 * from the maps, with its range). */
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (!(mods[i].flags & PSVC_MOD_MAPS) &&
-		    (mods[i].flags & PSVC_MOD_VDSO)) {
-			module_free(&mods[i]);
-			continue;
-		}
-		mods[k++] = mods[i];
-	}
-	n = k;
-
-	/* Modules only the maps know. */
-	struct span *known = malloc((n ? n : 1) * sizeof *known);
-	size_t nknown = 0;
-	if (!known)
-		err = -ENOMEM;
-	for (size_t i = 0; known && i < n; i++)
-		if (mods[i].end > mods[i].start)
-			known[nknown++] = (struct span){ mods[i].start, mods[i].end };
-	if (known)
-		qsort(known, nknown, sizeof *known, cmp_span);
-	for (size_t i = 0; !err && i < nmaps; i++) {
-		const struct psvc_mapping *mp = &maps[i];
-		bool vdso = mp->path && !strcmp(mp->path, "[vdso]");
-		if (!vdso && !(file_backed(mp) && mp->offset == 0))
-			continue;
-		if (in_spans(known, nknown, mp->start))
-			continue;
-		/* only objects with code: data files mapped by the program
-		 * (locale archives, caches) are not modules */
-		bool exec = false;
-		for (size_t j = i; j < nmaps && (j == i || maps[j].ino == mp->ino); j++) {
-			if (maps[j].ino != mp->ino || maps[j].dev != mp->dev)
-				continue;
-			if (maps[j].perms[2] == 'x')
-				exec = true;
-			/* the executable (AT_PHDR in it) has code also where a
-			 * core gives no permissions: gcore writes no segment
-			 * for a mapping it can read back from its file, a
-			 * static program's text included */
-			if (t->at_phdr && maps[j].start <= t->at_phdr &&
-			    t->at_phdr < maps[j].end)
-				exec = true;
-		}
-		if (!exec)
-			continue;
-		struct psvc_module *m = module_new(&mods, &n, &cap);
-		if (!m) {
-			err = -ENOMEM;
-			break;
-		}
-		if (vdso) {
-			m->path = strdup("[vdso]");
-			m->start = m->map_start = mp->start;
-			m->end = m->map_end = mp->end;
-			m->flags = PSVC_MOD_MAPS | PSVC_MOD_VDSO;
-		} else if (!module_extent(m, maps, nmaps, mp)) {
-			n--;
-			continue;
-		}
-		uint64_t fl = psvc_mem_first_load(t, m->map_start);
-		m->bias = fl == UINT64_MAX ? m->map_start : m->map_start - fl;
-		if (fl != UINT64_MAX && !vdso)
-			extend_to_memsz(t, m, maps, nmaps);
-	}
-	free(known);
+	check_link_map(t, mods, &n, maps, nmaps);
+	err = add_maps_modules(t, &mods, &n, &cap, maps, nmaps);
 	if (err) {
 		for (size_t i = 0; i < n; i++)
 			module_free(&mods[i]);
@@ -561,25 +611,7 @@ int psvc_modules_load(struct psvc_target *t)
 		classify(t, &mods[i], i);
 	if (n)
 		qsort(mods, n, sizeof *mods, cmp_mod_start);
-
-	/* Carry symbol tables over for modules that did not change (the old
-	 * list is sorted by start: a lookup, not a scan). */
-	for (size_t i = 0; i < n; i++) {
-		if (!(mods[i].flags & PSVC_MOD_MAPS))
-			continue;
-		struct psvc_module *o = psvc_module_for_addr(t, mods[i].map_start);
-		if (o && o->elf && o->ino == mods[i].ino && o->dev == mods[i].dev &&
-		    o->map_start == mods[i].map_start) {
-			mods[i].elf = o->elf;
-			mods[i].has_symtab = o->has_symtab;
-			memcpy(mods[i].build_id, o->build_id, sizeof o->build_id);
-			/* the Go table points into the ELF's bytes: with it */
-			mods[i].go = o->go;
-			mods[i].go_read = o->go_read;
-			o->elf = NULL;
-			o->go = NULL;
-		}
-	}
+	carry_symbols(t, mods, n);
 	psvc_modules_free(t);
 	t->mods = mods;
 	t->nmods = n;

@@ -34,7 +34,7 @@
 #include <string.h>
 
 /* cancelhandling's descriptor, through the one checked reader of what
- * the target describes (proc_service/layout.c). */
+ * the target describes (proc_service/common/layout.c). */
 uint32_t dbs_condwait_cleanup_offset(struct dbs_session *s)
 {
 	uint64_t gen = psvc_modules_generation(s->t);

@@ -1,7 +1,7 @@
 /*
  * live.h: the live backend's own state and the functions its files share.
- * Private to proc_service/live*.c and follow.c; the rest of proc_service
- * reaches a live process through the ops of backend.h only.
+ * Private to proc_service/live/; the rest of proc_service reaches a live
+ * process through the ops of backend.h only.
  *
  * A live process is reached with ptrace (stop, registers, resume),
  * process_vm_readv or /proc/PID/mem (memory), and /proc (tasks, their

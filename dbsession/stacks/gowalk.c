@@ -1,8 +1,8 @@
 /*
  * gowalk.c: Go frames unwound the way the Go runtime unwinds them, with
- * its function table (proc_service/gopclntab.c), not with CFI: a stripped
- * Go binary has no .eh_frame for its Go code, and a frame pointer chain
- * skips the caller of a frameless leaf such as runtime.futex.  The table
+ * its function table (proc_service/elf/gopclntab.c), not with CFI: a
+ * stripped Go binary has no .eh_frame for its Go code, and a frame pointer
+ * chain skips the caller of a frameless leaf such as runtime.futex.  The table
  * gives, for every pc, how far sp is below the frame's top; on x86_64 the
  * return address is the word right below that top, and the caller's sp
  * is the top itself (docs/GO.md).  Only pc and sp are needed, which is
