@@ -898,7 +898,7 @@ int psvc_field_get(const void *copy, size_t copy_len,
 		   const struct psvc_field *f, uint64_t idx, void *out,
 		   size_t out_len);
 /* The reason of a failure, formatted into why[whylen] (nothing if why is
- * NULL or whylen 0): the layout's and the core reader's (coresay.c). */
+ * NULL or whylen 0): the layout's and the core reader's (common/say.c). */
 void psvc_say(char *why, size_t whylen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* a + b, a * b in 64 bits; false if it wraps. */

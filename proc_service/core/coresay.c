@@ -1,8 +1,8 @@
 /*
- * coresay.c: the core reader's messages - why an open failed (why[],
- * psvc_say(), which the layout's reasons use too), the warnings a damaged
- * core earns, the names of compressions.  A leaf: every other file of the
- * reader uses it, it uses none of them.
+ * coresay.c: the core reader's messages - the warnings a damaged core
+ * earns, the names of compressions (why an open failed is psvc_say(),
+ * common/say.c).  A leaf: every other file of the reader uses it, it uses
+ * none of them.
  */
 #include "core_int.h"
 
@@ -12,16 +12,6 @@
 #include <string.h>
 
 #define MAX_WARNINGS 64
-
-void psvc_say(char *why, size_t whylen, const char *fmt, ...)
-{
-	if (!why || !whylen)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(why, whylen, fmt, ap);
-	va_end(ap);
-}
 
 void psvc_core_warn(struct psvc_core *c, const char *fmt, ...)
 {
