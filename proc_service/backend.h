@@ -23,7 +23,10 @@
  *   scan -> stop -> regs (each stopped task) -> read / read_runs ... ->
  *   resume, and close once at the end.  maps, open_mapped, read,
  *   task_facts, same_ns, root_dir, stack_rlimit and alive may be called
- *   at any time between open and close.
+ *   at any time between open and close.  Following (a watch with
+ *   --follow-threads): follow_start once, then between captures
+ *   follow_service and follow_wait, follow_resolve after a capture's
+ *   regs, follow_end before close.
  */
 #ifndef TINSPECT_PSVC_BACKEND_H
 #define TINSPECT_PSVC_BACKEND_H
@@ -127,10 +130,21 @@ struct psvc_backend {
 	 * the stop, read after the resume).  0, or -ESRCH if it is gone. */
 	int (*task_facts)(struct psvc_target *t, pid_t tid,
 			  struct psvc_taskinfo *ret);
-	/* Optional.  Stay attached between captures so that thread creations
-	 * and exits become events (follow.c); NULL: the target cannot change
-	 * (a core file), psvc_follow_start() says -EOPNOTSUPP. */
+	/* Optional, all six or none.  Following: stay attached between
+	 * captures so that thread creations and exits become events (the
+	 * live backend's follow.c).  NULL: the target cannot change (a core
+	 * file): psvc_follow_start() and psvc_follow_wait() say -EOPNOTSUPP,
+	 * psvc_followed() 0, the others do nothing.  Each slot is what its
+	 * psvc_follow_*() in psvc.h says, and does nothing while the target
+	 * is not followed. */
 	int (*follow_start)(struct psvc_target *t);
+	int (*follow_wait)(struct psvc_target *t, uint64_t deadline_ns,
+			   const volatile sig_atomic_t *cancel, int wake_signal,
+			   psvc_event_fn fn, void *arg);
+	void (*follow_service)(struct psvc_target *t);
+	void (*follow_resolve)(struct psvc_target *t);
+	void (*follow_end)(struct psvc_target *t);
+	size_t (*followed)(const struct psvc_target *t);
 	/* Whether any task of the process still lives. */
 	bool (*alive)(struct psvc_target *t);
 

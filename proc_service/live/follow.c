@@ -1,8 +1,8 @@
 /*
  * follow.c: staying attached between captures (watch --follow-threads), so
  * that every thread creation and exit is seen as it happens.  Part of the
- * live backend (its follow_start op); the psvc_follow_* calls do nothing
- * for a target that is not followed.
+ * live backend (its follow_* ops, which psvc_follow_*() call through
+ * backend.h); each does nothing for a target that is not followed.
  *
  * Every task is seized with PTRACE_O_TRACECLONE and left running.  The
  * kernel then attaches each new thread to us and stops it once before it
@@ -161,7 +161,7 @@ static struct follow_start take_start(struct psvc_target *t, pid_t tid)
 	return (struct follow_start){ .tid = tid };
 }
 
-void psvc_follow_resolve(struct psvc_target *t)
+void psvc_live_follow_resolve(struct psvc_target *t)
 {
 	struct psvc_live *L = psvc_live(t);
 	/* after an exec the resolver reads the old program's view */
@@ -439,7 +439,7 @@ static bool handle_status(struct psvc_target *t, pid_t w, int st)
 	return w == t->pid && (WIFEXITED(st) || WIFSIGNALED(st));
 }
 
-void psvc_follow_service(struct psvc_target *t)
+void psvc_live_follow_service(struct psvc_target *t)
 {
 	if (t->follow && !t->stopped)
 		psvc_follow_drain(t);
@@ -462,9 +462,9 @@ int psvc_follow_drain(struct psvc_target *t)
 	return 0;
 }
 
-int psvc_follow_wait(struct psvc_target *t, uint64_t deadline_ns,
-		     const volatile sig_atomic_t *cancel, int wake_signal,
-		     psvc_event_fn fn, void *arg)
+int psvc_live_follow_wait(struct psvc_target *t, uint64_t deadline_ns,
+			  const volatile sig_atomic_t *cancel, int wake_signal,
+			  psvc_event_fn fn, void *arg)
 {
 	if (!t->follow)
 		return -EINVAL;
@@ -497,7 +497,7 @@ int psvc_follow_wait(struct psvc_target *t, uint64_t deadline_ns,
 	return ret;
 }
 
-size_t psvc_followed(const struct psvc_target *t)
+size_t psvc_live_followed(const struct psvc_target *t)
 {
 	struct psvc_live *L = psvc_live(t);
 	return t->follow ? L->followed.n : 0;
@@ -566,7 +566,7 @@ static void follow_teardown(struct psvc_target *t)
 	L->nstarts = L->starts_cap = 0;
 }
 
-void psvc_follow_end(struct psvc_target *t)
+void psvc_live_follow_end(struct psvc_target *t)
 {
 	if (!t->follow)
 		return;

@@ -124,7 +124,7 @@ static void live_close(struct psvc_target *t)
 	struct psvc_live *L = psvc_live(t);
 	if (!L)
 		return;
-	psvc_follow_end(t);
+	psvc_live_follow_end(t);
 	psvc_files_close(t);	/* the file helper ends with its socket */
 	psvc_release_stragglers(t);
 	psvc_wake_timer_delete(t);
@@ -152,6 +152,11 @@ static const struct psvc_backend live_backend = {
 	.fpregs = psvc_live_fpregs,
 	.task_facts = psvc_live_task_facts,
 	.follow_start = psvc_live_follow_start,
+	.follow_wait = psvc_live_follow_wait,
+	.follow_service = psvc_live_follow_service,
+	.follow_resolve = psvc_live_follow_resolve,
+	.follow_end = psvc_live_follow_end,
+	.followed = psvc_live_followed,
 	.alive = psvc_live_alive,
 	.read = psvc_live_read,
 	.read_runs = psvc_live_read_runs,

@@ -218,8 +218,15 @@ void psvc_wake_timer_set(struct psvc_target *t, int sig, uint64_t value_ns,
 void psvc_wake_timer_disarm(struct psvc_target *t);
 void psvc_wake_timer_delete(struct psvc_target *t);
 
-/* follow.c */
+/* follow.c: the backend's follow ops (backend.h) */
 int psvc_live_follow_start(struct psvc_target *t);
+int psvc_live_follow_wait(struct psvc_target *t, uint64_t deadline_ns,
+			  const volatile sig_atomic_t *cancel, int wake_signal,
+			  psvc_event_fn fn, void *arg);
+void psvc_live_follow_service(struct psvc_target *t);
+void psvc_live_follow_resolve(struct psvc_target *t);
+void psvc_live_follow_end(struct psvc_target *t);
+size_t psvc_live_followed(const struct psvc_target *t);
 /* Is tid attached to us already (followed, or a clone child whose clone
  * event is still to come)? */
 bool psvc_follow_adopt(struct psvc_target *t, pid_t tid);

@@ -295,6 +295,38 @@ int psvc_follow_start(struct psvc_target *t)
 	return t->backend->follow_start(t);
 }
 
+int psvc_follow_wait(struct psvc_target *t, uint64_t deadline_ns,
+		     const volatile sig_atomic_t *cancel, int wake_signal,
+		     psvc_event_fn fn, void *arg)
+{
+	if (!t->backend->follow_wait)
+		return -EOPNOTSUPP;
+	return t->backend->follow_wait(t, deadline_ns, cancel, wake_signal, fn, arg);
+}
+
+void psvc_follow_service(struct psvc_target *t)
+{
+	if (t->backend->follow_service)
+		t->backend->follow_service(t);
+}
+
+void psvc_follow_resolve(struct psvc_target *t)
+{
+	if (t->backend->follow_resolve)
+		t->backend->follow_resolve(t);
+}
+
+void psvc_follow_end(struct psvc_target *t)
+{
+	if (t->backend->follow_end)
+		t->backend->follow_end(t);
+}
+
+size_t psvc_followed(const struct psvc_target *t)
+{
+	return t->backend->followed ? t->backend->followed(t) : 0;
+}
+
 void psvc_follow_set_resolver(struct psvc_target *t, psvc_start_fn fn, void *arg)
 {
 	t->resolver = fn;
