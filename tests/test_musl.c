@@ -791,6 +791,22 @@ Test(musl, stdio_file_locks_owner_waiter_orphan_static)
 	file_locks("fx_musl_stdio_static");
 }
 
+/* a watch says a FILE lock held by one owner while another waits */
+Test(musl, watch_says_a_file_lock_held_too_long)
+{
+	start("fx_musl_stdio", NULL);
+	const char *args[] = { "--watch", "0.5", "--count", "6", "--hung-after", "1",
+			       "--json", pidstr(fx.pid), NULL };
+	struct run r;
+	run_tinspect(&r, args, 60);
+	const char *e = r.out ? strstr(r.out, "\"lock_held\"") : NULL;
+	cr_assert(e, "no lock_held event: %s", r.out ? r.out : "");
+	const char *eol = strchr(e, '\n');
+	const char *file = strstr(e, "\"kind\":\"file\"");
+	cr_assert(file && (!eol || file < eol), "lock_held is not the FILE's: %.400s", e);
+	run_free(&r);
+}
+
 /* a process-shared barrier's arrivals sleep on its _b_count (§9): the
  * barrier itself; a private one's round is on a stack: the kind only */
 Test(musl, barriers_shared_object_private_kind)

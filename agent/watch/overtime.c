@@ -342,7 +342,8 @@ static void track_held(struct overtime *o, const tinspect_snapshot *snap, int64_
 		enum tinspect_lock_kind kind = tinspect_lock_kind(l);
 		/* a lock someone holds: a join's "owner" is the thread
 		 * joined, a cond or a semaphore has none */
-		if ((kind != TINSPECT_LOCK_MUTEX && kind != TINSPECT_LOCK_RWLOCK) ||
+		if ((kind != TINSPECT_LOCK_MUTEX && kind != TINSPECT_LOCK_RWLOCK &&
+		     kind != TINSPECT_LOCK_FILE) ||
 		    tinspect_lock_owner_state(l) != TINSPECT_OWNER_LIVE ||
 		    !tinspect_lock_nwaiters(l))
 			continue;
