@@ -732,6 +732,18 @@ Test(musl, cond_waiters_and_the_mutex_owner_static)
 	planted("fx_musl_cond_static", true);
 }
 
+/* label's owner exited holding it: dead, no TID (musl keeps none) */
+static void check_orphan(json_t *doc, const char *label, const char *kind)
+{
+	char planted_kind[32];
+	json_t *l = planted_lock(doc, label, planted_kind, sizeof planted_kind);
+	cr_assert(l && !strcmp(jstr(l, "kind"), kind), "%s: no %s among the locks",
+		  label, kind);
+	cr_assert(json_is_null(json_object_get(l, "owner")));
+	cr_assert_str_eq(jstr(l, "owner_state"), "dead");
+	cr_assert(json_is_true(json_object_get(l, "orphaned")));
+}
+
 /* Orphans: the errorcheck table_lock's owner died (owner_state dead,
  * orphaned, no TID); the normal session_lock's owner is not recorded; the
  * robust shm_lock went to its heir; every waiter as planted. */
@@ -740,12 +752,8 @@ static void orphans(const char *name)
 	start(name, NULL);
 	json_t *doc = snapshot(NULL, NULL);
 	check_planted(doc, true);
+	check_orphan(doc, "table_lock", "mutex");
 	char kind[32];
-	json_t *t = planted_lock(doc, "table_lock", kind, sizeof kind);
-	cr_assert(t, "table_lock not among the locks");
-	cr_assert(json_is_null(json_object_get(t, "owner")));
-	cr_assert_str_eq(jstr(t, "owner_state"), "dead");
-	cr_assert(json_is_true(json_object_get(t, "orphaned")));
 	json_t *s = planted_lock(doc, "session_lock", kind, sizeof kind);
 	cr_assert(s, "session_lock not among the locks");
 	cr_assert(json_is_null(json_object_get(s, "owner")));
@@ -771,12 +779,7 @@ static void file_locks(const char *name)
 	start(name, NULL);
 	json_t *doc = snapshot(NULL, NULL);
 	check_planted(doc, true);
-	char kind[32];
-	json_t *a = planted_lock(doc, "audit_file", kind, sizeof kind);
-	cr_assert(a, "audit_file not among the locks");
-	cr_assert_str_eq(jstr(a, "kind"), "file");
-	cr_assert_str_eq(jstr(a, "owner_state"), "dead");
-	cr_assert(json_is_true(json_object_get(a, "orphaned")));
+	check_orphan(doc, "audit_file", "file");
 	cr_assert_eq(json_array_size(json_object_get(doc, "orphaned_locks")), 1);
 	json_decref(doc);
 }
@@ -801,8 +804,7 @@ Test(musl, watch_says_a_file_lock_held_too_long)
 	run_tinspect(&r, args, 60);
 	const char *e = r.out ? strstr(r.out, "\"lock_held\"") : NULL;
 	cr_assert(e, "no lock_held event: %s", r.out ? r.out : "");
-	const char *eol = strchr(e, '\n');
-	const char *file = strstr(e, "\"kind\":\"file\"");
+	const char *eol = strchr(e, '\n'), *file = strstr(e, "\"kind\":\"file\"");
 	cr_assert(file && (!eol || file < eol), "lock_held is not the FILE's: %.400s", e);
 	run_free(&r);
 }
