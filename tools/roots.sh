@@ -6,13 +6,15 @@
 #   tools/roots.sh SUITE...    e.g. bullseye bookworm trixie
 #
 # Each root is /var/cache/tinspect/roots/SUITE (TINSPECT_ROOTS overrides the
-# directory): debootstrap --variant=minbase plus gcc, g++, libc6-dev and
+# directory): debootstrap --variant=minbase plus gcc, g++, libc6-dev,
 # libc6-dbg (libc's symbol table: it names the frames of glibc's PI park,
-# and the containers suite also runs without it), from the Debian archive
-# this machine's apt already uses (tools/setup.sh mirror: no host is named
-# in the repository).  A root cached before libc6-dbg or musl-tools was asked
-# for gets them with the root's own apt.  A root is made in SUITE.new and
-# renamed when complete, so an interrupted run leaves nothing half-made;
+# and the containers suite also runs without it) and musl-tools (the
+# release's own musl, for the musl targets of the containers suite), from
+# the Debian archive this machine's apt already uses (tools/setup.sh
+# mirror: no host is named in the repository).  A root cached before
+# libc6-dbg or musl-tools was asked for gets them with the root's own apt.
+# A root is made in SUITE.new and renamed when complete, so an interrupted
+# run leaves nothing half-made;
 # debootstrap's log is SUITE.log beside it.  When a root cannot be made (no
 # debootstrap, no network, not root) it says why and goes on: the tests
 # that need it skip with that reason.  Exit status: 0 if every root exists.
