@@ -8,6 +8,9 @@
 #include "arch_int.h"
 
 #include <elf.h>
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "syscalls-aarch64.h"
 
@@ -59,6 +62,51 @@ static void gregs_from_syscall(const struct arch_desc *a, long nr,
 	gregs[a->syscall_nr_idx] = (uint64_t)nr;
 	for (int i = 0; i < 6; i++)
 		gregs[a->syscall_arg_idx[i]] = args[i];
+}
+
+/*
+ * NT_ARM_SVE (arch/arm64/include/uapi/asm/ptrace.h): struct
+ * user_sve_header { u32 size, max_size; u16 vl, max_vl, flags, reserved }
+ * (16 bytes), then either a struct user_fpsimd_state (flags bit 0 clear)
+ * or the SVE registers for vector length vl: Z0-Z31 of vl bytes each, P0-
+ * P15 and FFR of vl / 8, then FPSR and FPCR at the next 16-byte boundary.
+ * V0-V31 are the low 16 bytes of Z0-Z31 (stored little-endian, as STR
+ * does).  Into NT_FPREGSET's struct user_fpsimd_state: vregs[32] (16
+ * bytes each), fpsr, fpcr, 8 bytes of padding: 528 bytes.
+ */
+#define SVE_HEADER 16
+#define FPSIMD_SIZE 528
+
+static int fpregs_from_sve(const void *note, size_t len, void *out, size_t outlen)
+{
+	const unsigned char *p = note;
+	unsigned char *o = out;
+	uint32_t size;
+	uint16_t vl, flags;
+	if (len < SVE_HEADER || outlen < FPSIMD_SIZE)
+		return -ENODATA;
+	memcpy(&size, p, 4);
+	memcpy(&vl, p + 8, 2);
+	memcpy(&flags, p + 12, 2);
+	if (size > len)
+		return -ENODATA;
+	if (!(flags & 1)) {	/* SVE_PT_REGS_FPSIMD */
+		if (size < SVE_HEADER + FPSIMD_SIZE)
+			return -ENODATA;
+		memcpy(o, p + SVE_HEADER, FPSIMD_SIZE);
+		return FPSIMD_SIZE;
+	}
+	if (vl == 0 || vl % 16)
+		return -ENODATA;
+	size_t ffr_end = SVE_HEADER + 32 * (size_t)vl + 17 * (size_t)(vl / 8);
+	size_t fpsr = (ffr_end + 15) / 16 * 16;
+	if (fpsr + 8 > size)
+		return -ENODATA;
+	memset(o, 0, FPSIMD_SIZE);
+	for (size_t n = 0; n < 32; n++)
+		memcpy(o + 16 * n, p + SVE_HEADER + n * vl, 16);
+	memcpy(o + 512, p + fpsr, 8);	/* fpsr, fpcr */
+	return FPSIMD_SIZE;
 }
 
 const struct arch_desc arch_desc_aarch64 = {
@@ -113,4 +161,6 @@ const struct arch_desc arch_desc_aarch64 = {
 	 * as on x86_64 */
 	.stack_below_sp = 128,
 	.min_page_size = 4096,
+	.fp_alt_note = NT_ARM_SVE,
+	.fpregs_from_alt = fpregs_from_sve,
 };

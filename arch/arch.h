@@ -155,6 +155,14 @@ struct arch_desc {
 	/* ---- core notes */
 	/* The extended FPU state note (NT_X86_XSTATE); 0: none */
 	unsigned xstate_note;
+	/* A core note that holds the floating-point registers when
+	 * NT_FPREGSET is missing (aarch64: NT_ARM_SVE, which gdb writes
+	 * instead on a CPU with SVE); 0: none.  fpregs_from_alt turns it
+	 * into NT_FPREGSET's layout in out: the bytes written, or -ENODATA
+	 * if the note is not one it can read. */
+	unsigned fp_alt_note;
+	int (*fpregs_from_alt)(const void *note, size_t len, void *out,
+			       size_t outlen);
 };
 
 /* The syscall a stopped thread is in, decoded from its registers. */

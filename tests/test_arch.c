@@ -186,3 +186,48 @@ Test(arch, pac_mask_is_the_kernels)
 		     (unsigned long long)arch_pac_mask(a, stack), (unsigned long long)m[1]);
 	cr_assert_eq(arch_pac_mask(a, vdso), m[1]);
 }
+
+/*
+ * gdb writes NT_ARM_SVE instead of NT_FPREGSET on an aarch64 CPU with SVE:
+ * the V registers are the low 16 bytes of the Z registers, FPSR and FPCR
+ * follow the predicates.  A note for vector length 32 (two quadwords) in
+ * SVE form, one in FPSIMD form, and a cut one; read on any host.
+ */
+Test(arch, aarch64_fpregs_from_an_sve_note)
+{
+	const struct arch_desc *a = &arch_desc_aarch64;
+	cr_assert(a->fp_alt_note && a->fpregs_from_alt);
+	enum { VL = 32, ZOFF = 16, FFR_END = ZOFF + 32 * VL + 17 * (VL / 8) };
+	enum { FPSR = (FFR_END + 15) / 16 * 16, SIZE = FPSR + 16 };
+	unsigned char note[SIZE] = { 0 }, out[1024];
+	uint32_t size = SIZE, fpsr = 0x08000010, fpcr = 0x03c00000;
+	uint16_t vl = VL, flags = 1;	/* SVE_PT_REGS_SVE */
+	memcpy(note, &size, 4);
+	memcpy(note + 8, &vl, 2);
+	memcpy(note + 12, &flags, 2);
+	for (int n = 0; n < 32; n++)
+		memset(note + ZOFF + n * VL, n + 1, VL);	/* Zn: bytes n+1 */
+	memcpy(note + FPSR, &fpsr, 4);
+	memcpy(note + FPSR + 4, &fpcr, 4);
+	cr_assert_eq(a->fpregs_from_alt(note, sizeof note, out, sizeof out), 528);
+	for (int n = 0; n < 32; n++)
+		for (int b = 0; b < 16; b++)
+			cr_assert_eq(out[16 * n + b], n + 1, "V%d byte %d", n, b);
+	cr_assert_eq(memcmp(out + 512, &fpsr, 4), 0);
+	cr_assert_eq(memcmp(out + 516, &fpcr, 4), 0);
+	/* FPSIMD form: the user_fpsimd_state after the header, as it is */
+	unsigned char fp[16 + 528];
+	size = sizeof fp;
+	flags = 0;
+	memcpy(fp, &size, 4);
+	memcpy(fp + 12, &flags, 2);
+	for (size_t i = 16; i < sizeof fp; i++)
+		fp[i] = (unsigned char)i;
+	cr_assert_eq(a->fpregs_from_alt(fp, sizeof fp, out, sizeof out), 528);
+	cr_assert_eq(memcmp(out, fp + 16, 528), 0);
+	/* cut before FPSR, or a header that claims more than the note */
+	cr_assert_lt(a->fpregs_from_alt(note, FPSR, out, sizeof out), 0);
+	size = SIZE + 1;
+	memcpy(note, &size, 4);
+	cr_assert_lt(a->fpregs_from_alt(note, sizeof note, out, sizeof out), 0);
+}

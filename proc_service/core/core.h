@@ -194,6 +194,11 @@ struct psvc_core_thread {
 	size_t fpregs_len;
 	const void *xstate;	/* NT_X86_XSTATE */
 	size_t xstate_len;
+	/* arch_desc.fp_alt_note (aarch64 NT_ARM_SVE), and fpregs made from
+	 * it when NT_FPREGSET is missing (then owned here) */
+	const void *fp_alt;
+	size_t fp_alt_len;
+	void *fpregs_made;
 	bool have_siginfo;	/* an NT_SIGINFO followed its NT_PRSTATUS */
 	struct psvc_core_siginfo si;
 };

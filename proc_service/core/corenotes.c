@@ -389,7 +389,12 @@ static int dispatch(struct psvc_core *c, const struct note *n, long *cur,
 	}
 	if (!linux_)
 		return 0;
-	if (c->arch->xstate_note && n->type == c->arch->xstate_note) {
+	if (c->arch->fp_alt_note && n->type == c->arch->fp_alt_note) {
+		if ((t = cur_thread(c, *cur, n)) && !t->fp_alt) {
+			t->fp_alt = n->desc;
+			t->fp_alt_len = (size_t)n->size;
+		}
+	} else if (c->arch->xstate_note && n->type == c->arch->xstate_note) {
 		if ((t = cur_thread(c, *cur, n)) && !t->xstate) {
 			t->xstate = n->desc;
 			t->xstate_len = (size_t)n->size;
@@ -494,6 +499,23 @@ void psvc_core_notes_done(struct psvc_core *c)
 	for (size_t i = 0; c->producer == PSVC_CORE_BY_GDB && i < c->nfiles; i++)
 		if (c->files[i].path)
 			psvc_maps_unescape((char *)c->files[i].path);
+	/* gdb on an aarch64 CPU with SVE writes NT_ARM_SVE instead of
+	 * NT_FPREGSET (aarch64-linux-tdep.c): the same registers, read from
+	 * there (arch_desc.fpregs_from_alt) */
+	for (size_t i = 0; c->arch->fpregs_from_alt && i < c->nthreads; i++) {
+		struct psvc_core_thread *t = &c->threads[i];
+		if (t->fpregs || !t->fp_alt)
+			continue;
+		void *buf = malloc(1024);
+		int n = buf ? c->arch->fpregs_from_alt(t->fp_alt, t->fp_alt_len, buf, 1024)
+			    : -ENOMEM;
+		if (n > 0) {
+			t->fpregs = t->fpregs_made = buf;
+			t->fpregs_len = (size_t)n;
+		} else {
+			free(buf);
+		}
+	}
 	c->signalled = -1;
 	for (size_t i = 0; i < c->nthreads; i++) {
 		const struct psvc_core_thread *t = &c->threads[i];

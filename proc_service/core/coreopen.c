@@ -172,6 +172,8 @@ void psvc_core_close(struct psvc_core *c)
 		free(c->image);
 	free(c->notes_buf);
 	free(c->segs);
+	for (size_t i = 0; c->threads && i < c->nthreads; i++)
+		free(c->threads[i].fpregs_made);
 	free(c->threads);
 	free(c->auxv);
 	free(c->files);
