@@ -69,7 +69,9 @@ static void gregs_from_syscall(const struct arch_desc *a, long nr,
  * user_sve_header { u32 size, max_size; u16 vl, max_vl, flags, reserved }
  * (16 bytes), then either a struct user_fpsimd_state (flags bit 0 clear)
  * or the SVE registers for vector length vl: Z0-Z31 of vl bytes each, P0-
- * P15 and FFR of vl / 8, then FPSR and FPCR at the next 16-byte boundary.
+ * P15 and FFR of vl / 8, then FPSR and FPCR: at the next 16-byte boundary
+ * in the kernel's layout, right after FFR in gdb's (13.1's gcore: its
+ * regcache map packs them, and its size field says so).
  * V0-V31 are the low 16 bytes of Z0-Z31 (stored little-endian, as STR
  * does).  Into NT_FPREGSET's struct user_fpsimd_state: vregs[32] (16
  * bytes each), fpsr, fpcr, 8 bytes of padding: 528 bytes.
@@ -99,7 +101,7 @@ static int fpregs_from_sve(const void *note, size_t len, void *out, size_t outle
 	if (vl == 0 || vl % 16)
 		return -ENODATA;
 	size_t ffr_end = SVE_HEADER + 32 * (size_t)vl + 17 * (size_t)(vl / 8);
-	size_t fpsr = (ffr_end + 15) / 16 * 16;
+	size_t fpsr = size == ffr_end + 8 ? ffr_end : (ffr_end + 15) / 16 * 16;
 	if (fpsr + 8 > size)
 		return -ENODATA;
 	memset(o, 0, FPSIMD_SIZE);

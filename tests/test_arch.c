@@ -225,6 +225,18 @@ Test(arch, aarch64_fpregs_from_an_sve_note)
 		fp[i] = (unsigned char)i;
 	cr_assert_eq(a->fpregs_from_alt(fp, sizeof fp, out, sizeof out), 528);
 	cr_assert_eq(memcmp(out, fp + 16, 528), 0);
+	/* gdb's layout: FPSR and FPCR right after FFR, the size says so */
+	size = FFR_END + 8;
+	flags = 1;
+	memcpy(note, &size, 4);
+	memcpy(note + 12, &flags, 2);
+	fpsr = 0x10;
+	memcpy(note + FFR_END, &fpsr, 4);
+	cr_assert_eq(a->fpregs_from_alt(note, FFR_END + 8, out, sizeof out), 528);
+	cr_assert_eq(memcmp(out + 512, &fpsr, 4), 0);
+	cr_assert_eq(out[16 * 31], 32);
+	size = SIZE;
+	memcpy(note, &size, 4);
 	/* cut before FPSR, or a header that claims more than the note */
 	cr_assert_lt(a->fpregs_from_alt(note, FPSR, out, sizeof out), 0);
 	size = SIZE + 1;
