@@ -146,6 +146,11 @@ uint64_t arch_pac_mask(const struct arch_desc *a, uint64_t top)
 	return ((1ull << 55) - 1) & ~((1ull << va) - 1);
 }
 
+bool arch_user_pointer(const struct arch_desc *a, uint64_t v, unsigned align)
+{
+	return v >= 4096 && v < a->user_end && !(v & (uint64_t)(align - 1));
+}
+
 unsigned arch_sigframe_gregs(const struct arch_desc *a, unsigned *ret_n)
 {
 	if (!a->sigframe_gregs_off)

@@ -151,6 +151,12 @@ struct arch_desc {
 	/* The smallest page the kernel may use: what is read of a stack
 	 * nothing more is known of */
 	unsigned min_page_size;
+	/* Where the user address space ends: no object of a process lies
+	 * at or above it (x86_64 with 4-level page tables: 2^47; aarch64:
+	 * 2^52, the most its kernel gives a process, 2^48 unless the
+	 * process asks for more).  What a word must be below to be read as
+	 * a pointer into the process (arch_user_pointer()). */
+	uint64_t user_end;
 
 	/* ---- core notes */
 	/* The extended FPU state note (NT_X86_XSTATE); 0: none */
@@ -253,6 +259,11 @@ unsigned arch_dwarf_sp(const struct arch_desc *a);
  * stripped with addr & ~mask.
  */
 uint64_t arch_pac_mask(const struct arch_desc *a, uint64_t top);
+
+/* Whether word v may point into the process: above the first page,
+ * below the end of the user address space, a multiple of align (a power
+ * of two; 1: any). */
+bool arch_user_pointer(const struct arch_desc *a, uint64_t v, unsigned align);
 
 /*
  * Where a signal handler's frame keeps the interrupted registers: the

@@ -93,10 +93,11 @@ void dbs_park_offsets(const struct dbs_glibc_locks *L,
 	offs[1] = L->mutex.kind;
 }
 
-/* canonical, above the first page, not in the top half */
-bool dbs_park_pointer_like(uint64_t v)
+/* a word that may point into the process (a stack of aarch64 lies above
+ * x86_64's 2^47) */
+bool dbs_park_pointer_like(const struct arch_desc *a, uint64_t v)
 {
-	return v >= 4096 && v < (1ull << 47);
+	return a && arch_user_pointer(a, v, 1);
 }
 
 /* The unique PI mutex the parked thread's values point to (or to whose
@@ -115,7 +116,7 @@ static uint64_t park_candidate(const struct dbs_lockctx *c,
 	dbs_park_offsets(c->L, offs);
 	uint64_t found = 0;
 	for (size_t i = 0; i < nv; i++) {
-		if (!dbs_park_pointer_like(vals[i]) ||
+		if (!dbs_park_pointer_like(c->in->arch, vals[i]) ||
 		    vals[i] - th->sp < DBS_PARK_STACK_SPAN)
 			continue;
 		for (size_t o = 0; o < DBS_PARK_NOFFS; o++) {

@@ -214,7 +214,7 @@ size_t dbs_park_values(const struct arch_desc *a, const uint64_t *gregs,
 void dbs_park_offsets(const struct dbs_glibc_locks *L,
 		      uint64_t offs[DBS_PARK_NOFFS]);
 /* A value that may point to user-space data. */
-bool dbs_park_pointer_like(uint64_t v);
+bool dbs_park_pointer_like(const struct arch_desc *a, uint64_t v);
 /* Parked waiters moved to the mutex the kernel refused them. */
 int dbs_park_resolve(struct dbs_lockctx *c);
 
