@@ -97,6 +97,20 @@ guest_mounts() {
 	ln -sf /proc/self/fd/2 /dev/stderr
 	hostname tinspect-arm64
 	export HOME=/root LANG=C.UTF-8 TERM=dumb
+	guest_loopback
+}
+
+# The loopback interface up: nothing else brings it up here (no init
+# system, no iproute2), and tests talk to servers of their own on
+# 127.0.0.1 (the debuginfod one of test_hostile).  SIOCGIFFLAGS and
+# SIOCSIFFLAGS through python3, which the root has.
+guest_loopback() {
+	python3 -c '
+import fcntl, socket, struct
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+name, flags = struct.unpack("16sh", fcntl.ioctl(s, 0x8913, struct.pack("16sh", b"lo", 0))[:18])
+fcntl.ioctl(s, 0x8914, struct.pack("16sh", b"lo", flags | 1))
+' || echo "$PROG-guest: the loopback interface could not be brought up"
 }
 
 guest_poweroff() {
