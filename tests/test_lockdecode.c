@@ -774,6 +774,25 @@ Test(lockgraph, pi_waiter_parked_after_edeadlk_is_attributed)
 	cr_assert(b->parked);
 	cr_assert_eq(b->kind, DBS_LOCK_FUTEX);
 	cr_assert_eq(s->locks->ndeadlocks, 0);
+
+	/* aarch64: __futex_abstimed_wait64 calls nothing when it cannot be
+	 * cancelled and allocates no frame, so three frames share sp; the
+	 * word lies in the one of them that owns stack, the lock's */
+	put32(mem[1].b, 0, 0x80000000u | 102);
+	put32(mem[0].b, 0, 0x80000000u | 101);
+	frames[2][0] = "__futex_abstimed_wait_common64";
+	frames[2][1] = "__GI___futex_abstimed_wait64";
+	frames[2][2] = "__pthread_mutex_lock_full";
+	frames[2][3] = "pi_second";
+	frame_sps[2][0] = frame_sps[2][1] = frame_sps[2][2] = s->threads[2].sp;
+	frame_sps[2][3] = s->threads[2].sp + 0x100;
+	nframes[2] = 4;
+	analyse(s, true);
+	b = s->threads[2].blocked_on;
+	cr_assert(b->parked, "frames that own no stack hold no word");
+	cr_assert_str_eq(b->frame, "__pthread_mutex_lock_full");
+	cr_assert_eq(b->object, M0);
+	cr_assert_eq(s->locks->ndeadlocks, 1);
 	dbs_snapshot_free(s);
 }
 

@@ -26,7 +26,11 @@ static const char NOTE_PARK_FOUND[] =
 	"(EDEADLK or ESRCH)";
 
 /* The frame (of the n loaded) whose extent holds addr: from its sp up to
- * the next outer frame's; SIZE_MAX if none. */
+ * its caller's (the next outer frame whose sp is known); SIZE_MAX if
+ * none.  A frame whose caller has the same sp owns no stack: an inlined
+ * call, or a leaf that allocated nothing (aarch64's
+ * __futex_abstimed_wait64, which calls nothing when it cannot be
+ * cancelled), so the word is its caller's. */
 static size_t frame_holding(const struct dbs_lockctx *c, size_t n, uint64_t addr)
 {
 	for (size_t k = 0; k < n; k++) {
@@ -34,9 +38,8 @@ static size_t frame_holding(const struct dbs_lockctx *c, size_t n, uint64_t addr
 		if (!lo)
 			continue;
 		for (size_t j = k + 1; j < n && !hi; j++)
-			if (c->fsps[j] > lo)
-				hi = c->fsps[j];
-		if (hi && addr >= lo && addr < hi)
+			hi = c->fsps[j];
+		if (hi > lo && addr >= lo && addr < hi)
 			return k;
 	}
 	return SIZE_MAX;
