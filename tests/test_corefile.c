@@ -51,7 +51,7 @@ struct facts {
 	size_t nth;
 	uint64_t value_addr, heap_addr;
 	unsigned char value[64], heap[64];
-	uint64_t hole, hole_len, unmapped, unmapped_len, excluded, excluded_len;
+	uint64_t hole, hole_len, guard, unmapped, unmapped_len, excluded, excluded_len;
 	bool filter_ok;
 };
 
@@ -111,6 +111,8 @@ static void start_fixture(void)
 		} else if (sscanf(l, "heap %63s %159s", a, b) == 2) {
 			F.heap_addr = hex(a);
 			unhex_into(b, F.heap, 64);
+		} else if (sscanf(l, "guard %63s", a) == 1) {
+			F.guard = hex(a);
 		} else if (sscanf(l, "hole %63s %63s", a, c) == 2) {
 			F.hole = hex(a);
 			F.hole_len = strtoull(c, NULL, 10);
@@ -142,7 +144,7 @@ static void start_fixture(void)
 		F.th[i].start = hex(l + strlen(want));
 	}
 	cr_assert_eq(F.nth, NTHREADS);
-	cr_assert(F.pid == fx.pid && F.value_addr && F.heap_addr && F.hole &&
+	cr_assert(F.pid == fx.pid && F.value_addr && F.heap_addr && F.hole && F.guard &&
 		  F.unmapped && F.excluded, "the fixture did not report all");
 	cr_assert(F.filter_ok, "the fixture could not set its coredump_filter");
 }
@@ -362,7 +364,7 @@ static void check_core(const struct psvc_core *c, bool kernel)
 		const struct psvc_core_map *x = psvc_core_map_at(c, i - 1);
 		const struct psvc_core_map *y = psvc_core_map_at(c, i);
 		if (x->map.end != y->map.start || x->in_core != x->map.end -
-		    x->map.start)
+		    x->map.start || x->map.perms[0] != 'r')
 			continue;
 		unsigned char two[16], one[8];
 		struct psvc_core_miss m;
@@ -374,16 +376,24 @@ static void check_core(const struct psvc_core *c, bool kernel)
 			cr_assert(!memcmp(one, two + 8, 8));
 			across++;
 		} else {
-			cr_assert(r != 0 && y->in_core < 8 && m.addr >= y->map.start,
+			cr_assert(r != 0 && (y->in_core < 8 || y->map.perms[0] != 'r') &&
+				  m.addr >= y->map.start,
 				  "a read across %#lx failed at %#lx", (unsigned long)
 				  y->map.start, (unsigned long)m.addr);
 		}
 	}
 	cr_assert(across > 0, "no two whole mappings side by side");
 	if (kernel) {
-		/* untouched PROT_NONE: a segment without bytes */
-		expect_miss(c, F.hole + 16, 8, -ENODATA, PSVC_CORE_MISS_LEFT_OUT,
-			    "not in the core");
+		/* PROT_NONE: a segment without read permission (and, never
+		 * touched, without bytes), unreadable as in the process */
+		expect_miss(c, F.hole + 16, 8, -EFAULT, PSVC_CORE_MISS_NO_ACCESS,
+			    "no read permission");
+		/* written before it became PROT_NONE: the kernel wrote its
+		 * bytes (p_flags without PF_R), but the process could not
+		 * read them, and a live read fails there too */
+		cr_assert(psvc_core_extent(c, F.guard, 4096) == 0);
+		expect_miss(c, F.guard + 16, 8, -EFAULT, PSVC_CORE_MISS_NO_ACCESS,
+			    "could not be read by the process");
 	} else {
 		/* gdb reads PROT_NONE memory through /proc/PID/mem and writes
 		 * it (zeros, never touched); either way never garbage */
@@ -483,7 +493,9 @@ Test(corefile, truncated_kernel_core_keeps_its_threads)
 		const struct psvc_core_map *m = psvc_core_map_at(t, i);
 		const struct psvc_core_map *f = psvc_core_map_at(c, i);
 		cr_assert_eq(m->map.start, f->map.start);
-		if (!m->segment || m->in_core == f->in_core)
+		/* a mapping the process could not read (vsyscall, execute
+		 * only) reads as such, cut or not */
+		if (!m->segment || m->in_core == f->in_core || m->map.perms[0] != 'r')
 			continue;
 		char words[64];
 		snprintf(words, sizeof words, "truncated at offset %llu",
@@ -651,7 +663,7 @@ Test(corefile, truncated_zstd_core_keeps_what_came_before)
 	cr_assert_eq(psvc_core_nmaps(z), psvc_core_nmaps(p));
 	for (size_t i = 0; i < psvc_core_nmaps(z); i++) {
 		const struct psvc_core_map *m = psvc_core_map_at(z, i);
-		if (m->in_core == psvc_core_map_at(p, i)->in_core)
+		if (m->in_core == psvc_core_map_at(p, i)->in_core || m->map.perms[0] != 'r')
 			continue;
 		expect_miss(z, m->map.start + m->in_core, 8, -EIO,
 			    PSVC_CORE_MISS_CORRUPT, "zstd stream breaks");

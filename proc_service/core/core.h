@@ -262,6 +262,8 @@ const struct psvc_core_file *psvc_core_exe(const struct psvc_core *c);
 enum psvc_core_miss_kind {
 	PSVC_CORE_MISS_NONE = 0,
 	PSVC_CORE_MISS_UNMAPPED,	/* -EFAULT: not mapped at the dump */
+	PSVC_CORE_MISS_NO_ACCESS,	/* -EFAULT: mapped without read
+					 * permission (PROT_NONE) */
 	PSVC_CORE_MISS_LEFT_OUT,	/* -ENODATA: mapped, not written */
 	PSVC_CORE_MISS_TRUNCATED,	/* -ENODATA: the file ends first */
 	PSVC_CORE_MISS_NOT_KEPT,	/* -ENODATA: compressed, not kept */

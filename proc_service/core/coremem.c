@@ -118,6 +118,13 @@ static uint64_t walk(const struct psvc_core *c, uint64_t addr, uint64_t len,
 		}
 		uint64_t s_end = s->vaddr + s->memsz, rel = a - s->vaddr;
 		const char *path = s->file >= 0 ? c->files[s->file].path : NULL;
+		/* the process could not read it (a guard page): the kernel
+		 * writes such a mapping's bytes when it was ever touched, but
+		 * a live read fails there, and so does this one */
+		if (!(s->flags & PF_R)) {
+			miss_at(m, PSVC_CORE_MISS_NO_ACCESS, a, s->vaddr, s_end, path);
+			return done;
+		}
 		if (rel >= s->filesz) {
 			miss_at(m, PSVC_CORE_MISS_LEFT_OUT, a, s->vaddr, s_end, path);
 			return done;
@@ -173,6 +180,7 @@ int psvc_core_read(const struct psvc_core *c, uint64_t addr, void *buf,
 		*ret_miss = m;
 	switch (m.kind) {
 	case PSVC_CORE_MISS_UNMAPPED:
+	case PSVC_CORE_MISS_NO_ACCESS:
 		return -EFAULT;
 	case PSVC_CORE_MISS_CORRUPT:
 		return -EIO;
@@ -216,6 +224,11 @@ void psvc_core_miss_str(const struct psvc_core *c,
 	case PSVC_CORE_MISS_UNMAPPED:
 		snprintf(buf, len, "%#" PRIx64 " was not mapped in the process "
 			 "when the core was made", m->addr);
+		break;
+	case PSVC_CORE_MISS_NO_ACCESS:
+		snprintf(buf, len, "%#" PRIx64 " could not be read by the process: "
+			 "the mapping%s has no read permission (PROT_NONE)",
+			 m->addr, where);
 		break;
 	case PSVC_CORE_MISS_LEFT_OUT:
 		if (s && s->filesz)
