@@ -56,7 +56,7 @@ uint32_t dbs_condwait_cleanup_offset(struct dbs_session *s)
 }
 
 /* a pointer the record may hold: aligned, into the process (a stack of
- * aarch64 lies above x86_64's 2^47) */
+ * aarch64 lies above x86_64's 2^47, docs/ARCH.md §5) */
 static bool user_pointer(const struct arch_desc *a, uint64_t v)
 {
 	return a && arch_user_pointer(a, v, 8);

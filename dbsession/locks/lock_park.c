@@ -30,7 +30,7 @@ static const char NOTE_PARK_FOUND[] =
  * none.  A frame whose caller has the same sp owns no stack: an inlined
  * call, or a leaf that allocated nothing (aarch64's
  * __futex_abstimed_wait64, which calls nothing when it cannot be
- * cancelled), so the word is its caller's. */
+ * cancelled), so the word is its caller's (docs/ARCH.md §5). */
 static size_t frame_holding(const struct dbs_lockctx *c, size_t n, uint64_t addr)
 {
 	for (size_t k = 0; k < n; k++) {
@@ -97,7 +97,7 @@ void dbs_park_offsets(const struct dbs_glibc_locks *L,
 }
 
 /* a word that may point into the process (a stack of aarch64 lies above
- * x86_64's 2^47) */
+ * x86_64's 2^47, docs/ARCH.md §5) */
 bool dbs_park_pointer_like(const struct arch_desc *a, uint64_t v)
 {
 	return a && arch_user_pointer(a, v, 1);

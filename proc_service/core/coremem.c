@@ -120,7 +120,8 @@ static uint64_t walk(const struct psvc_core *c, uint64_t addr, uint64_t len,
 		const char *path = s->file >= 0 ? c->files[s->file].path : NULL;
 		/* the process could not read it (a guard page): the kernel
 		 * writes such a mapping's bytes when it was ever touched, but
-		 * a live read fails there, and so does this one */
+		 * a live read fails there, and so does this one (docs/ARCH.md
+		 * §7) */
 		if (!(s->flags & PF_R)) {
 			miss_at(m, PSVC_CORE_MISS_NO_ACCESS, a, s->vaddr, s_end, path);
 			return done;
