@@ -12,6 +12,8 @@
  */
 #include "lockgraph.h"
 
+#include "array.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,14 +190,9 @@ long lg_lock_get(struct lockgraph *g, const char *key, enum lg_kind kind,
 		g->dropped_locks++;
 		return -1;
 	}
-	if (g->nlocks == g->locks_cap) {
-		size_t nc = g->locks_cap ? g->locks_cap * 2 : 32;
-		struct lg_lock *nv = realloc(g->locks, nc * sizeof *nv);
-		if (!nv)
-			return -1;
-		g->locks = nv;
-		g->locks_cap = nc;
-	}
+	if (array_grow(&g->locks, &g->locks_cap, g->nlocks + 1,
+		       sizeof *g->locks, 32))
+		return -1;
 	if (2 * (g->nlocks + 1) > g->kidx_cap &&
 	    kidx_rebuild(g, g->kidx_cap ? 2 * g->kidx_cap : 64))
 		return -1;
@@ -308,14 +305,9 @@ static long edge_add(struct lockgraph *g, size_t from, size_t to, int64_t now)
 		g->dropped_edges++;
 		return -1;
 	}
-	if (g->nedges == g->edges_cap) {
-		size_t nc = g->edges_cap ? g->edges_cap * 2 : 32;
-		struct lg_edge *nv = realloc(g->edges, nc * sizeof *nv);
-		if (!nv)
-			return -1;
-		g->edges = nv;
-		g->edges_cap = nc;
-	}
+	if (array_grow(&g->edges, &g->edges_cap, g->nedges + 1,
+		       sizeof *g->edges, 32))
+		return -1;
 	g->edges[g->nedges] = (struct lg_edge){ .from = from, .to = to,
 						.first_ns = now, .last_ns = now };
 	return (long)g->nedges++;
@@ -454,14 +446,8 @@ static int inversion_add(struct lockgraph *g, const struct lg_inversion *c)
 		g->dropped_inversions++;
 		return -ENOSPC;
 	}
-	if (g->ninv == g->inv_cap) {
-		size_t nc = g->inv_cap ? g->inv_cap * 2 : 8;
-		struct lg_inversion *nv = realloc(g->inv, nc * sizeof *nv);
-		if (!nv)
-			return -ENOMEM;
-		g->inv = nv;
-		g->inv_cap = nc;
-	}
+	if (array_grow(&g->inv, &g->inv_cap, g->ninv + 1, sizeof *g->inv, 8))
+		return -ENOMEM;
 	g->inv[g->ninv++] = *c;
 	return 0;
 }

@@ -31,6 +31,8 @@
  */
 #include "locks_int.h"
 
+#include "array.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,14 +131,8 @@ static int known_note(struct dbs_known_locks *k, uint64_t addr,
 		known_evict(k);
 		at = known_find(k, addr);
 	}
-	if (k->n == k->cap) {
-		size_t nc = k->cap ? k->cap * 2 : 64;
-		struct known_lock *nv = realloc(k->v, nc * sizeof *nv);
-		if (!nv)
-			return -ENOMEM;
-		k->v = nv;
-		k->cap = nc;
-	}
+	if (array_grow(&k->v, &k->cap, k->n + 1, sizeof *k->v, 64))
+		return -ENOMEM;
 	memmove(&k->v[at + 1], &k->v[at], (k->n - at) * sizeof *k->v);
 	k->v[at] = (struct known_lock){ addr, kind, k->tick };
 	k->n++;
@@ -206,14 +202,8 @@ struct claims {
 static int claim_add(struct claims *c, size_t thread, uint64_t addr,
 		     enum dbs_lock_kind kind)
 {
-	if (c->n == c->cap) {
-		size_t nc = c->cap ? c->cap * 2 : 32;
-		struct claim *nv = realloc(c->v, nc * sizeof *nv);
-		if (!nv)
-			return -ENOMEM;
-		c->v = nv;
-		c->cap = nc;
-	}
+	if (array_grow(&c->v, &c->cap, c->n + 1, sizeof *c->v, 32))
+		return -ENOMEM;
 	c->v[c->n++] = (struct claim){ thread, addr, kind };
 	return 0;
 }

@@ -10,6 +10,8 @@
  */
 #include "locks_int.h"
 
+#include "array.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -280,14 +282,8 @@ void dbs_lockobj_load(const struct dbs_lockctx *c, struct dbs_lock *l)
 int dbs_lockobj_add(struct dbs_lockctx *c, const struct dbs_lock *l)
 {
 	struct dbs_locks *L = c->snap->locks;
-	if (L->n == c->lock_cap) {
-		size_t nc = c->lock_cap ? c->lock_cap * 2 : 16;
-		struct dbs_lock *nv = realloc(L->v, nc * sizeof *nv);
-		if (!nv)
-			return -ENOMEM;
-		L->v = nv;
-		c->lock_cap = nc;
-	}
+	if (array_grow(&L->v, &c->lock_cap, L->n + 1, sizeof *L->v, 16))
+		return -ENOMEM;
 	L->v[L->n++] = *l;
 	return 0;
 }

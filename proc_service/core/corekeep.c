@@ -12,6 +12,8 @@
 #include "core_int.h"
 #include "psvc_int.h"
 
+#include "array.h"
+
 #include <elf.h>
 #include <endian.h>
 #include <errno.h>
@@ -279,14 +281,8 @@ static int want_add(struct wants *w, size_t seg, uint64_t lo, uint64_t hi)
 {
 	if (lo >= hi)
 		return 0;
-	if (w->n == w->cap) {
-		size_t ncap = w->cap ? w->cap * 2 : 256;
-		struct want *nv = realloc(w->v, ncap * sizeof *nv);
-		if (!nv)
-			return -ENOMEM;
-		w->v = nv;
-		w->cap = ncap;
-	}
+	if (array_grow(&w->v, &w->cap, w->n + 1, sizeof *w->v, 256))
+		return -ENOMEM;
 	w->v[w->n++] = (struct want){ lo, hi, seg };
 	return 0;
 }
@@ -463,14 +459,9 @@ static unsigned char *block_alloc(struct psvc_core *c)
 {
 	struct core_chunk *k = c->nchunks ? &c->chunks[c->nchunks - 1] : NULL;
 	if (!k || k->used + CORE_BLK > k->size) {
-		if (c->nchunks == c->chunks_cap) {
-			size_t ncap = c->chunks_cap ? c->chunks_cap * 2 : 16;
-			struct core_chunk *nc = realloc(c->chunks, ncap * sizeof *nc);
-			if (!nc)
-				return NULL;
-			c->chunks = nc;
-			c->chunks_cap = ncap;
-		}
+		if (array_grow(&c->chunks, &c->chunks_cap, c->nchunks + 1,
+			       sizeof *c->chunks, 16))
+			return NULL;
 		/* fresh anonymous pages are zeros: a block is zero-filled
 		 * before its first bytes are copied in */
 		void *p = mmap(NULL, ARENA_CHUNK, PROT_READ | PROT_WRITE,
