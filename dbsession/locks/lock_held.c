@@ -92,17 +92,15 @@ pid_t dbs_held_recorded_holder(const struct dbs_lock *l)
 
 /* ---- the locks the session remembers ----------------------------------------- */
 
+static bool known_below(const void *e, const void *key)
+{
+	return ((const struct known_lock *)e)->addr < *(const uint64_t *)key;
+}
+
+/* Where addr is, or would be, in the locks remembered (by address). */
 static size_t known_find(const struct dbs_known_locks *k, uint64_t addr)
 {
-	size_t lo = 0, hi = k->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (k->v[mid].addr < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return array_partition(k->v, k->n, sizeof *k->v, known_below, &addr);
 }
 
 /* Forget the lock seen least recently (to make room). */

@@ -14,6 +14,8 @@
 #include "core_int.h"
 #include "psvc_int.h"
 
+#include "array.h"
+
 #include <elf.h>
 #include <endian.h>
 #include <errno.h>
@@ -278,20 +280,25 @@ int psvc_core_read_headers(struct psvc_core *c, Elf *elf,
 	return 0;
 }
 
+/* Where the address *key is against segment e, in bsearch(3)'s order. */
+static int seg_vs_addr(const void *key, const void *e)
+{
+	uint64_t addr = *(const uint64_t *)key;
+	const struct core_seg *s = e;
+	if (addr < s->vaddr)
+		return -1;
+	return addr - s->vaddr >= s->memsz;
+}
+
+/* Segment e starts at or below the address *key. */
+static bool seg_starts_by(const void *e, const void *key)
+{
+	return ((const struct core_seg *)e)->vaddr <= *(const uint64_t *)key;
+}
+
 const struct core_seg *psvc_core_seg_for(const struct psvc_core *c, uint64_t addr)
 {
-	size_t lo = 0, hi = c->nsegs;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		const struct core_seg *s = &c->segs[mid];
-		if (addr < s->vaddr)
-			hi = mid;
-		else if (addr - s->vaddr >= s->memsz)
-			lo = mid + 1;
-		else
-			return s;
-	}
-	return NULL;
+	return bsearch(&addr, c->segs, c->nsegs, sizeof *c->segs, seg_vs_addr);
 }
 
 /* ---- NT_FILE in order, and the maps view ----------------------------------- */
@@ -304,21 +311,21 @@ static int file_cmp(const void *a, const void *b)
 	return x->end < y->end ? -1 : x->end > y->end;
 }
 
+/* Where the address *key is against NT_FILE mapping e. */
+static int file_vs_addr(const void *key, const void *e)
+{
+	uint64_t addr = *(const uint64_t *)key;
+	const struct psvc_core_file *f = e;
+	if (addr < f->start)
+		return -1;
+	return addr >= f->end;
+}
+
 const struct psvc_core_file *psvc_core_file_for_addr(const struct psvc_core *c,
 						     uint64_t addr)
 {
-	size_t lo = 0, hi = c->nfiles;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		const struct psvc_core_file *f = &c->files[mid];
-		if (addr < f->start)
-			hi = mid;
-		else if (addr >= f->end)
-			lo = mid + 1;
-		else
-			return f;
-	}
-	return NULL;
+	return bsearch(&addr, c->files, c->nfiles, sizeof *c->files,
+		       file_vs_addr);
 }
 
 int psvc_core_finish(struct psvc_core *c)
@@ -407,14 +414,9 @@ int psvc_core_build_maps(struct psvc_core *c)
 			}
 			/* the gap up to the next segment or the file's end */
 			uint64_t b = f->end;
-			size_t lo = 0, hi = c->nsegs;
-			while (lo < hi) {
-				size_t mid = lo + (hi - lo) / 2;
-				if (c->segs[mid].vaddr <= a)
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
+			size_t lo = array_partition(c->segs, c->nsegs,
+						    sizeof *c->segs,
+						    seg_starts_by, &a);
 			if (lo < c->nsegs && c->segs[lo].vaddr < b)
 				b = c->segs[lo].vaddr;
 			if (n == cap) {
