@@ -280,14 +280,11 @@ int psvc_core_read_headers(struct psvc_core *c, Elf *elf,
 	return 0;
 }
 
-/* Where the address *key is against segment e, in bsearch(3)'s order. */
 static int seg_vs_addr(const void *key, const void *e)
 {
-	uint64_t addr = *(const uint64_t *)key;
 	const struct core_seg *s = e;
-	if (addr < s->vaddr)
-		return -1;
-	return addr - s->vaddr >= s->memsz;
+	return psvc_core_addr_vs(*(const uint64_t *)key, s->vaddr,
+				 s->vaddr + s->memsz);
 }
 
 /* Segment e starts at or below the address *key. */
@@ -311,14 +308,10 @@ static int file_cmp(const void *a, const void *b)
 	return x->end < y->end ? -1 : x->end > y->end;
 }
 
-/* Where the address *key is against NT_FILE mapping e. */
 static int file_vs_addr(const void *key, const void *e)
 {
-	uint64_t addr = *(const uint64_t *)key;
 	const struct psvc_core_file *f = e;
-	if (addr < f->start)
-		return -1;
-	return addr >= f->end;
+	return psvc_core_addr_vs(*(const uint64_t *)key, f->start, f->end);
 }
 
 const struct psvc_core_file *psvc_core_file_for_addr(const struct psvc_core *c,

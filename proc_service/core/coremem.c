@@ -18,14 +18,10 @@
 #include <string.h>
 #include <sys/mman.h>
 
-/* Where the address *key is against kept range e. */
 static int keep_vs_addr(const void *key, const void *e)
 {
-	uint64_t addr = *(const uint64_t *)key;
 	const struct core_keep *k = e;
-	if (addr < k->lo)
-		return -1;
-	return addr >= k->hi;
+	return psvc_core_addr_vs(*(const uint64_t *)key, k->lo, k->hi);
 }
 
 /* The kept range holding addr, or NULL. */
