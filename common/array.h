@@ -67,6 +67,15 @@ static inline void *array_push(void *arrp, size_t *n, size_t elem)
 	return (char *)v + (*n)++ * elem;
 }
 
+/* Free the array *arrp and leave it empty (NULL, *n and *cap 0). */
+static inline void array_drop(void *arrp, size_t *n, size_t *cap)
+{
+	void **arr = arrp;
+	free(*arr);
+	*arr = NULL;
+	*n = *cap = 0;
+}
+
 /*
  * The first index of the n elements of `elem` bytes at v for which
  * before(element, key) is false, where it holds for a leading run of them
