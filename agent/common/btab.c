@@ -6,6 +6,7 @@
  * pointers of what they interned.
  */
 #include "common.h"
+#include "array.h"
 #include "hashtab.h"
 
 #include <errno.h>
@@ -59,7 +60,5 @@ void btab_free(struct btab *t)
 {
 	for (size_t i = 0; i < t->cap; i++)
 		free(t->v[i].key);
-	free(t->v);
-	t->v = NULL;
-	t->cap = t->n = 0;
+	array_drop(&t->v, &t->n, &t->cap);
 }

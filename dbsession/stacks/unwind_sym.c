@@ -7,6 +7,7 @@
  */
 #include "unwind_int.h"
 
+#include "array.h"
 #include "hashtab.h"
 
 #include <dwarf.h>
@@ -17,9 +18,7 @@ void dbs_unwind_cache_clear(struct dbs_unwinder *u)
 {
 	for (size_t i = 0; i < u->cache_cap; i++)
 		free(u->cache[i].frames);
-	free(u->cache);
-	u->cache = NULL;
-	u->cache_cap = u->cache_n = 0;
+	array_drop(&u->cache, &u->cache_n, &u->cache_cap);
 }
 
 static const char *demangled(struct dbs_unwinder *u, const char *raw,
