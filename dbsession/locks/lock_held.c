@@ -32,6 +32,7 @@
 #include "locks_int.h"
 
 #include "array.h"
+#include "order.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -209,9 +210,7 @@ static int claim_add(struct claims *c, size_t thread, uint64_t addr,
 static int cmp_claim(const void *a, const void *b)
 {
 	const struct claim *x = a, *y = b;
-	if (x->thread != y->thread)
-		return x->thread < y->thread ? -1 : 1;
-	return (x->addr > y->addr) - (x->addr < y->addr);
+	return order_u64(x->thread, y->thread) ?: order_u64(x->addr, y->addr);
 }
 
 /* Whether what the words say of th holds: it could not run meanwhile. */

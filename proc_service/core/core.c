@@ -15,6 +15,7 @@
 #include "psvc_int.h"
 
 #include "array.h"
+#include "order.h"
 
 #include <elf.h>
 #include <endian.h>
@@ -133,9 +134,7 @@ int psvc_core_check_header(struct psvc_core *c, const unsigned char *p, size_t n
 static int seg_cmp(const void *a, const void *b)
 {
 	const struct core_seg *x = a, *y = b;
-	if (x->vaddr != y->vaddr)
-		return x->vaddr < y->vaddr ? -1 : 1;
-	return x->memsz < y->memsz ? -1 : x->memsz > y->memsz;
+	return order_u64(x->vaddr, y->vaddr) ?: order_u64(x->memsz, y->memsz);
 }
 
 static void add_segment(struct psvc_core *c, const GElf_Phdr *ph, size_t idx)
@@ -303,9 +302,7 @@ const struct core_seg *psvc_core_seg_for(const struct psvc_core *c, uint64_t add
 static int file_cmp(const void *a, const void *b)
 {
 	const struct psvc_core_file *x = a, *y = b;
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	return x->end < y->end ? -1 : x->end > y->end;
+	return order_u64(x->start, y->start) ?: order_u64(x->end, y->end);
 }
 
 static int file_vs_addr(const void *key, const void *e)

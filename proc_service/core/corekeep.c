@@ -13,6 +13,7 @@
 #include "psvc_int.h"
 
 #include "array.h"
+#include "order.h"
 
 #include <elf.h>
 #include <endian.h>
@@ -298,17 +299,13 @@ static int cand_cmp(const void *a, const void *b)
 	const struct cand *x = a, *y = b;
 	if (x->cls != y->cls)
 		return x->cls - y->cls;
-	if (x->size != y->size)
-		return x->size < y->size ? -1 : 1;
-	return x->seg < y->seg ? -1 : x->seg > y->seg;
+	return order_u64(x->size, y->size) ?: order_u64(x->seg, y->seg);
 }
 
 static int want_cmp(const void *a, const void *b)
 {
 	const struct want *x = a, *y = b;
-	if (x->lo != y->lo)
-		return x->lo < y->lo ? -1 : 1;
-	return x->hi < y->hi ? -1 : x->hi > y->hi;
+	return order_u64(x->lo, y->lo) ?: order_u64(x->hi, y->hi);
 }
 
 /* Class A: every thread's stack window and the top of its stack segment. */
