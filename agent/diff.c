@@ -205,18 +205,25 @@ static bool same_str(const char *a, const char *b)
 	return a == b || (a && b && !strcmp(a, b));
 }
 
-static bool same_stack(json_t *a, json_t *b)
+/* Two arrays of objects of the same length whose member `key` is the same
+ * string (or missing) in each pair. */
+static bool same_members(json_t *a, json_t *b, const char *key)
 {
-	json_t *fa = json_object_get(json_object_get(a, "stack"), "frames");
-	json_t *fb = json_object_get(json_object_get(b, "stack"), "frames");
-	if (!json_is_array(fa) || !json_is_array(fb) ||
-	    json_array_size(fa) != json_array_size(fb))
+	if (!json_is_array(a) || !json_is_array(b) ||
+	    json_array_size(a) != json_array_size(b))
 		return false;
-	for (size_t i = 0; i < json_array_size(fa); i++)
-		if (!same_str(jstr(json_array_get(fa, i), "pc"),
-			      jstr(json_array_get(fb, i), "pc")))
+	for (size_t i = 0; i < json_array_size(a); i++)
+		if (!same_str(jstr(json_array_get(a, i), key),
+			      jstr(json_array_get(b, i), key)))
 			return false;
 	return true;
+}
+
+static bool same_stack(json_t *a, json_t *b)
+{
+	return same_members(json_object_get(json_object_get(a, "stack"), "frames"),
+			    json_object_get(json_object_get(b, "stack"), "frames"),
+			    "pc");
 }
 
 /* user_s + system_s; false if not known */
@@ -505,14 +512,8 @@ static bool same_cycle(json_t *a, json_t *b)
 {
 	json_t *ta = json_object_get(a, "threads"), *tb = json_object_get(b, "threads");
 	json_t *la = json_object_get(a, "locks"), *lb = json_object_get(b, "locks");
-	if (!json_is_array(ta) || !json_equal(ta, tb) || !json_is_array(la) ||
-	    !json_is_array(lb) || json_array_size(la) != json_array_size(lb))
-		return false;
-	for (size_t i = 0; i < json_array_size(la); i++)
-		if (!same_str(jstr(json_array_get(la, i), "addr"),
-			      jstr(json_array_get(lb, i), "addr")))
-			return false;
-	return true;
+	return json_is_array(ta) && json_equal(ta, tb) &&
+	       same_members(la, lb, "addr");
 }
 
 static void same_deadlocks(struct out *o, const struct doc *od, const struct doc *nd)

@@ -77,20 +77,9 @@ static void install_signals(uint64_t max_freeze_ns)
 }
 
 /* Die of the signal that interrupted us, now that the target runs. */
-static void reraise_signal(int sig)
-{
-	signal(sig, SIG_DFL);
-	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, sig);
-	sigprocmask(SIG_UNBLOCK, &set, NULL);
-	raise(sig);
-	_exit(128 + sig);
-}
-
 static void reraise(void)
 {
-	reraise_signal(got_signal);
+	guard_die_of(got_signal);
 }
 
 /* Modules keep no descriptor, but libdwfl keeps one on the separate debug
@@ -353,7 +342,7 @@ static int run_watch(struct cmdline *cl, tinspect_session *s,
 	if (got_signal)
 		reraise();
 	if (err == -EPIPE)
-		reraise_signal(SIGPIPE);	/* the reader is gone */
+		guard_die_of(SIGPIPE);	/* the reader is gone */
 	if (err)
 		return report_error(cl->pid, err, true, cl->opts->max_freeze_ns);
 	return ferr ? EXIT_INTERNAL : EXIT_SNAPSHOT_OK;

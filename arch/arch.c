@@ -6,6 +6,7 @@
  * arch_host() asks which machine this is.
  */
 #include "arch_int.h"
+#include "syscalls-unified.h"
 
 #include <elf.h>
 
@@ -86,8 +87,15 @@ long arch_syscall_at_insn(const struct arch_desc *a, const uint64_t *gregs,
 	return nr >= 0 && nr < 0x10000 ? (long)nr : -1;
 }
 
+/* The system calls added since Linux 5.1 have one number on every
+ * architecture (syscalls-unified.h); below it, the architecture's own. */
 const char *arch_syscall_name(const struct arch_desc *a, long nr)
 {
+	if (nr >= ARCH_SYSCALLS_UNIFIED) {
+		unsigned long k = (unsigned long)nr - ARCH_SYSCALLS_UNIFIED;
+		return k < ARCH_NELEMS(syscalls_unified) ? syscalls_unified[k]
+							 : NULL;
+	}
 	if (nr < 0 || (unsigned long)nr >= a->nsyscalls)
 		return NULL;
 	return a->syscall_names[nr];

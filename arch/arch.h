@@ -65,7 +65,8 @@ struct arch_desc {
 	/* ---- system calls */
 	long nr_futex;			/* futex(2) */
 	long nr_restart_syscall;	/* restart_syscall(2) */
-	const char *const *syscall_names;	/* indexed by number, NULL gaps */
+	const char *const *syscall_names;	/* indexed by number, NULL gaps;
+						 * from 424 up: arch.c */
 	size_t nsyscalls;
 	unsigned syscall_nr_idx;	/* orig_rax; x8 */
 	unsigned syscall_ret_idx;	/* rax; x0 */

@@ -327,6 +327,12 @@ struct tdb_result {
 void dbs_libc_setup(struct dbs_session *s);
 /* libc_glibc.c: let libthread_db's agent go */
 void dbs_glibc_release(struct dbs_session *s);
+/* libc_glibc.c: a field of struct pthread as libc's libthread_db
+ * descriptor desc (_thread_db_pthread_tid, ...) says, checked against
+ * the size of struct pthread (psvc_field_read: 0, or a negative errno with
+ * why, which may be NULL). */
+int dbs_glibc_pthread_field(struct dbs_session *s, const char *desc,
+			    struct psvc_field *ret, char *why, size_t whylen);
 
 /*
  * The optional readers share one life cycle per update, each called from

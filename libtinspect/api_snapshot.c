@@ -6,6 +6,8 @@
  */
 #include "tin_int.h"
 
+#include "array.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -385,6 +387,11 @@ const tinspect_thread *tinspect_snapshot_thread(const tinspect_snapshot *snap, s
 	return i < snap->d->nthreads ? &snap->threads[i] : NULL;
 }
 
+static bool tid_below(const void *e, const void *key)
+{
+	return ((const struct dbs_thread *)e)->tid < *(const pid_t *)key;
+}
+
 /* The main thread first, then the others by tid (dbsession.h): a binary
  * search, with a scan for a snapshot in any other order. */
 const tinspect_thread *tinspect_snapshot_thread_by_tid(const tinspect_snapshot *snap,
@@ -392,16 +399,12 @@ const tinspect_thread *tinspect_snapshot_thread_by_tid(const tinspect_snapshot *
 {
 	const struct dbs_snapshot *d = snap->d;
 	size_t n = d->nthreads;
-	if (n && d->threads[0].tid == tid)
+	if (!n)
+		return NULL;
+	if (d->threads[0].tid == tid)
 		return &snap->threads[0];
-	size_t lo = 1, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (d->threads[mid].tid < tid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = 1 + array_partition(d->threads + 1, n - 1,
+					sizeof *d->threads, tid_below, &tid);
 	if (lo < n && d->threads[lo].tid == tid)
 		return &snap->threads[lo];
 	for (size_t i = 0; i < n; i++)

@@ -148,6 +148,18 @@ Test(arch, lookup)
 	cr_assert_null(arch_by_elf_machine(3));	/* EM_386 */
 	cr_assert_null(arch_syscall_name(arch_host(), 100000));
 	cr_assert_null(arch_syscall_name(arch_host(), -1));
+	/* from 424 up one number on every architecture, then the ends */
+	for (int id = 0; id < ARCH_COUNT; id++) {
+		const struct arch_desc *a = arch_by_id((enum arch_id)id);
+		cr_assert_str_eq(arch_syscall_name(a, 424), "pidfd_send_signal");
+		cr_assert_str_eq(arch_syscall_name(a, 435), "clone3");
+		cr_assert_str_eq(arch_syscall_name(a, 450),
+				 "set_mempolicy_home_node");
+		cr_assert_null(arch_syscall_name(a, 451));
+	}
+	cr_assert_str_eq(arch_syscall_name(arch_by_id(ARCH_X86_64), 334), "rseq");
+	cr_assert_null(arch_syscall_name(arch_by_id(ARCH_X86_64), 335));
+	cr_assert_str_eq(arch_syscall_name(arch_by_id(ARCH_AARCH64), 293), "rseq");
 }
 
 Test(diag, eperm_causes)

@@ -6,6 +6,8 @@
  * pointers of what they interned.
  */
 #include "common.h"
+#include "array.h"
+#include "hashtab.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -23,31 +25,17 @@ static uint64_t hash_bytes(const void *p, size_t len)
 	return h;
 }
 
-static int btab_grow(struct btab *t)
+static size_t blob_home(const void *slot, size_t cap)
 {
-	size_t cap = t->cap ? t->cap * 2 : 1024;
-	struct blob *v = calloc(cap, sizeof *v);
-	if (!v)
-		return -ENOMEM;
-	for (size_t i = 0; i < t->cap; i++) {
-		if (!t->v[i].key)
-			continue;
-		size_t j = t->v[i].hash & (cap - 1);
-		while (v[j].key)
-			j = (j + 1) & (cap - 1);
-		v[j] = t->v[i];
-	}
-	free(t->v);
-	t->v = v;
-	t->cap = cap;
-	return 0;
+	return ((const struct blob *)slot)->hash & (cap - 1);
 }
 
 struct blob *btab_get(struct btab *t, const void *key, size_t len,
 		      size_t value, bool may_add, bool *ret_added)
 {
 	*ret_added = false;
-	if ((t->n + 1) * 4 > t->cap * 3 && btab_grow(t))
+	if ((t->n + 1) * 4 > t->cap * 3 &&
+	    hashtab_grow(&t->v, &t->cap, sizeof *t->v, 1024, blob_home))
 		return NULL;
 	uint64_t h = hash_bytes(key, len);
 	size_t j = h & (t->cap - 1);
@@ -72,7 +60,5 @@ void btab_free(struct btab *t)
 {
 	for (size_t i = 0; i < t->cap; i++)
 		free(t->v[i].key);
-	free(t->v);
-	t->v = NULL;
-	t->cap = t->n = 0;
+	array_drop(&t->v, &t->n, &t->cap);
 }

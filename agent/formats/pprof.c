@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "jwriter.h"
+#include "array.h"
 #include "config.h"
 
 #if HAVE_PPROF
@@ -57,17 +58,10 @@ struct pb {
 	bool oom;
 };
 
-static bool grow(void **v, size_t *cap, size_t n, size_t size)
+/* Room for element n of an array of *cap (64 at first, then doubling). */
+static bool grow(void *arrp, size_t *cap, size_t n, size_t size)
 {
-	if (n < *cap)
-		return true;
-	size_t c = *cap ? *cap * 2 : 64;
-	void *nv = realloc(*v, c * size);
-	if (!nv)
-		return false;
-	*v = nv;
-	*cap = c;
-	return true;
+	return !array_grow(arrp, cap, n + 1, size, 64);
 }
 
 /* s as valid UTF-8 (invalid bytes as U+FFFD); malloc'ed. */
@@ -106,7 +100,7 @@ static int64_t str(struct pb *p, const char *s)
 	bool added;
 	struct blob *b = btab_get(&p->strtab, clean, strlen(clean), p->nstrings,
 				  true, &added);
-	if (!b || (added && !grow((void **)&p->strings, &p->capstrings, p->nstrings,
+	if (!b || (added && !grow(&p->strings, &p->capstrings, p->nstrings,
 				  sizeof *p->strings))) {
 		if (b && added)
 			b->value = 0;
@@ -126,7 +120,7 @@ static uint64_t func(struct pb *p, const char *name, const char *file)
 	bool added;
 	struct blob *b = btab_get(&p->funcs, key, sizeof key, p->nfuncs + 1, true,
 				  &added);
-	if (!b || (added && !grow((void **)&p->funcv, &p->capfuncs, p->nfuncs,
+	if (!b || (added && !grow(&p->funcv, &p->capfuncs, p->nfuncs,
 				  sizeof *p->funcv))) {
 		if (b && added)
 			b->value = 0;
@@ -159,9 +153,9 @@ static uint64_t loc(struct pb *p, char tag, const void *id, size_t idlen,
 	memcpy(key + 1, id, idlen);
 	struct blob *b = btab_get(&p->locs, key, idlen + 1, p->nlocs + 1, true, &added);
 	free(key);
-	if (!b || (added && (!grow((void **)&p->locv, &p->caplocs, p->nlocs,
+	if (!b || (added && (!grow(&p->locv, &p->caplocs, p->nlocs,
 				   sizeof *p->locv) ||
-			     !grow((void **)&p->linev, &p->caplines, p->nlocs,
+			     !grow(&p->linev, &p->caplines, p->nlocs,
 				   sizeof *p->linev)))) {
 		if (b && added)
 			b->value = 0;
@@ -245,7 +239,7 @@ int pprof_write(const char *path, const struct samples *s, pid_t pid,
 	uint8_t *packed = NULL, *gz = NULL;
 	size_t gzlen = 0;
 	if (!sv || !spv || !labels || !lpv || !values || !ids ||
-	    !grow((void **)&p.strings, &p.capstrings, 0, sizeof *p.strings))
+	    !grow(&p.strings, &p.capstrings, 0, sizeof *p.strings))
 		goto out;
 	p.strings[p.nstrings++] = "";	/* string_table[0] */
 

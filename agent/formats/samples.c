@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "array.h"
 
 /* ---- the samples -------------------------------------------------------------- */
 
@@ -200,14 +201,8 @@ static int add_thread(struct samples *s, const tinspect_thread *th)
 		/* until the sample exists, the key names none (out of memory
 		 * below leaves it so: that stack is lost, not misattributed) */
 		b->value = SIZE_MAX;
-		if (s->n == s->cap) {
-			size_t cap = s->cap ? s->cap * 2 : 256;
-			struct sample *v = realloc(s->v, cap * sizeof *v);
-			if (!v)
-				goto out;
-			s->v = v;
-			s->cap = cap;
-		}
+		if (array_grow(&s->v, &s->cap, s->n + 1, sizeof *s->v, 256))
+			goto out;
 		const void **frames = malloc((nframes ? nframes : 1) * sizeof *frames);
 		if (!frames)
 			goto out;

@@ -12,6 +12,8 @@
  */
 #include "lockgraph.h"
 
+#include "array.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,6 +139,19 @@ void lg_free(struct lockgraph *g)
 	free(g);
 }
 
+/* Room for one more element in an array of n, bounded at max (the graph
+ * must not grow without bound in a long watch): 0, -ENOSPC past max
+ * (counted in *dropped) or -ENOMEM. */
+static int room_for_one(void *arrp, size_t *cap, size_t n, size_t elem,
+			size_t first, size_t max, uint64_t *dropped)
+{
+	if (n >= max) {
+		(*dropped)++;
+		return -ENOSPC;
+	}
+	return array_grow(arrp, cap, n + 1, elem, first);
+}
+
 static uint64_t hash_str(const char *s)
 {
 	uint64_t h = 1469598103934665603ull;	/* FNV-1a */
@@ -184,18 +199,9 @@ long lg_lock_get(struct lockgraph *g, const char *key, enum lg_kind kind,
 		g->locks[found].pid = pid;
 		return found;
 	}
-	if (g->nlocks >= LG_MAX_LOCKS) {
-		g->dropped_locks++;
+	if (room_for_one(&g->locks, &g->locks_cap, g->nlocks, sizeof *g->locks,
+			 32, LG_MAX_LOCKS, &g->dropped_locks))
 		return -1;
-	}
-	if (g->nlocks == g->locks_cap) {
-		size_t nc = g->locks_cap ? g->locks_cap * 2 : 32;
-		struct lg_lock *nv = realloc(g->locks, nc * sizeof *nv);
-		if (!nv)
-			return -1;
-		g->locks = nv;
-		g->locks_cap = nc;
-	}
 	if (2 * (g->nlocks + 1) > g->kidx_cap &&
 	    kidx_rebuild(g, g->kidx_cap ? 2 * g->kidx_cap : 64))
 		return -1;
@@ -304,18 +310,9 @@ long lg_edge_find(const struct lockgraph *g, size_t from, size_t to)
 
 static long edge_add(struct lockgraph *g, size_t from, size_t to, int64_t now)
 {
-	if (g->nedges >= LG_MAX_EDGES) {
-		g->dropped_edges++;
+	if (room_for_one(&g->edges, &g->edges_cap, g->nedges, sizeof *g->edges,
+			 32, LG_MAX_EDGES, &g->dropped_edges))
 		return -1;
-	}
-	if (g->nedges == g->edges_cap) {
-		size_t nc = g->edges_cap ? g->edges_cap * 2 : 32;
-		struct lg_edge *nv = realloc(g->edges, nc * sizeof *nv);
-		if (!nv)
-			return -1;
-		g->edges = nv;
-		g->edges_cap = nc;
-	}
 	g->edges[g->nedges] = (struct lg_edge){ .from = from, .to = to,
 						.first_ns = now, .last_ns = now };
 	return (long)g->nedges++;
@@ -450,18 +447,10 @@ static bool known_inversion(const struct lockgraph *g, const struct lg_inversion
 
 static int inversion_add(struct lockgraph *g, const struct lg_inversion *c)
 {
-	if (g->ninv >= LG_MAX_INVERSIONS) {
-		g->dropped_inversions++;
-		return -ENOSPC;
-	}
-	if (g->ninv == g->inv_cap) {
-		size_t nc = g->inv_cap ? g->inv_cap * 2 : 8;
-		struct lg_inversion *nv = realloc(g->inv, nc * sizeof *nv);
-		if (!nv)
-			return -ENOMEM;
-		g->inv = nv;
-		g->inv_cap = nc;
-	}
+	int err = room_for_one(&g->inv, &g->inv_cap, g->ninv, sizeof *g->inv,
+			       8, LG_MAX_INVERSIONS, &g->dropped_inversions);
+	if (err)
+		return err;
 	g->inv[g->ninv++] = *c;
 	return 0;
 }

@@ -13,6 +13,8 @@
  */
 #include "lockorder.h"
 
+#include "array.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -495,14 +497,8 @@ static bool read_inversion(struct reader *r, json_t *o)
 	}
 	if (g->ninv == LG_MAX_INVERSIONS)
 		return fail(r, "more than %d inversions", LG_MAX_INVERSIONS);
-	if (g->ninv == g->inv_cap) {
-		size_t nc = g->inv_cap ? 2 * g->inv_cap : 8;
-		struct lg_inversion *nv = realloc(g->inv, nc * sizeof *nv);
-		if (!nv)
-			return fail(r, "out of memory");
-		g->inv = nv;
-		g->inv_cap = nc;
-	}
+	if (array_grow(&g->inv, &g->inv_cap, g->ninv + 1, sizeof *g->inv, 8))
+		return fail(r, "out of memory");
 	g->inv[g->ninv++] = inv;
 	return true;
 }

@@ -22,6 +22,8 @@
  */
 #include "lockorder.h"
 
+#include "array.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -170,14 +172,8 @@ static void changed_add(struct changed *c, size_t e)
 	for (size_t i = 0; i < c->n; i++)
 		if (c->v[i] == e)
 			return;
-	if (c->n == c->cap) {
-		size_t nc = c->cap ? 2 * c->cap : 16;
-		size_t *nv = realloc(c->v, nc * sizeof *nv);
-		if (!nv)
-			return;
-		c->v = nv;
-		c->cap = nc;
-	}
+	if (array_grow(&c->v, &c->cap, c->n + 1, sizeof *c->v, 16))
+		return;
 	c->v[c->n++] = e;
 }
 

@@ -135,6 +135,15 @@ static void put_inversion(FILE *out, const struct lockgraph *g,
 		put_order(out, g, inv->edges[i], inv->ev[i]);
 }
 
+/* Every inversion the graph found, or that there is none. */
+static void put_inversions(FILE *out, const struct lockgraph *g)
+{
+	if (!g->ninv)
+		fputs("  No lock order inversion found.\n", out);
+	for (size_t i = 0; i < g->ninv; i++)
+		put_inversion(out, g, &g->inv[i]);
+}
+
 /* "Waits that could not contribute: ..." */
 static void put_waits(FILE *out, const uint64_t *w, const char *when)
 {
@@ -177,10 +186,7 @@ void lockorder_text(FILE *out, const struct lockorder *lo)
 	fputs("Lock order (", out);
 	put_graph_head(out, g);
 	fputs("):\n", out);
-	if (!g->ninv)
-		fputs("  No lock order inversion found.\n", out);
-	for (size_t i = 0; i < g->ninv; i++)
-		put_inversion(out, g, &g->inv[i]);
+	put_inversions(out, g);
 	put_waits(out, lo->waits, "in this update");
 	if (g->updates > 1)
 		put_waits(out, g->waits, "in all updates");
@@ -344,10 +350,7 @@ static void show_text(const char *path, const struct lockgraph *g)
 		put_time(stdout, g->last_ns);
 	}
 	fputs("\n\n", stdout);
-	if (!g->ninv)
-		fputs("  No lock order inversion found.\n", stdout);
-	for (size_t i = 0; i < g->ninv; i++)
-		put_inversion(stdout, g, &g->inv[i]);
+	put_inversions(stdout, g);
 	put_waits(stdout, g->waits, "in all updates");
 	if (g->dropped_locks || g->dropped_edges || g->dropped_inversions)
 		printf("  Left out for lack of room: %" PRIu64 " locks, %" PRIu64

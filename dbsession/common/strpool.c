@@ -5,6 +5,8 @@
  */
 #include "dbs_int.h"
 
+#include "hashtab.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,31 +86,17 @@ static char *pool_alloc(struct dbs_strpool *p, size_t len)
 	return r;
 }
 
-static int pool_grow(struct dbs_strpool *p)
+static size_t pooled_home(const void *slot, size_t cap)
 {
-	size_t ncap = p->cap ? p->cap * 2 : 256;
-	const char **ns = calloc(ncap, sizeof *ns);
-	if (!ns)
-		return -1;
-	for (size_t i = 0; i < p->cap; i++) {
-		if (!p->slots[i])
-			continue;
-		size_t j = str_hash(p->slots[i]) & (ncap - 1);
-		while (ns[j])
-			j = (j + 1) & (ncap - 1);
-		ns[j] = p->slots[i];
-	}
-	free(p->slots);
-	p->slots = ns;
-	p->cap = ncap;
-	return 0;
+	return str_hash(*(const char *const *)slot) & (cap - 1);
 }
 
 const char *dbs_strpool_intern(struct dbs_strpool *p, const char *s)
 {
 	if (!s || !p)
 		return NULL;
-	if ((p->n + 1) * 2 > p->cap && pool_grow(p))
+	if ((p->n + 1) * 2 > p->cap &&
+	    hashtab_grow(&p->slots, &p->cap, sizeof *p->slots, 256, pooled_home))
 		return NULL;
 	size_t i = str_hash(s) & (p->cap - 1);
 	for (; p->slots[i]; i = (i + 1) & (p->cap - 1))

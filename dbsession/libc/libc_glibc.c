@@ -52,6 +52,17 @@ void dbs_glibc_release(struct dbs_session *s)
 	s->tdb_warning = NULL;
 }
 
+/* The descriptor is { bits, count, offset } (docs/GLIBC.md §2); the
+ * fields read so are single 32-bit words (tid, cancelhandling). */
+int dbs_glibc_pthread_field(struct dbs_session *s, const char *desc,
+			    struct psvc_field *ret, char *why, size_t whylen)
+{
+	struct psvc_layout_src src = psvc_layout_src(s->t);
+	struct psvc_field_rule rule = { "struct pthread", s->sizeof_pthread,
+					32, 1, 1 };
+	return psvc_field_read(&src, desc, &rule, ret, why, whylen);
+}
+
 static void pin_checked(void *t, uint64_t addr, const void *bytes, size_t len)
 {
 	psvc_pin(t, addr, bytes, len);

@@ -9,6 +9,8 @@
 #include "dbs_int.h"
 #include "libc_musl.h"
 
+#include "array.h"
+
 #include <errno.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -364,14 +366,9 @@ static void identify_task(struct dbs_session *s, const struct psvc_task *k,
 
 static int held_add(struct dbs_session *s, size_t *cap, pid_t tid, uint64_t addr)
 {
-	if (s->nmusl_held == *cap) {
-		size_t nc = *cap ? *cap * 2 : 32;
-		struct dbs_musl_held *nv = realloc(s->musl_held, nc * sizeof *nv);
-		if (!nv)
-			return -ENOMEM;
-		s->musl_held = nv;
-		*cap = nc;
-	}
+	if (array_grow(&s->musl_held, cap, s->nmusl_held + 1,
+		       sizeof *s->musl_held, 32))
+		return -ENOMEM;
 	s->musl_held[s->nmusl_held++] = (struct dbs_musl_held){ tid, addr };
 	return 0;
 }

@@ -43,14 +43,11 @@ uint32_t dbs_condwait_cleanup_offset(struct dbs_session *s)
 	s->cleanup_off = 0;
 	s->cleanup_off_gen = gen;
 	s->cleanup_off_valid = true;
-	struct psvc_layout_src src = psvc_layout_src(s->t);
-	struct psvc_field_rule rule = { "struct pthread", s->sizeof_pthread,
-					32, 1, 1 };
 	struct psvc_field f;
 	/* the two pointers before it must lie inside struct pthread too */
 	if (s->sizeof_pthread &&
-	    psvc_field_read(&src, "_thread_db_pthread_cancelhandling", &rule,
-			    &f, NULL, 0) == 0 && f.offset >= 16)
+	    dbs_glibc_pthread_field(s, "_thread_db_pthread_cancelhandling", &f,
+				    NULL, 0) == 0 && f.offset >= 16)
 		s->cleanup_off = (uint32_t)(f.offset - 16);
 	return s->cleanup_off;
 }

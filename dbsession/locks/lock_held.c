@@ -31,6 +31,9 @@
  */
 #include "locks_int.h"
 
+#include "array.h"
+#include "order.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,17 +93,15 @@ pid_t dbs_held_recorded_holder(const struct dbs_lock *l)
 
 /* ---- the locks the session remembers ----------------------------------------- */
 
+static bool known_below(const void *e, const void *key)
+{
+	return ((const struct known_lock *)e)->addr < *(const uint64_t *)key;
+}
+
+/* Where addr is, or would be, in the locks remembered (by address). */
 static size_t known_find(const struct dbs_known_locks *k, uint64_t addr)
 {
-	size_t lo = 0, hi = k->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (k->v[mid].addr < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return array_partition(k->v, k->n, sizeof *k->v, known_below, &addr);
 }
 
 /* Forget the lock seen least recently (to make room). */
@@ -129,14 +130,8 @@ static int known_note(struct dbs_known_locks *k, uint64_t addr,
 		known_evict(k);
 		at = known_find(k, addr);
 	}
-	if (k->n == k->cap) {
-		size_t nc = k->cap ? k->cap * 2 : 64;
-		struct known_lock *nv = realloc(k->v, nc * sizeof *nv);
-		if (!nv)
-			return -ENOMEM;
-		k->v = nv;
-		k->cap = nc;
-	}
+	if (array_grow(&k->v, &k->cap, k->n + 1, sizeof *k->v, 64))
+		return -ENOMEM;
 	memmove(&k->v[at + 1], &k->v[at], (k->n - at) * sizeof *k->v);
 	k->v[at] = (struct known_lock){ addr, kind, k->tick };
 	k->n++;
@@ -206,14 +201,8 @@ struct claims {
 static int claim_add(struct claims *c, size_t thread, uint64_t addr,
 		     enum dbs_lock_kind kind)
 {
-	if (c->n == c->cap) {
-		size_t nc = c->cap ? c->cap * 2 : 32;
-		struct claim *nv = realloc(c->v, nc * sizeof *nv);
-		if (!nv)
-			return -ENOMEM;
-		c->v = nv;
-		c->cap = nc;
-	}
+	if (array_grow(&c->v, &c->cap, c->n + 1, sizeof *c->v, 32))
+		return -ENOMEM;
 	c->v[c->n++] = (struct claim){ thread, addr, kind };
 	return 0;
 }
@@ -221,9 +210,7 @@ static int claim_add(struct claims *c, size_t thread, uint64_t addr,
 static int cmp_claim(const void *a, const void *b)
 {
 	const struct claim *x = a, *y = b;
-	if (x->thread != y->thread)
-		return x->thread < y->thread ? -1 : 1;
-	return (x->addr > y->addr) - (x->addr < y->addr);
+	return order_u64(x->thread, y->thread) ?: order_u64(x->addr, y->addr);
 }
 
 /* Whether what the words say of th holds: it could not run meanwhile. */

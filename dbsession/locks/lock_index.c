@@ -6,6 +6,9 @@
  */
 #include "locks_int.h"
 
+#include "array.h"
+#include "order.h"
+
 #include <errno.h>
 #include <stdlib.h>
 
@@ -19,22 +22,17 @@ void dbs_sort(void *base, size_t n, size_t size,
 int dbs_tidx_cmp(const void *a, const void *b)
 {
 	const struct dbs_tidx *x = a, *y = b;
-	if (x->key != y->key)
-		return x->key < y->key ? -1 : 1;
-	return (x->i > y->i) - (x->i < y->i);
+	return order_u64(x->key, y->key) ?: order_u64(x->i, y->i);
+}
+
+static bool tidx_below(const void *e, const void *key)
+{
+	return ((const struct dbs_tidx *)e)->key < *(const uint64_t *)key;
 }
 
 size_t dbs_tidx_lower_bound(const struct dbs_tidx *v, size_t n, uint64_t key)
 {
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (v[mid].key < key)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return array_partition(v, n, sizeof *v, tidx_below, &key);
 }
 
 size_t dbs_tidx_find(const struct dbs_tidx *v, size_t n, uint64_t key)

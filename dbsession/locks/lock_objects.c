@@ -10,6 +10,9 @@
  */
 #include "locks_int.h"
 
+#include "array.h"
+#include "order.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -280,14 +283,8 @@ void dbs_lockobj_load(const struct dbs_lockctx *c, struct dbs_lock *l)
 int dbs_lockobj_add(struct dbs_lockctx *c, const struct dbs_lock *l)
 {
 	struct dbs_locks *L = c->snap->locks;
-	if (L->n == c->lock_cap) {
-		size_t nc = c->lock_cap ? c->lock_cap * 2 : 16;
-		struct dbs_lock *nv = realloc(L->v, nc * sizeof *nv);
-		if (!nv)
-			return -ENOMEM;
-		L->v = nv;
-		c->lock_cap = nc;
-	}
+	if (array_grow(&L->v, &c->lock_cap, L->n + 1, sizeof *L->v, 16))
+		return -ENOMEM;
 	L->v[L->n++] = *l;
 	return 0;
 }
@@ -311,31 +308,29 @@ int dbs_lockobj_add_waiter(struct dbs_lock *lk, pid_t tid,
 	return 0;
 }
 
-/* A waiter's claim on an object: its start (or the futex word when the
- * start is unknown) and kind. */
-struct entry {
+/* An object's sort key - its start (or the futex word when the start is
+ * unknown) and kind - and the index of what stands for it: a waiting
+ * thread's claim on the object, or a lock before the locks are sorted. */
+struct keyed {
 	uint64_t key;
 	enum dbs_lock_kind kind;
-	size_t thread;
+	size_t idx;
 };
 
-static int cmp_entry(const void *a, const void *b)
+static int cmp_keyed(const void *a, const void *b)
 {
-	const struct entry *x = a, *y = b;
-	if (x->key != y->key)
-		return x->key < y->key ? -1 : 1;
-	if (x->kind != y->kind)
-		return x->kind < y->kind ? -1 : 1;
-	return (x->thread > y->thread) - (x->thread < y->thread);
+	const struct keyed *x = a, *y = b;
+	return order_u64(x->key, y->key) ?: order_u64(x->kind, y->kind) ?:
+	       order_u64(x->idx, y->idx);
 }
 
 /* The lock of the claims e[0..n), all on one (key, kind). */
-static int add_object(struct dbs_lockctx *c, const struct entry *e, size_t n)
+static int add_object(struct dbs_lockctx *c, const struct keyed *e, size_t n)
 {
 	struct dbs_snapshot *snap = c->snap;
 	struct dbs_locks *L = snap->locks;
 	struct dbs_lock l = { .kind = e[0].kind, .addr = e[0].key,
-			      .object_known = c->vd[e[0].thread].object != 0 };
+			      .object_known = c->vd[e[0].idx].object != 0 };
 	dbs_lockobj_load(c, &l);
 	l.waiters = calloc(n, sizeof *l.waiters);
 	if (!l.waiters || dbs_lockobj_add(c, &l)) {
@@ -346,7 +341,7 @@ static int add_object(struct dbs_lockctx *c, const struct entry *e, size_t n)
 	}
 	struct dbs_lock *lk = &L->v[L->n - 1];
 	for (size_t k = 0; k < n; k++) {
-		size_t ti = e[k].thread;
+		size_t ti = e[k].idx;
 		lk->waiters[lk->nwaiters++] = (struct dbs_lock_waiter){
 			snap->threads[ti].tid, c->vd[ti].mode };
 		c->lockof[ti] = L->n - 1;
@@ -354,7 +349,7 @@ static int add_object(struct dbs_lockctx *c, const struct entry *e, size_t n)
 			lk->u.cond.mutex = c->vd[ti].cond_mutex;
 	}
 	dbs_sort(lk->waiters, lk->nwaiters, sizeof *lk->waiters, cmp_waiter);
-	lock_owner(c, lk, e[0].thread);
+	lock_owner(c, lk, e[0].idx);
 	return 0;
 }
 
@@ -410,15 +405,15 @@ static int link_thread(struct dbs_lockctx *c, size_t i)
 int dbs_lockobj_build(struct dbs_lockctx *c)
 {
 	size_t n = c->snap->nthreads, ne = 0;
-	struct entry *e = calloc(n ? n : 1, sizeof *e);
+	struct keyed *e = calloc(n ? n : 1, sizeof *e);
 	if (!e)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
 		if (c->waits[i].valid)
-			e[ne++] = (struct entry){
+			e[ne++] = (struct keyed){
 				c->vd[i].object ? c->vd[i].object : c->waits[i].uaddr,
 				c->vd[i].kind, i };
-	dbs_sort(e, ne, sizeof *e, cmp_entry);
+	dbs_sort(e, ne, sizeof *e, cmp_keyed);
 	int err = 0;
 	for (size_t a = 0, b; a < ne && !err; a = b) {
 		for (b = a; b < ne && e[b].key == e[a].key && e[b].kind == e[a].kind; b++)
@@ -430,23 +425,6 @@ int dbs_lockobj_build(struct dbs_lockctx *c)
 		if (c->waits[i].valid)
 			err = link_thread(c, i);
 	return err;
-}
-
-/* Where a lock was before the sort, by its sort key. */
-struct lockpos {
-	uint64_t addr;
-	enum dbs_lock_kind kind;
-	size_t old;
-};
-
-static int cmp_lockpos(const void *a, const void *b)
-{
-	const struct lockpos *x = a, *y = b;
-	if (x->addr != y->addr)
-		return x->addr < y->addr ? -1 : 1;
-	if (x->kind != y->kind)
-		return x->kind < y->kind ? -1 : 1;
-	return (x->old > y->old) - (x->old < y->old);
 }
 
 /* Lock indexes through map (old -> new), in lockof and blocked_on. */
@@ -467,7 +445,7 @@ int dbs_lockobj_tidy(struct dbs_lockctx *c)
 	struct dbs_locks *L = c->snap->locks;
 	size_t cap = L->n ? L->n : 1;
 	size_t *map = malloc(cap * sizeof *map);
-	struct lockpos *pos = malloc(cap * sizeof *pos);
+	struct keyed *pos = malloc(cap * sizeof *pos);
 	struct dbs_lock *sorted = malloc(cap * sizeof *sorted);
 	int err = -ENOMEM;
 	if (!map || !pos || !sorted)
@@ -488,11 +466,11 @@ int dbs_lockobj_tidy(struct dbs_lockctx *c)
 	renumber(c, map);
 
 	for (size_t k = 0; k < L->n; k++)
-		pos[k] = (struct lockpos){ L->v[k].addr, L->v[k].kind, k };
-	dbs_sort(pos, L->n, sizeof *pos, cmp_lockpos);
+		pos[k] = (struct keyed){ L->v[k].addr, L->v[k].kind, k };
+	dbs_sort(pos, L->n, sizeof *pos, cmp_keyed);
 	for (size_t k = 0; k < L->n; k++) {
-		sorted[k] = L->v[pos[k].old];
-		map[pos[k].old] = k;
+		sorted[k] = L->v[pos[k].idx];
+		map[pos[k].idx] = k;
 	}
 	if (L->n)
 		memcpy(L->v, sorted, L->n * sizeof *sorted);

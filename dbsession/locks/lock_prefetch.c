@@ -12,6 +12,8 @@
  */
 #include "locks_int.h"
 
+#include "array.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,14 +33,8 @@ struct ranges {
 
 static int add_range(struct ranges *r, uint64_t addr, uint64_t len)
 {
-	if (r->n == r->cap) {
-		size_t nc = r->cap ? r->cap * 2 : 64;
-		struct psvc_range *nv = realloc(r->v, nc * sizeof *nv);
-		if (!nv)
-			return -ENOMEM;
-		r->v = nv;
-		r->cap = nc;
-	}
+	if (array_grow(&r->v, &r->cap, r->n + 1, sizeof *r->v, 64))
+		return -ENOMEM;
 	r->v[r->n++] = (struct psvc_range){ addr, len };
 	return 0;
 }

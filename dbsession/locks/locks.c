@@ -111,16 +111,13 @@ static void load_tid_offset(struct dbs_session *s)
 	s->tid_off = 0;
 	s->tid_off_gen = gen;
 	s->tid_off_valid = true;
-	struct psvc_layout_src src = psvc_layout_src(s->t);
-	struct psvc_field_rule rule = { "struct pthread", s->sizeof_pthread,
-					32, 1, 1 };
 	struct psvc_field f;
 	free(s->tid_off_why);
 	s->tid_off_why = NULL;
 	char why[256] = "the size of struct pthread is not known";
 	if (s->sizeof_pthread &&
-	    psvc_field_read(&src, "_thread_db_pthread_tid", &rule, &f, why,
-			    sizeof why) == 0) {
+	    dbs_glibc_pthread_field(s, "_thread_db_pthread_tid", &f, why,
+				    sizeof why) == 0) {
 		s->tid_off = (uint32_t)f.offset;
 		if (!f.offset)	/* where struct pthread's list links are */
 			strcpy(why, "_thread_db_pthread_tid: offset 0");

@@ -89,11 +89,10 @@ static uint64_t strip_pac(struct dbs_unwinder *u, uint64_t v)
 	return v;
 }
 
-static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result,
-			   void *arg)
+/* A word of the capture, its PAC stripped where it is a code address; the
+ * first miss is remembered (the walk then says which address it lacked). */
+static bool read_word(struct dbs_unwinder *u, uint64_t addr, uint64_t *ret)
 {
-	(void)dwfl;
-	struct dbs_unwinder *u = arg;
 	uint64_t v;
 	if (psvc_read_frozen(u->t, addr, &v, sizeof v)) {
 		if (!u->missed)
@@ -101,8 +100,15 @@ static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result,
 		u->missed = true;
 		return false;
 	}
-	*result = strip_pac(u, v);
+	*ret = strip_pac(u, v);
 	return true;
+}
+
+static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result,
+			   void *arg)
+{
+	(void)dwfl;
+	return read_word(arg, addr, result);	/* a Dwarf_Word is a uint64_t */
 }
 
 static bool cb_set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
@@ -412,20 +418,10 @@ static bool read_sigframe(struct walk *w, uint64_t sp)
 	return true;
 }
 
-/* A word of the capture for framerec.c, its PAC stripped where it is a
- * code address; a miss is remembered as the unwinder's own reads are. */
+/* A word of the capture for framerec.c, read as the unwinder's own are. */
 static bool record_read(void *ctx, uint64_t addr, uint64_t *v)
 {
-	struct dbs_unwinder *u = ctx;
-	uint64_t x;
-	if (psvc_read_frozen(u->t, addr, &x, sizeof x)) {
-		if (!u->missed)
-			u->miss_addr = addr;
-		u->missed = true;
-		return false;
-	}
-	*v = strip_pac(u, x);
-	return true;
+	return read_word(ctx, addr, v);
 }
 
 /* aarch64: frame i has no CFI, so step to its caller by its frame record

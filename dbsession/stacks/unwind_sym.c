@@ -7,6 +7,9 @@
  */
 #include "unwind_int.h"
 
+#include "array.h"
+#include "hashtab.h"
+
 #include <dwarf.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,9 +18,7 @@ void dbs_unwind_cache_clear(struct dbs_unwinder *u)
 {
 	for (size_t i = 0; i < u->cache_cap; i++)
 		free(u->cache[i].frames);
-	free(u->cache);
-	u->cache = NULL;
-	u->cache_cap = u->cache_n = 0;
+	array_drop(&u->cache, &u->cache_n, &u->cache_cap);
 }
 
 static const char *demangled(struct dbs_unwinder *u, const char *raw,
@@ -135,6 +136,17 @@ static void symbolize_pc(struct dbs_unwinder *u, uint64_t pc, struct sym_entry *
  * pcs on every update of a long watch without the module list moving. */
 #define SYM_CACHE_MAX (256u * 1024)
 
+/* The cache's slot for pc (open addressing, a power-of-two capacity). */
+static size_t pc_slot(uint64_t pc, size_t cap)
+{
+	return (size_t)(pc * 0x9E3779B97F4A7C15ull >> 20) & (cap - 1);
+}
+
+static size_t sym_home(const void *slot, size_t cap)
+{
+	return pc_slot(((const struct sym_entry *)slot)->pc, cap);
+}
+
 const struct sym_entry *dbs_unwind_lookup_pc(struct dbs_unwinder *u, uint64_t pc)
 {
 	/* a pc in no module (JIT code, garbage) is not worth a cache slot:
@@ -147,24 +159,10 @@ const struct sym_entry *dbs_unwind_lookup_pc(struct dbs_unwinder *u, uint64_t pc
 	}
 	if (u->cache_n >= SYM_CACHE_MAX)
 		dbs_unwind_cache_clear(u);	/* strings stay in the pool, bounded too */
-	if ((u->cache_n + 1) * 2 > u->cache_cap) {
-		size_t ncap = u->cache_cap ? u->cache_cap * 2 : 1024;
-		struct sym_entry *nc = calloc(ncap, sizeof *nc);
-		if (!nc)
-			return NULL;
-		for (size_t i = 0; i < u->cache_cap; i++) {
-			if (!u->cache[i].pc)
-				continue;
-			size_t j = (size_t)(u->cache[i].pc * 0x9E3779B97F4A7C15ull >> 20) & (ncap - 1);
-			while (nc[j].pc)
-				j = (j + 1) & (ncap - 1);
-			nc[j] = u->cache[i];
-		}
-		free(u->cache);
-		u->cache = nc;
-		u->cache_cap = ncap;
-	}
-	size_t i = (size_t)(pc * 0x9E3779B97F4A7C15ull >> 20) & (u->cache_cap - 1);
+	if ((u->cache_n + 1) * 2 > u->cache_cap &&
+	    hashtab_grow(&u->cache, &u->cache_cap, sizeof *u->cache, 1024, sym_home))
+		return NULL;
+	size_t i = pc_slot(pc, u->cache_cap);
 	for (; u->cache[i].pc; i = (i + 1) & (u->cache_cap - 1))
 		if (u->cache[i].pc == pc)
 			return &u->cache[i];

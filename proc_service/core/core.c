@@ -14,6 +14,9 @@
 #include "core_int.h"
 #include "psvc_int.h"
 
+#include "array.h"
+#include "order.h"
+
 #include <elf.h>
 #include <endian.h>
 #include <errno.h>
@@ -131,9 +134,7 @@ int psvc_core_check_header(struct psvc_core *c, const unsigned char *p, size_t n
 static int seg_cmp(const void *a, const void *b)
 {
 	const struct core_seg *x = a, *y = b;
-	if (x->vaddr != y->vaddr)
-		return x->vaddr < y->vaddr ? -1 : 1;
-	return x->memsz < y->memsz ? -1 : x->memsz > y->memsz;
+	return order_u64(x->vaddr, y->vaddr) ?: order_u64(x->memsz, y->memsz);
 }
 
 static void add_segment(struct psvc_core *c, const GElf_Phdr *ph, size_t idx)
@@ -278,20 +279,22 @@ int psvc_core_read_headers(struct psvc_core *c, Elf *elf,
 	return 0;
 }
 
+static int seg_vs_addr(const void *key, const void *e)
+{
+	const struct core_seg *s = e;
+	return psvc_core_addr_vs(*(const uint64_t *)key, s->vaddr,
+				 s->vaddr + s->memsz);
+}
+
+/* Segment e starts at or below the address *key. */
+static bool seg_starts_by(const void *e, const void *key)
+{
+	return ((const struct core_seg *)e)->vaddr <= *(const uint64_t *)key;
+}
+
 const struct core_seg *psvc_core_seg_for(const struct psvc_core *c, uint64_t addr)
 {
-	size_t lo = 0, hi = c->nsegs;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		const struct core_seg *s = &c->segs[mid];
-		if (addr < s->vaddr)
-			hi = mid;
-		else if (addr - s->vaddr >= s->memsz)
-			lo = mid + 1;
-		else
-			return s;
-	}
-	return NULL;
+	return bsearch(&addr, c->segs, c->nsegs, sizeof *c->segs, seg_vs_addr);
 }
 
 /* ---- NT_FILE in order, and the maps view ----------------------------------- */
@@ -299,26 +302,20 @@ const struct core_seg *psvc_core_seg_for(const struct psvc_core *c, uint64_t add
 static int file_cmp(const void *a, const void *b)
 {
 	const struct psvc_core_file *x = a, *y = b;
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	return x->end < y->end ? -1 : x->end > y->end;
+	return order_u64(x->start, y->start) ?: order_u64(x->end, y->end);
+}
+
+static int file_vs_addr(const void *key, const void *e)
+{
+	const struct psvc_core_file *f = e;
+	return psvc_core_addr_vs(*(const uint64_t *)key, f->start, f->end);
 }
 
 const struct psvc_core_file *psvc_core_file_for_addr(const struct psvc_core *c,
 						     uint64_t addr)
 {
-	size_t lo = 0, hi = c->nfiles;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		const struct psvc_core_file *f = &c->files[mid];
-		if (addr < f->start)
-			hi = mid;
-		else if (addr >= f->end)
-			lo = mid + 1;
-		else
-			return f;
-	}
-	return NULL;
+	return bsearch(&addr, c->files, c->nfiles, sizeof *c->files,
+		       file_vs_addr);
 }
 
 int psvc_core_finish(struct psvc_core *c)
@@ -407,14 +404,9 @@ int psvc_core_build_maps(struct psvc_core *c)
 			}
 			/* the gap up to the next segment or the file's end */
 			uint64_t b = f->end;
-			size_t lo = 0, hi = c->nsegs;
-			while (lo < hi) {
-				size_t mid = lo + (hi - lo) / 2;
-				if (c->segs[mid].vaddr <= a)
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
+			size_t lo = array_partition(c->segs, c->nsegs,
+						    sizeof *c->segs,
+						    seg_starts_by, &a);
 			if (lo < c->nsegs && c->segs[lo].vaddr < b)
 				b = c->segs[lo].vaddr;
 			if (n == cap) {

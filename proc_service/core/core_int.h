@@ -17,6 +17,13 @@
  * negative. */
 #define PSVC_CORE_MAX_MAPPING (1ull << 57)
 
+/* Where addr is against the range [lo, hi), in bsearch(3)'s order: the
+ * segments, NT_FILE mappings and kept ranges are looked up so. */
+static inline int psvc_core_addr_vs(uint64_t addr, uint64_t lo, uint64_t hi)
+{
+	return addr < lo ? -1 : addr >= hi;
+}
+
 /* A PT_LOAD, after the checks of core.c. */
 struct core_seg {
 	uint64_t vaddr, memsz;	/* [vaddr, vaddr + memsz), no wrap */

@@ -12,6 +12,9 @@
 #include "core_int.h"
 #include "psvc_int.h"
 
+#include "array.h"
+#include "order.h"
+
 #include <elf.h>
 #include <endian.h>
 #include <errno.h>
@@ -279,14 +282,8 @@ static int want_add(struct wants *w, size_t seg, uint64_t lo, uint64_t hi)
 {
 	if (lo >= hi)
 		return 0;
-	if (w->n == w->cap) {
-		size_t ncap = w->cap ? w->cap * 2 : 256;
-		struct want *nv = realloc(w->v, ncap * sizeof *nv);
-		if (!nv)
-			return -ENOMEM;
-		w->v = nv;
-		w->cap = ncap;
-	}
+	if (array_grow(&w->v, &w->cap, w->n + 1, sizeof *w->v, 256))
+		return -ENOMEM;
 	w->v[w->n++] = (struct want){ lo, hi, seg };
 	return 0;
 }
@@ -302,17 +299,13 @@ static int cand_cmp(const void *a, const void *b)
 	const struct cand *x = a, *y = b;
 	if (x->cls != y->cls)
 		return x->cls - y->cls;
-	if (x->size != y->size)
-		return x->size < y->size ? -1 : 1;
-	return x->seg < y->seg ? -1 : x->seg > y->seg;
+	return order_u64(x->size, y->size) ?: order_u64(x->seg, y->seg);
 }
 
 static int want_cmp(const void *a, const void *b)
 {
 	const struct want *x = a, *y = b;
-	if (x->lo != y->lo)
-		return x->lo < y->lo ? -1 : 1;
-	return x->hi < y->hi ? -1 : x->hi > y->hi;
+	return order_u64(x->lo, y->lo) ?: order_u64(x->hi, y->hi);
 }
 
 /* Class A: every thread's stack window and the top of its stack segment. */
@@ -463,14 +456,9 @@ static unsigned char *block_alloc(struct psvc_core *c)
 {
 	struct core_chunk *k = c->nchunks ? &c->chunks[c->nchunks - 1] : NULL;
 	if (!k || k->used + CORE_BLK > k->size) {
-		if (c->nchunks == c->chunks_cap) {
-			size_t ncap = c->chunks_cap ? c->chunks_cap * 2 : 16;
-			struct core_chunk *nc = realloc(c->chunks, ncap * sizeof *nc);
-			if (!nc)
-				return NULL;
-			c->chunks = nc;
-			c->chunks_cap = ncap;
-		}
+		if (array_grow(&c->chunks, &c->chunks_cap, c->nchunks + 1,
+			       sizeof *c->chunks, 16))
+			return NULL;
 		/* fresh anonymous pages are zeros: a block is zero-filled
 		 * before its first bytes are copied in */
 		void *p = mmap(NULL, ARENA_CHUNK, PROT_READ | PROT_WRITE,

@@ -14,25 +14,22 @@
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+
+static int keep_vs_addr(const void *key, const void *e)
+{
+	const struct core_keep *k = e;
+	return psvc_core_addr_vs(*(const uint64_t *)key, k->lo, k->hi);
+}
 
 /* The kept range holding addr, or NULL. */
 static const struct core_keep *keep_for(const struct psvc_core *c,
 					uint64_t addr)
 {
-	size_t lo = 0, hi = c->nkeeps;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		const struct core_keep *k = &c->keeps[mid];
-		if (addr < k->lo)
-			hi = mid;
-		else if (addr >= k->hi)
-			lo = mid + 1;
-		else
-			return k;
-	}
-	return NULL;
+	return bsearch(&addr, c->keeps, c->nkeeps, sizeof *c->keeps,
+		       keep_vs_addr);
 }
 
 /* Copy n bytes at addr out of kept range k (all inside it). */

@@ -15,6 +15,8 @@
 #include "core_int.h"
 #include "psvc_int.h"
 
+#include "array.h"
+
 #include <elf.h>
 #include <endian.h>
 #include <errno.h>
@@ -124,15 +126,9 @@ static int prstatus(struct psvc_core *c, const struct note *n, long *cur)
 		*cur = -1;	/* its register notes have no owner */
 		return 0;
 	}
-	if (c->nthreads == c->threads_cap) {
-		size_t ncap = c->threads_cap ? c->threads_cap * 2 : 16;
-		struct psvc_core_thread *nt =
-			realloc(c->threads, ncap * sizeof *nt);
-		if (!nt)
-			return -ENOMEM;
-		c->threads = nt;
-		c->threads_cap = ncap;
-	}
+	if (array_grow(&c->threads, &c->threads_cap, c->nthreads + 1,
+		       sizeof *c->threads, 16))
+		return -ENOMEM;
 	struct psvc_core_thread *t = &c->threads[c->nthreads];
 	memset(t, 0, sizeof *t);
 	const unsigned char *d = n->desc;

@@ -6,6 +6,8 @@
  */
 #include "core_int.h"
 
+#include "array.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,14 +30,9 @@ void psvc_core_warn(struct psvc_core *c, const char *fmt, ...)
 		vsnprintf(buf, sizeof buf, fmt, ap);
 		va_end(ap);
 	}
-	if (c->nwarnings == c->warnings_cap) {
-		size_t ncap = c->warnings_cap ? c->warnings_cap * 2 : 8;
-		char **nw = realloc(c->warnings, ncap * sizeof *nw);
-		if (!nw)
-			return;
-		c->warnings = nw;
-		c->warnings_cap = ncap;
-	}
+	if (array_grow(&c->warnings, &c->warnings_cap, c->nwarnings + 1,
+		       sizeof *c->warnings, 8))
+		return;
 	char *s = strdup(buf);
 	if (s)
 		c->warnings[c->nwarnings++] = s;

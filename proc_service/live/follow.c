@@ -552,18 +552,10 @@ static void follow_teardown(struct psvc_target *t)
 	t->follow = false;
 	hold_update(t, false);
 	psvc_tidmap_clear(&L->followed);
-	free(L->parents);
-	L->parents = NULL;
-	L->nparents = L->parents_cap = 0;
-	free(L->events);
-	L->events = NULL;
-	L->nevents = L->events_cap = 0;
-	free(L->exits);
-	L->exits = NULL;
-	L->nexits = L->exits_cap = 0;
-	free(L->starts);
-	L->starts = NULL;
-	L->nstarts = L->starts_cap = 0;
+	array_drop(&L->parents, &L->nparents, &L->parents_cap);
+	array_drop(&L->events, &L->nevents, &L->events_cap);
+	array_drop(&L->exits, &L->nexits, &L->exits_cap);
+	array_drop(&L->starts, &L->nstarts, &L->starts_cap);
 }
 
 void psvc_live_follow_end(struct psvc_target *t)

@@ -200,6 +200,12 @@ int psvc_live_uffd_refresh(struct psvc_target *t)
 	return 0;
 }
 
+/* Range e ends at or below the address *key. */
+static bool range_ends_by(const void *e, const void *key)
+{
+	return ((const struct psvc_uffd_range *)e)->end <= *(const uint64_t *)key;
+}
+
 static const struct psvc_uffd_range *uffd_find(struct psvc_live *L, uint64_t addr,
 					       uint64_t len)
 {
@@ -207,14 +213,8 @@ static const struct psvc_uffd_range *uffd_find(struct psvc_live *L, uint64_t add
 		return NULL;
 	uint64_t last = addr + len - 1 < addr ? UINT64_MAX : addr + len - 1;
 	/* the first range that ends above addr */
-	size_t lo = 0, hi = L->nuffd;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (L->uffd[mid].end <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = array_partition(L->uffd, L->nuffd, sizeof *L->uffd,
+				    range_ends_by, &addr);
 	if (lo < L->nuffd && L->uffd[lo].start <= last)
 		return &L->uffd[lo];
 	return NULL;

@@ -10,6 +10,7 @@
 #include "psvc_int.h"
 
 #include "array.h"
+#include "hashtab.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -44,24 +45,15 @@ static struct page_slot *cache_find(struct mem_cache *c, uint64_t blk)
 	}
 }
 
+static size_t page_home(const void *slot, size_t cap)
+{
+	return slot_hash(((const struct page_slot *)slot)->pageno, cap);
+}
+
 static int cache_grow(struct mem_cache *c)
 {
-	size_t ncap = c->cap ? c->cap * 2 : 1024;
-	struct page_slot *ns = calloc(ncap, sizeof *ns);
-	if (!ns)
-		return -ENOMEM;
-	for (size_t i = 0; i < c->cap; i++) {
-		if (!c->slots[i].pageno)
-			continue;
-		size_t j = slot_hash(c->slots[i].pageno, ncap);
-		while (ns[j].pageno)
-			j = (j + 1) & (ncap - 1);
-		ns[j] = c->slots[i];
-	}
-	free(c->slots);
-	c->slots = ns;
-	c->cap = ncap;
-	return 0;
+	return hashtab_grow(&c->slots, &c->cap, sizeof *c->slots, 1024,
+			    page_home);
 }
 
 static int cache_insert(struct mem_cache *c, uint64_t blk, unsigned char *data)

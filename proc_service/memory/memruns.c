@@ -467,6 +467,12 @@ static bool dead(const struct psvc_runs *rs, const struct psvc_xrun *x)
 	       (x->chunk == rs->dead_chunk && x->data < rs->dead_mark);
 }
 
+/* Run e starts at or below the address *key. */
+static bool run_starts_by(const void *e, const void *key)
+{
+	return ((const struct psvc_xrun *)e)->addr <= *(const uint64_t *)key;
+}
+
 /* The run of s that covers [addr, addr + len) entirely, or NULL.  Runs may
  * overlap (a lock word range inside a stack), so a few runs that start
  * before addr are tried, nearest first. */
@@ -474,14 +480,9 @@ static const struct psvc_xrun *set_find(const struct psvc_runs *rs,
 					const struct runs_set *s, uint64_t addr,
 					uint64_t len)
 {
-	size_t lo = 0, hi = s->n;	/* first run with start > addr */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (s->v[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	/* the first run that starts above addr */
+	size_t lo = array_partition(s->v, s->n, sizeof *s->v, run_starts_by,
+				    &addr);
 	for (size_t k = lo, tries = 0; k > 0 && tries < 8; k--, tries++) {
 		const struct psvc_xrun *x = &s->v[k - 1];
 		if (addr - x->addr <= x->len && len <= x->len - (addr - x->addr) &&

@@ -14,6 +14,7 @@
 #include "psvc_int.h"
 
 #include "array.h"
+#include "order.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -321,13 +322,9 @@ struct mod_key {
 static int cmp_mod_key(const void *a, const void *b)
 {
 	const struct mod_key *x = a, *y = b;
-	if (x->map_start != y->map_start)
-		return x->map_start < y->map_start ? -1 : 1;
-	if (x->dev != y->dev)
-		return x->dev < y->dev ? -1 : 1;
-	if (x->ino != y->ino)
-		return x->ino < y->ino ? -1 : 1;
-	return (x->idx > y->idx) - (x->idx < y->idx);
+	return order_u64(x->map_start, y->map_start) ?:
+	       order_u64(x->dev, y->dev) ?: order_u64(x->ino, y->ino) ?:
+	       order_u64(x->idx, y->idx);
 }
 
 /* One module per mapping: entries after the first that name the same

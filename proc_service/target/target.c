@@ -8,6 +8,8 @@
  */
 #include "psvc_int.h"
 
+#include "array.h"
+
 #include <elf.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -84,14 +86,9 @@ void psvc_target_warn(struct psvc_target *t, const char *fmt, ...)
 {
 	if (t->nwarnings >= 1000)
 		return;	/* a damaged core must not make a report of them */
-	if (t->nwarnings == t->warnings_cap) {
-		size_t cap = t->warnings_cap ? 2 * t->warnings_cap : 8;
-		char **v = realloc(t->warnings, cap * sizeof *v);
-		if (!v)
-			return;
-		t->warnings = v;
-		t->warnings_cap = cap;
-	}
+	if (array_grow(&t->warnings, &t->warnings_cap, t->nwarnings + 1,
+		       sizeof *t->warnings, 8))
+		return;
 	va_list ap;
 	va_start(ap, fmt);
 	char *m = NULL;
