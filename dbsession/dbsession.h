@@ -308,6 +308,7 @@ struct dbs_thread {
 	/* voluntary + nonvoluntary context switches (status); valid if
 	 * have_ctxt */
 	uint64_t ctxt_switches;
+	uint64_t vol_ctxt_switches;	/* the voluntary ones alone */
 	bool have_ctxt;
 	unsigned policy, rt_priority;
 	long priority, nice;

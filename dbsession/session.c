@@ -296,6 +296,7 @@ static void fill_proc(struct dbs_session *s, struct dbs_thread *th,
 	th->stime_s = (double)ti->stime_ticks / (double)s->clk_tck;
 	th->have_ctxt = ti->status_valid && ti->ctxt_lines == 2;
 	th->ctxt_switches = ti->ctxt_switches;
+	th->vol_ctxt_switches = ti->vol_ctxt_switches;
 	th->policy = ti->policy;
 	th->rt_priority = ti->rt_priority;
 	th->priority = ti->priority;

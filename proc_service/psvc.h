@@ -73,6 +73,9 @@ struct psvc_taskinfo {
 	 * times it left a CPU (dbsession/locks/waits.c: a thread that woke up
 	 * between two updates has more than the updates' own) */
 	uint64_t ctxt_switches;
+	/* the voluntary ones alone: the times it blocked (a preemption is
+	 * no sign that it left a wait) */
+	uint64_t vol_ctxt_switches;
 	unsigned ctxt_lines;	/* how many of the two lines were read */
 };
 

@@ -10,8 +10,8 @@
  *     (blocked_on), or for another blocking system call (epoll_wait,
  *     nanosleep, read...) the same call and first argument;
  *   - the same stack: the same frame pcs, innermost first;
- *   - it did not run in between: its context switches (voluntary and
- *     not, /proc/TID/status) grew by at most WAIT_SWITCHES_PER_UPDATE,
+ *   - it did not run in between: its voluntary context switches
+ *     (/proc/TID/status) grew by at most WAIT_SWITCHES_PER_UPDATE,
  *     and its CPU time (utime+stime of /proc/TID/stat) by at most one
  *     clock tick.  Not zero, because every update wakes the thread itself:
  *     PTRACE_INTERRUPT makes it leave the wait for the stop and the resume
@@ -21,7 +21,10 @@
  *     and which crosses a tick boundary now and then).  The switches are
  *     what tells a waiter that took the lock and came back from one that
  *     never woke: a contended lock held across a sleep costs its waiters
- *     no measurable CPU, but two switches per acquisition.
+ *     no measurable CPU, but two switches per acquisition.  Involuntary
+ *     switches are not counted: on a busy host the thread our stop woke
+ *     may be preempted on its way to the stop or back to the wait, any
+ *     number of times, and that says nothing of the wait.
  *
  * The wait's start (waiting_since) is the capture time of the first
  * update that saw it: the real start lies between the capture before
@@ -58,7 +61,7 @@ struct wait_rec {
 	uint64_t stack;		/* hash of the frame pcs */
 	size_t nframes;
 	double cpu_s;		/* utime + stime at this update */
-	uint64_t switches;	/* context switches at this update */
+	uint64_t switches;	/* voluntary context switches at this update */
 	int64_t since_ns;	/* CLOCK_REALTIME */
 };
 
@@ -108,7 +111,7 @@ static bool current_wait(const struct dbs_snapshot *snap, const struct dbs_threa
 	memset(r, 0, sizeof *r);
 	r->tid = th->tid;
 	r->cpu_s = th->utime_s + th->stime_s;
-	r->switches = th->ctxt_switches;
+	r->switches = th->vol_ctxt_switches;
 	r->stack = stack_hash(&th->stack);
 	r->nframes = th->stack.nframes;
 	if (th->blocked_on) {

@@ -252,6 +252,8 @@ static void status_line(const char *key, size_t klen, const char *v, size_t n,
 			while (i < n && v[i] >= '0' && v[i] <= '9' && c < UINT64_MAX / 20)
 				c = c * 10 + (uint64_t)(v[i++] - '0');
 			ti->ctxt_switches += c;
+			if (key[0] == 'v')
+				ti->vol_ctxt_switches = c;
 			ti->ctxt_lines++;
 		}
 		break;
