@@ -98,6 +98,10 @@ guest_mounts() {
 	hostname tinspect-arm64
 	export HOME=/root LANG=C.UTF-8 TERM=dumb
 	guest_loopback
+	# /dev/fuse for the stall suite's FUSE servers (devtmpfs makes the
+	# node when the module loads)
+	modprobe fuse 2>/dev/null ||
+		echo "$PROG-guest: no fuse module: the stall suite will skip"
 }
 
 # The loopback interface up: nothing else brings it up here (no init
