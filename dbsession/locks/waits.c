@@ -78,7 +78,7 @@ static int cmp_rec(const void *a, const void *b)
 
 static const struct wait_rec *find_rec(const struct dbs_waits *w, pid_t tid)
 {
-	if (!w)
+	if (!w || !w->n)
 		return NULL;
 	struct wait_rec key = { .tid = tid };
 	return bsearch(&key, w->v, w->n, sizeof *w->v, cmp_rec);

@@ -294,6 +294,9 @@ static bool seg_starts_by(const void *e, const void *key)
 
 const struct core_seg *psvc_core_seg_for(const struct psvc_core *c, uint64_t addr)
 {
+	/* bsearch(3) wants an array even for no element */
+	if (!c->nsegs)
+		return NULL;
 	return bsearch(&addr, c->segs, c->nsegs, sizeof *c->segs, seg_vs_addr);
 }
 
@@ -314,6 +317,8 @@ static int file_vs_addr(const void *key, const void *e)
 const struct psvc_core_file *psvc_core_file_for_addr(const struct psvc_core *c,
 						     uint64_t addr)
 {
+	if (!c->nfiles)
+		return NULL;
 	return bsearch(&addr, c->files, c->nfiles, sizeof *c->files,
 		       file_vs_addr);
 }

@@ -28,6 +28,8 @@ static int keep_vs_addr(const void *key, const void *e)
 static const struct core_keep *keep_for(const struct psvc_core *c,
 					uint64_t addr)
 {
+	if (!c->nkeeps)
+		return NULL;
 	return bsearch(&addr, c->keeps, c->nkeeps, sizeof *c->keeps,
 		       keep_vs_addr);
 }
