@@ -410,8 +410,12 @@ static bool read_sigframe(struct walk *w, uint64_t sp)
 	uint64_t g[ARCH_MAX_GREGS];
 	if (psvc_read_frozen(w->u->t, sp + off, g, n * sizeof *g))
 		return false;
-	/* the interrupted context is older, so higher on the stack */
-	if (arch_sp(w->u->arch, g) <= sp)
+	/* the interrupted context is older, so higher on the same stack; or
+	 * on another (the handler ran on an alternate signal stack) */
+	uint64_t isp = arch_sp(w->u->arch, g);
+	struct psvc_map m;
+	if (isp <= sp && (psvc_map_lookup(w->u->t, sp, &m, NULL) != 0 ||
+			  (isp >= m.start && isp < m.end)))
 		return false;
 	memcpy(w->next_gregs, g, n * sizeof *g);
 	w->restart = RESTART_SIGFRAME;
@@ -504,9 +508,14 @@ static int frame_cb(Dwfl_Frame *frame, void *arg)
 		act = false;
 		w->restarted = false;
 	}
+	/* a frame a signal interrupted (libdwfl's activation, past the
+	 * signal trampoline) may lie on another stack than the handler's,
+	 * below it: the handler ran on an alternate signal stack
+	 * (sigaltstack; Go runs every handler on its gsignal stack) */
+	bool below_ok = w->n > 0 && act;
 	/* Go code is unwound with the Go function table, from pc and sp */
 	struct psvc_gofunc gf;
-	if (have_sp && (w->n == 0 || sp >= w->prev_sp) &&
+	if (have_sp && (w->n == 0 || sp >= w->prev_sp || below_ok) &&
 	    psvc_go_func(w->u->t, act ? pc : pc - 1, &gf) == 0) {
 		w->to_go = true;
 		w->go_pc = pc;
@@ -515,7 +524,7 @@ static int frame_cb(Dwfl_Frame *frame, void *arg)
 		return DWARF_CB_ABORT;
 	}
 	if (have_sp) {
-		if (w->n > 0 && sp < w->prev_sp) {
+		if (w->n > 0 && sp < w->prev_sp && !below_ok) {
 			w->end = DBS_STACK_BAD_SP;
 			w->why = "the stack pointer moved down: garbage or a loop";
 			return DWARF_CB_ABORT;
