@@ -14,6 +14,7 @@
  * their registers and the mapped files.
  */
 #include <elf.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -124,7 +125,8 @@ static void check(const struct psvc_core *c)
 		psvc_core_read(c, t->tp, buf, 2368, NULL);
 	}
 	/* the maps: in order, apart, each found where it is, and a segment's
-	 * bytes in the core read */
+	 * bytes in the core read where the process could read them, never
+	 * where it could not (no PF_R) */
 	uint64_t prev_end = 0;
 	for (size_t i = 0; i < psvc_core_nmaps(c); i++) {
 		const struct psvc_core_map *m = psvc_core_map_at(c, i);
@@ -136,8 +138,12 @@ static void check(const struct psvc_core *c)
 		    got.start != m->map.start)
 			abort();
 		uint64_t n = m->in_core < 4096 ? m->in_core : 4096;
-		if (m->segment && n && psvc_core_zip(c) == PSVC_CORE_PLAIN &&
+		bool readable = m->map.perms[0] == 'r';
+		if (m->segment && n && readable && psvc_core_zip(c) == PSVC_CORE_PLAIN &&
 		    psvc_core_read(c, m->map.start, buf, n, NULL))
+			abort();
+		if (m->segment && n && !readable &&
+		    psvc_core_read(c, m->map.start, buf, n, NULL) != -EFAULT)
 			abort();
 	}
 	prev_end = 0;
