@@ -433,12 +433,25 @@ static bool record_read(void *ctx, uint64_t addr, uint64_t *v)
  * elfutils' own fallback gets GCC's frames wrong).  False if the frame
  * has CFI, or was the thread's innermost (its return address may still
  * be in x30: libdwfl's fallback takes it from there). */
+static const char *module_failure(struct dbs_unwinder *u, uint64_t pc);
+
 static bool step_by_record(struct walk *w, Dwfl_Frame *frame, uint64_t pc, bool act,
 			   uint64_t sp, int *cb_ret)
 {
 	struct dbs_unwinder *u = w->u;
 	if (!u->arch->frame_records || act || dbs_cfi_covers(u->dwfl, pc - 1))
 		return false;
+	/* no CFI because the module's file could not be opened: whether its
+	 * code keeps frame records is not known, so a caller found by one
+	 * would be a guess; the stack ends here and says why, as where
+	 * libdwfl steps past such a module */
+	const char *failed = module_failure(u, pc - 1);
+	if (failed) {
+		w->end = DBS_STACK_ERROR;
+		w->why = failed;
+		*cb_ret = DWARF_CB_ABORT;
+		return true;
+	}
 	uint64_t g[ARCH_MAX_GREGS] = { 0 };
 	for (unsigned r = 0; r < u->arch->ndwarf_gregs; r++) {
 		Dwarf_Word v;
