@@ -156,7 +156,7 @@ uint64_t arch_pac_mask(const struct arch_desc *a, uint64_t top)
 
 bool arch_user_pointer(const struct arch_desc *a, uint64_t v, unsigned align)
 {
-	return v >= 4096 && v < a->user_end && !(v & (uint64_t)(align - 1));
+	return a && v >= 4096 && v < a->user_end && !(v & (uint64_t)(align - 1));
 }
 
 unsigned arch_sigframe_gregs(const struct arch_desc *a, unsigned *ret_n)

@@ -263,7 +263,7 @@ uint64_t arch_pac_mask(const struct arch_desc *a, uint64_t top);
 
 /* Whether word v may point into the process: above the first page,
  * below the end of the user address space, a multiple of align (a power
- * of two; 1: any). */
+ * of two; 1: any).  With no architecture known (a == NULL), never. */
 bool arch_user_pointer(const struct arch_desc *a, uint64_t v, unsigned align);
 
 /*

@@ -54,10 +54,7 @@ uint32_t dbs_condwait_cleanup_offset(struct dbs_session *s)
 
 /* a pointer the record may hold: aligned, into the process (a stack of
  * aarch64 lies above x86_64's 2^47, docs/ARCH.md §5) */
-static bool user_pointer(const struct arch_desc *a, uint64_t v)
-{
-	return a && arch_user_pointer(a, v, 8);
-}
+#define RECORD_ALIGN 8
 
 bool dbs_condwait_object(const struct dbs_lock_input *in, uint64_t pd,
 		     uint64_t futex, uint64_t *ret_cond, uint64_t *ret_mutex)
@@ -66,9 +63,9 @@ bool dbs_condwait_object(const struct dbs_lock_input *in, uint64_t pd,
 		return false;
 	uint64_t buf, rec[2], cb[3];
 	if (in->read(in->ctx, pd + in->cleanup_offset, &buf, sizeof buf) ||
-	    !user_pointer(in->arch, buf) ||
+	    !arch_user_pointer(in->arch, buf, RECORD_ALIGN) ||
 	    in->read(in->ctx, buf, rec, sizeof rec) ||	/* routine, arg */
-	    !rec[0] || !user_pointer(in->arch, rec[1]) ||
+	    !rec[0] || !arch_user_pointer(in->arch, rec[1], RECORD_ALIGN) ||
 	    in->read(in->ctx, rec[1], cb, sizeof cb))	/* wseq, cond, mutex */
 		return false;
 	/* it sleeps on __g_signals[wseq & 1] */
@@ -77,11 +74,12 @@ bool dbs_condwait_object(const struct dbs_lock_input *in, uint64_t pd,
 	 * §5.1); a version without a verified layout matches nothing */
 	const struct dbs_glibc_locks *L =
 		in->glibc ? in->glibc : dbs_glibc_locks_for(NULL, in->arch, NULL);
-	if (in->glibc_unverified || !user_pointer(in->arch, cond) ||
+	if (in->glibc_unverified ||
+	    !arch_user_pointer(in->arch, cond, RECORD_ALIGN) ||
 	    cond + L->cond.g_signals + 4 * (cb[0] & 1) != futex)
 		return false;
 	*ret_cond = cond;
-	*ret_mutex = user_pointer(in->arch, cb[2]) ? cb[2] : 0;
+	*ret_mutex = arch_user_pointer(in->arch, cb[2], RECORD_ALIGN) ? cb[2] : 0;
 	return true;
 }
 
@@ -100,13 +98,16 @@ void dbs_condwait_retain(struct dbs_session *s, uint64_t pd, size_t mutex_max)
 	const struct arch_desc *a = psvc_arch(t);
 	uint64_t buf, rec[2], cb[3];
 	psvc_frozen_retain(t, pd + off, sizeof buf);
-	if (psvc_read_frozen(t, pd + off, &buf, sizeof buf) || !user_pointer(a, buf))
+	if (psvc_read_frozen(t, pd + off, &buf, sizeof buf) ||
+	    !arch_user_pointer(a, buf, RECORD_ALIGN))
 		return;
 	psvc_frozen_retain(t, buf, sizeof rec);
-	if (psvc_read_frozen(t, buf, rec, sizeof rec) || !rec[0] || !user_pointer(a, rec[1]))
+	if (psvc_read_frozen(t, buf, rec, sizeof rec) || !rec[0] ||
+	    !arch_user_pointer(a, rec[1], RECORD_ALIGN))
 		return;
 	psvc_frozen_retain(t, rec[1], sizeof cb);
-	if (psvc_read_frozen(t, rec[1], cb, sizeof cb) || !user_pointer(a, cb[2]))
+	if (psvc_read_frozen(t, rec[1], cb, sizeof cb) ||
+	    !arch_user_pointer(a, cb[2], RECORD_ALIGN))
 		return;
 	psvc_frozen_retain(t, cb[2], mutex_max);
 }

@@ -96,11 +96,11 @@ void dbs_park_offsets(const struct dbs_glibc_locks *L,
 	offs[1] = L->mutex.kind;
 }
 
-/* a word that may point into the process (a stack of aarch64 lies above
- * x86_64's 2^47, docs/ARCH.md §5) */
-bool dbs_park_pointer_like(const struct arch_desc *a, uint64_t v)
+bool dbs_park_candidate(const struct arch_desc *a, uint64_t v, uint64_t sp)
 {
-	return a && arch_user_pointer(a, v, 1);
+	/* a stack of aarch64 lies above x86_64's 2^47 (docs/ARCH.md §5):
+	 * the architecture says where the process ends */
+	return arch_user_pointer(a, v, 1) && v - sp >= DBS_PARK_STACK_SPAN;
 }
 
 /* The unique PI mutex the parked thread's values point to (or to whose
@@ -119,8 +119,7 @@ static uint64_t park_candidate(const struct dbs_lockctx *c,
 	dbs_park_offsets(c->L, offs);
 	uint64_t found = 0;
 	for (size_t i = 0; i < nv; i++) {
-		if (!dbs_park_pointer_like(c->in->arch, vals[i]) ||
-		    vals[i] - th->sp < DBS_PARK_STACK_SPAN)
+		if (!dbs_park_candidate(c->in->arch, vals[i], th->sp))
 			continue;
 		for (size_t o = 0; o < DBS_PARK_NOFFS; o++) {
 			uint64_t m = vals[i] - offs[o];

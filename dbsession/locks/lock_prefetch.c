@@ -104,8 +104,7 @@ static int park_ranges(struct psvc_target *t, const struct dbs_glibc_locks *L,
 		size_t nv = dbs_park_values(a, k->gregs, have_stack ? stack : NULL,
 					    vals, sizeof vals / sizeof *vals);
 		for (size_t v = 0; v < nv; v++) {
-			if (!dbs_park_pointer_like(a, vals[v]) ||
-			    vals[v] - sp < DBS_PARK_STACK_SPAN)
+			if (!dbs_park_candidate(a, vals[v], sp))
 				continue;
 			if (add_range(r, vals[v] - back, back + PARK_CANDIDATE_BYTES))
 				return -ENOMEM;

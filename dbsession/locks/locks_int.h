@@ -213,8 +213,10 @@ size_t dbs_park_values(const struct arch_desc *a, const uint64_t *gregs,
 #define DBS_PARK_NOFFS 2
 void dbs_park_offsets(const struct dbs_glibc_locks *L,
 		      uint64_t offs[DBS_PARK_NOFFS]);
-/* A value that may point to user-space data. */
-bool dbs_park_pointer_like(const struct arch_desc *a, uint64_t v);
+/* Whether value v, found at the stop of a thread whose sp was sp, may
+ * point to the mutex it parked on: into the process (arch_user_pointer),
+ * and not into its own stack near sp (DBS_PARK_STACK_SPAN). */
+bool dbs_park_candidate(const struct arch_desc *a, uint64_t v, uint64_t sp);
 /* Parked waiters moved to the mutex the kernel refused them. */
 int dbs_park_resolve(struct dbs_lockctx *c);
 
