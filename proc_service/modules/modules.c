@@ -159,7 +159,9 @@ static bool module_extent(struct psvc_module *mod, const struct psvc_mapping *m,
  * lock there is as much the module's as one in .data (gdb names it
  * `g + 1048616 in section .bss`).  The extent grows over that tail only
  * where the maps really hold contiguous anonymous mappings, so neither a
- * crafted p_memsz nor an unrelated mapping further up can stretch it.
+ * crafted p_memsz nor an unrelated mapping further up can stretch it; a
+ * p_vaddr at or above the end of the user address space (arch_desc
+ * .user_end) is no segment of a process.
  */
 static void extend_to_memsz(struct psvc_target *t, struct psvc_module *m,
 			    const struct psvc_mapping *maps, size_t nmaps)
@@ -172,7 +174,7 @@ static void extend_to_memsz(struct psvc_target *t, struct psvc_module *m,
 	uint64_t top = 0;
 	for (int i = 0; i < nph; i++)
 		if (ph[i].p_type == PT_LOAD && ph[i].p_memsz < (1ull << 40) &&
-		    ph[i].p_vaddr < (1ull << 47) &&
+		    ph[i].p_vaddr < t->arch->user_end &&
 		    ph[i].p_vaddr + ph[i].p_memsz > top)
 			top = ph[i].p_vaddr + ph[i].p_memsz;
 	uint64_t end = (m->bias + top + 4095) & ~(uint64_t)4095;
