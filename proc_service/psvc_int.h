@@ -15,12 +15,16 @@
 #include <stdio.h>
 #include <time.h>
 
-/* tidmap.c: an open-addressing map from a TID to a 32-bit value. */
-struct psvc_tidmap {
-	pid_t *keys;		/* 0 = empty */
+/* tidmap.c: an open-addressing map from a nonzero 64-bit key to a 32-bit
+ * value, and the map from a TID over it. */
+struct psvc_keymap {
+	uint64_t *keys;		/* 0 = empty */
 	uint32_t *vals;
 	size_t cap;		/* power of two, or 0 */
 	size_t n;
+};
+struct psvc_tidmap {
+	struct psvc_keymap map;
 };
 
 /* One cached page of target memory, valid for one stop. */
@@ -95,9 +99,7 @@ struct psvc_runs {
 	struct runs_set retained;
 	unsigned char **rblocks;
 	size_t nrblocks, rblocks_cap, rblock_used;
-	uint64_t *rkeys;	/* granule + 1, 0 empty */
-	uint32_t *rvals;	/* index in retained.v */
-	size_t rcap, rn;
+	struct psvc_keymap by_granule;	/* granule + 1 -> index in retained.v */
 };
 
 struct psvc_elf;
@@ -420,6 +422,14 @@ void psvc_task_released(struct psvc_task *k);
  * backend keeps, a task follow mode keeps. */
 void psvc_task_handed_over(struct psvc_task *k);
 
+/* tidmap.c: add an entry for key (0 or -ENOMEM; a key already there gets
+ * one more; the first table has mincap slots, a power of two); the slot
+ * of key's next entry after slot after (SIZE_MAX: its first), SIZE_MAX
+ * when there is none; forget everything. */
+int psvc_keymap_add(struct psvc_keymap *m, uint64_t key, uint32_t val,
+		    size_t mincap);
+size_t psvc_keymap_find(const struct psvc_keymap *m, uint64_t key, size_t after);
+void psvc_keymap_clear(struct psvc_keymap *m);
 /* tidmap.c: put (0 or -ENOMEM, -EINVAL for a TID <= 0), get (-1: not
  * there), delete, and forget everything */
 int psvc_tidmap_put(struct psvc_tidmap *m, pid_t tid, uint32_t val);

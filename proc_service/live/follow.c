@@ -411,7 +411,7 @@ int psvc_live_follow_start(struct psvc_target *t)
 		if (!added)
 			break;
 	}
-	if (psvc_tidmap_get(&L->followed, t->pid) < 0 && !L->followed.n) {
+	if (psvc_tidmap_get(&L->followed, t->pid) < 0 && !L->followed.map.n) {
 		follow_teardown(t);
 		return -EPERM;
 	}
@@ -500,7 +500,7 @@ int psvc_live_follow_wait(struct psvc_target *t, uint64_t deadline_ns,
 size_t psvc_live_followed(const struct psvc_target *t)
 {
 	struct psvc_live *L = psvc_live(t);
-	return t->follow ? L->followed.n : 0;
+	return t->follow ? L->followed.map.n : 0;
 }
 
 /* Interrupt, wait for the stop (with a deadline: a thread in D state does

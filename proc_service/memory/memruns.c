@@ -180,8 +180,7 @@ void psvc_runs_free(struct psvc_runs *rs)
 	for (size_t i = 0; i < rs->nrblocks; i++)
 		free(rs->rblocks[i]);
 	free(rs->rblocks);
-	free(rs->rkeys);
-	free(rs->rvals);
+	psvc_keymap_clear(&rs->by_granule);
 	memset(rs, 0, sizeof *rs);
 }
 
@@ -609,47 +608,6 @@ void psvc_frozen_done(struct psvc_target *t, uint64_t addr)
 	rs->dead_mark = end;
 }
 
-static size_t granule_slot(uint64_t key, size_t cap)
-{
-	return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 23) & (cap - 1);
-}
-
-static int rhash_put(struct psvc_runs *rs, uint64_t granule, uint32_t idx)
-{
-	if ((rs->rn + 1) * 2 > rs->rcap) {
-		size_t ncap = rs->rcap ? rs->rcap * 2 : 1024;
-		uint64_t *nk = calloc(ncap, sizeof *nk);
-		uint32_t *nv = calloc(ncap, sizeof *nv);
-		if (!nk || !nv) {
-			free(nk);
-			free(nv);
-			return -ENOMEM;
-		}
-		for (size_t i = 0; i < rs->rcap; i++) {
-			if (!rs->rkeys[i])
-				continue;
-			size_t j = granule_slot(rs->rkeys[i], ncap);
-			while (nk[j])
-				j = (j + 1) & (ncap - 1);
-			nk[j] = rs->rkeys[i];
-			nv[j] = rs->rvals[i];
-		}
-		free(rs->rkeys);
-		free(rs->rvals);
-		rs->rkeys = nk;
-		rs->rvals = nv;
-		rs->rcap = ncap;
-	}
-	uint64_t key = granule + 1;
-	size_t j = granule_slot(key, rs->rcap);
-	while (rs->rkeys[j])
-		j = (j + 1) & (rs->rcap - 1);	/* a granule may hold several */
-	rs->rkeys[j] = key;
-	rs->rvals[j] = idx;
-	rs->rn++;
-	return 0;
-}
-
 #define RGRAN_SHIFT 6
 #define RBLOCK 65536
 #define RETAIN_MAX 256
@@ -657,14 +615,11 @@ static int rhash_put(struct psvc_runs *rs, uint64_t granule, uint32_t idx)
 static const struct psvc_xrun *retained_find(const struct psvc_runs *rs,
 					      uint64_t addr, uint64_t len)
 {
-	if (!rs->rcap)
-		return NULL;
+	const struct psvc_keymap *m = &rs->by_granule;
 	uint64_t key = (addr >> RGRAN_SHIFT) + 1;
-	for (size_t j = granule_slot(key, rs->rcap); rs->rkeys[j];
-	     j = (j + 1) & (rs->rcap - 1)) {
-		if (rs->rkeys[j] != key)
-			continue;
-		const struct psvc_xrun *x = &rs->retained.v[rs->rvals[j]];
+	for (size_t j = psvc_keymap_find(m, key, SIZE_MAX); j != SIZE_MAX;
+	     j = psvc_keymap_find(m, key, j)) {
+		const struct psvc_xrun *x = &rs->retained.v[m->vals[j]];
 		if (addr >= x->addr && addr - x->addr <= x->len &&
 		    len <= x->len - (addr - x->addr))
 			return x;
@@ -704,6 +659,6 @@ void psvc_runs_retain(struct psvc_runs *rs, uint64_t addr, const void *tmp,
 		addr, (uint32_t)len, UINT32_MAX, p };
 	/* every granule it touches leads to it */
 	for (uint64_t g = addr >> RGRAN_SHIFT; g <= (addr + len - 1) >> RGRAN_SHIFT; g++)
-		if (rhash_put(rs, g, idx))
+		if (psvc_keymap_add(&rs->by_granule, g + 1, idx, 1024))
 			return;
 }
