@@ -665,7 +665,7 @@ struct dbs_lock {
 	bool decoded;		/* its words were read at the stop */
 	unsigned char words[64];
 	size_t nwords;		/* bytes of words[] that are valid */
-	union {
+	union dbs_lock_fields {	/* the member of its kind */
 		struct dbs_mutex_info mutex;
 		struct dbs_rwlock_info rwlock;
 		struct dbs_cond_info cond;

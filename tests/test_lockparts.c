@@ -191,23 +191,24 @@ Test(lockparts, mutex_robust_pi_and_pp_words)
 	put32(w, 8, 0x65);
 	put32(w, 12, 1);
 	put32(w, 16, 16 | 32 | 128);	/* ROBUST | PI | PSHARED */
-	struct dbs_mutex_info m = { 0 };
-	dbs_glibc_decode_mutex(L, w, sizeof w, &m);
-	cr_assert_eq(m.lock, 0x80000065u);
-	cr_assert_eq(m.owner_field, 0x65);
-	cr_assert_eq(m.nusers, 1);
-	cr_assert(m.robust && m.pi && !m.pp);
-	cr_assert_not(m.pshared, "glibc marks every robust mutex PSHARED");
-	cr_assert_not(m.owner_died);
-	cr_assert_not(dbs_glibc_mutex_garbage(&m));
+	union dbs_lock_fields u = { 0 };
+	struct dbs_mutex_info *m = &u.mutex;
+	dbs_glibc_decode(L, DBS_LOCK_MUTEX, w, sizeof w, &u);
+	cr_assert_eq(m->lock, 0x80000065u);
+	cr_assert_eq(m->owner_field, 0x65);
+	cr_assert_eq(m->nusers, 1);
+	cr_assert(m->robust && m->pi && !m->pp);
+	cr_assert_not(m->pshared, "glibc marks every robust mutex PSHARED");
+	cr_assert_not(m->owner_died);
+	cr_assert_not(dbs_glibc_mutex_garbage(m));
 
 	/* its owner died: the kernel sets FUTEX_OWNER_DIED; EOWNERDEAD was
 	 * returned to the next locker, which has not made it consistent */
 	put32(w, 0, 0x40000000u | 0x66);
 	put32(w, 8, 0x7fffffff);
-	dbs_glibc_decode_mutex(L, w, sizeof w, &m);
-	cr_assert(m.owner_died);
-	cr_assert(m.inconsistent && !m.notrecoverable);
+	dbs_glibc_decode(L, DBS_LOCK_MUTEX, w, sizeof w, &u);
+	cr_assert(m->owner_died);
+	cr_assert(m->inconsistent && !m->notrecoverable);
 
 	/* a recursive priority-protect mutex, ceiling 5, locked twice */
 	memset(w, 0, sizeof w);
@@ -215,20 +216,20 @@ Test(lockparts, mutex_robust_pi_and_pp_words)
 	put32(w, 4, 2);
 	put32(w, 8, 0x67);
 	put32(w, 16, 64 | 1);
-	memset(&m, 0, sizeof m);
-	dbs_glibc_decode_mutex(L, w, sizeof w, &m);
-	cr_assert(m.pp && !m.pi && !m.robust);
-	cr_assert_eq(m.ceiling, 5);
-	cr_assert_eq(m.count, 2);
-	cr_assert_str_eq(dbs_mutex_type_name(m.type), "recursive");
-	cr_assert_not(m.owner_died, "owner_died is only read for robust or PI");
+	memset(&u, 0, sizeof u);
+	dbs_glibc_decode(L, DBS_LOCK_MUTEX, w, sizeof w, &u);
+	cr_assert(m->pp && !m->pi && !m->robust);
+	cr_assert_eq(m->ceiling, 5);
+	cr_assert_eq(m->count, 2);
+	cr_assert_str_eq(dbs_mutex_type_name(m->type), "recursive");
+	cr_assert_not(m->owner_died, "owner_died is only read for robust or PI");
 
 	/* __kind bits no mutex has */
-	m.kind_word = 32 | 64;
-	m.pi = m.pp = true;
-	cr_assert(dbs_glibc_mutex_garbage(&m), "PI and PP together");
-	m = (struct dbs_mutex_info){ .kind_word = 1 << 12 };
-	cr_assert(dbs_glibc_mutex_garbage(&m), "an unknown bit");
+	m->kind_word = 32 | 64;
+	m->pi = m->pp = true;
+	cr_assert(dbs_glibc_mutex_garbage(m), "PI and PP together");
+	*m = (struct dbs_mutex_info){ .kind_word = 1 << 12 };
+	cr_assert(dbs_glibc_mutex_garbage(m), "an unknown bit");
 }
 
 Test(lockparts, rwlock_cond_sem_barrier_words)
@@ -245,8 +246,9 @@ Test(lockparts, rwlock_cond_sem_barrier_words)
 	put32(w, 24, 0x68);
 	put32(w, 28, 1);
 	put32(w, 48, 2);
-	struct dbs_rwlock_info r = { 0 };
-	dbs_glibc_decode_rwlock(L, w, 56, &r);
+	union dbs_lock_fields u = { 0 };
+	dbs_glibc_decode(L, DBS_LOCK_RWLOCK, w, 56, &u);
+	const struct dbs_rwlock_info r = u.rwlock;
 	cr_assert(r.wrphase && r.wrlocked && !r.rwaiting);
 	cr_assert_eq(r.nreaders, 3);
 	cr_assert_eq(r.writers, 1);
@@ -268,8 +270,9 @@ Test(lockparts, rwlock_cond_sem_barrier_words)
 	put32(w, 36, (5u << 3) | 2);
 	put32(w, 40, 9);
 	put32(w, 44, 11);
-	struct dbs_cond_info c = { 0 };
-	dbs_glibc_decode_cond(L, w, 48, &c);
+	memset(&u, 0, sizeof u);
+	dbs_glibc_decode(L, DBS_LOCK_COND, w, 48, &u);
+	const struct dbs_cond_info c = u.cond;
 	cr_assert_eq(c.wseq, 0x1234567890ull);
 	cr_assert_eq(c.g1_start, 0x20);
 	cr_assert_eq(c.g_refs[0], 2);
@@ -286,8 +289,9 @@ Test(lockparts, rwlock_cond_sem_barrier_words)
 	memset(w, 0, sizeof w);
 	put64(w, 0, (2ull << 32) | 7);
 	put32(w, 8, 128);
-	struct dbs_sem_info s = { 0 };
-	dbs_glibc_decode_sem(L, w, 32, &s);
+	memset(&u, 0, sizeof u);
+	dbs_glibc_decode(L, DBS_LOCK_SEM, w, 32, &u);
+	const struct dbs_sem_info s = u.sem;
 	cr_assert_eq(s.value, 7);
 	cr_assert_eq(s.nwaiters, 2);
 	cr_assert(s.pshared);
@@ -298,8 +302,9 @@ Test(lockparts, rwlock_cond_sem_barrier_words)
 	put32(w, 4, 3);
 	put32(w, 8, 3);
 	put32(w, 16, 1);
-	struct dbs_barrier_info b = { 0 };
-	dbs_glibc_decode_barrier(L, w, 32, &b);
+	memset(&u, 0, sizeof u);
+	dbs_glibc_decode(L, DBS_LOCK_BARRIER, w, 32, &u);
+	const struct dbs_barrier_info b = u.barrier;
 	cr_assert_eq(b.in, 5);
 	cr_assert_eq(b.current_round, 3);
 	cr_assert_eq(b.count, 3);

@@ -103,10 +103,11 @@ size_t dbs_glibc_kind_size(const struct dbs_glibc_locks *L, enum dbs_lock_kind k
 	return 4;
 }
 
-void dbs_glibc_decode_mutex(const struct dbs_glibc_locks *L,
-			    const unsigned char *w, size_t n,
-			    struct dbs_mutex_info *m)
+static void decode_mutex(const struct dbs_glibc_locks *L,
+			 const unsigned char *w, size_t n,
+			 union dbs_lock_fields *u)
 {
+	struct dbs_mutex_info *m = &u->mutex;
 	m->lock = dbs_u32_at(w, n, L->mutex.lock);
 	m->count = dbs_u32_at(w, n, L->mutex.count);
 	m->owner_field = (int32_t)dbs_u32_at(w, n, L->mutex.owner);
@@ -137,10 +138,11 @@ bool dbs_glibc_mutex_garbage(const struct dbs_mutex_info *m)
 	       (m->robust && m->pp);
 }
 
-void dbs_glibc_decode_rwlock(const struct dbs_glibc_locks *L,
-			     const unsigned char *w, size_t n,
-			     struct dbs_rwlock_info *r)
+static void decode_rwlock(const struct dbs_glibc_locks *L,
+			  const unsigned char *w, size_t n,
+			  union dbs_lock_fields *u)
 {
+	struct dbs_rwlock_info *r = &u->rwlock;
 	r->readers_word = dbs_u32_at(w, n, L->rwlock.readers);
 	r->wrphase = r->readers_word & RW_WRPHASE;
 	r->wrlocked = r->readers_word & RW_WRLOCKED;
@@ -154,10 +156,11 @@ void dbs_glibc_decode_rwlock(const struct dbs_glibc_locks *L,
 	r->flags = dbs_u32_at(w, n, L->rwlock.flags);
 }
 
-void dbs_glibc_decode_cond(const struct dbs_glibc_locks *L,
-			   const unsigned char *w, size_t n,
-			   struct dbs_cond_info *c)
+static void decode_cond(const struct dbs_glibc_locks *L,
+			const unsigned char *w, size_t n,
+			union dbs_lock_fields *u)
 {
+	struct dbs_cond_info *c = &u->cond;
 	/* 2.41 has no __g_refs (docs/GLIBC.md §5.1): they read as 0 */
 	c->wseq = dbs_u64_at(w, n, L->cond.wseq);
 	c->g1_start = dbs_u64_at(w, n, L->cond.g1_start);
@@ -175,10 +178,11 @@ void dbs_glibc_decode_cond(const struct dbs_glibc_locks *L,
 	c->monotonic = c->wrefs & 2;
 }
 
-void dbs_glibc_decode_sem(const struct dbs_glibc_locks *L,
-			  const unsigned char *w, size_t n,
-			  struct dbs_sem_info *s)
+static void decode_sem(const struct dbs_glibc_locks *L,
+		       const unsigned char *w, size_t n,
+		       union dbs_lock_fields *u)
 {
+	struct dbs_sem_info *s = &u->sem;
 	/* struct new_sem with 64-bit atomics: the value in the low half of
 	 * data, the waiters in the high half */
 	uint64_t d = dbs_u64_at(w, n, L->sem.data);
@@ -187,15 +191,43 @@ void dbs_glibc_decode_sem(const struct dbs_glibc_locks *L,
 	s->pshared = dbs_u32_at(w, n, L->sem.private_) != 0;
 }
 
-void dbs_glibc_decode_barrier(const struct dbs_glibc_locks *L,
-			      const unsigned char *w, size_t n,
-			      struct dbs_barrier_info *b)
+static void decode_barrier(const struct dbs_glibc_locks *L,
+			   const unsigned char *w, size_t n,
+			   union dbs_lock_fields *u)
 {
+	struct dbs_barrier_info *b = &u->barrier;
 	b->in = dbs_u32_at(w, n, L->barrier.in);
 	b->current_round = dbs_u32_at(w, n, L->barrier.current_round);
 	b->count = dbs_u32_at(w, n, L->barrier.count);
 	b->pshared = dbs_u32_at(w, n, L->barrier.shared) != 0;
 	b->out = dbs_u32_at(w, n, L->barrier.out);
+}
+
+static void decode_join(const struct dbs_glibc_locks *L,
+			const unsigned char *w, size_t n,
+			union dbs_lock_fields *u)
+{
+	(void)L;
+	u->join.target = (pid_t)dbs_u32_at(w, n, 0);	/* the tid word */
+}
+
+/* By kind: a futex word and a FILE's lock have no fields to decode. */
+static void (*const decoders[])(const struct dbs_glibc_locks *L,
+				const unsigned char *w, size_t n,
+				union dbs_lock_fields *u) = {
+	[DBS_LOCK_MUTEX] = decode_mutex,
+	[DBS_LOCK_RWLOCK] = decode_rwlock,
+	[DBS_LOCK_COND] = decode_cond,
+	[DBS_LOCK_SEM] = decode_sem,
+	[DBS_LOCK_BARRIER] = decode_barrier,
+	[DBS_LOCK_JOIN] = decode_join,
+};
+
+void dbs_glibc_decode(const struct dbs_glibc_locks *L, enum dbs_lock_kind k,
+		      const unsigned char *w, size_t n, union dbs_lock_fields *u)
+{
+	if ((size_t)k < sizeof decoders / sizeof *decoders && decoders[k])
+		decoders[k](L, w, n, u);
 }
 
 bool dbs_lock_decode(const struct arch_desc *a, struct dbs_lock *l)
@@ -210,28 +242,6 @@ bool dbs_lock_decode_with(const struct dbs_glibc_locks *L, struct dbs_lock *l)
 		need = L->mutex.kind + 4;	/* __list is only checked */
 	if (l->nwords < need)
 		return false;
-	switch (l->kind) {
-	case DBS_LOCK_MUTEX:
-		dbs_glibc_decode_mutex(L, l->words, l->nwords, &l->u.mutex);
-		break;
-	case DBS_LOCK_RWLOCK:
-		dbs_glibc_decode_rwlock(L, l->words, l->nwords, &l->u.rwlock);
-		break;
-	case DBS_LOCK_COND:
-		dbs_glibc_decode_cond(L, l->words, l->nwords, &l->u.cond);
-		break;
-	case DBS_LOCK_SEM:
-		dbs_glibc_decode_sem(L, l->words, l->nwords, &l->u.sem);
-		break;
-	case DBS_LOCK_BARRIER:
-		dbs_glibc_decode_barrier(L, l->words, l->nwords, &l->u.barrier);
-		break;
-	case DBS_LOCK_JOIN:
-		l->u.join.target = (pid_t)dbs_u32_at(l->words, l->nwords, 0);
-		break;
-	case DBS_LOCK_FUTEX:
-	case DBS_LOCK_FILE:
-		break;
-	}
+	dbs_glibc_decode(L, l->kind, l->words, l->nwords, &l->u);
 	return true;
 }

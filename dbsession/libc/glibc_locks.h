@@ -126,23 +126,11 @@ bool dbs_lock_decode_with(const struct dbs_glibc_locks *L, struct dbs_lock *l);
 /* The bytes an object of kind k occupies (4: a bare futex or tid word). */
 size_t dbs_glibc_kind_size(const struct dbs_glibc_locks *L, enum dbs_lock_kind k);
 
-/* The decoders: the fields of a copy w[0..n) of the object's words;
- * a field beyond n reads as 0. */
-void dbs_glibc_decode_mutex(const struct dbs_glibc_locks *L,
-			    const unsigned char *w, size_t n,
-			    struct dbs_mutex_info *m);
-void dbs_glibc_decode_rwlock(const struct dbs_glibc_locks *L,
-			     const unsigned char *w, size_t n,
-			     struct dbs_rwlock_info *r);
-void dbs_glibc_decode_cond(const struct dbs_glibc_locks *L,
-			   const unsigned char *w, size_t n,
-			   struct dbs_cond_info *c);
-void dbs_glibc_decode_sem(const struct dbs_glibc_locks *L,
-			  const unsigned char *w, size_t n,
-			  struct dbs_sem_info *s);
-void dbs_glibc_decode_barrier(const struct dbs_glibc_locks *L,
-			      const unsigned char *w, size_t n,
-			      struct dbs_barrier_info *b);
+/* The fields of a copy w[0..n) of an object of kind k's words into u's
+ * member of that kind (nothing for a futex or a FILE, whose words hold
+ * no fields); a field beyond n reads as 0. */
+void dbs_glibc_decode(const struct dbs_glibc_locks *L, enum dbs_lock_kind k,
+		      const unsigned char *w, size_t n, union dbs_lock_fields *u);
 /* Are __kind's bits those of no mutex glibc makes (unknown bits, or PI
  * and PP together, or robust and PP)? */
 bool dbs_glibc_mutex_garbage(const struct dbs_mutex_info *m);

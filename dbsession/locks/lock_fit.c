@@ -20,8 +20,9 @@ static enum dbs_fit mutex_fit(const struct dbs_glibc_locks *L,
 {
 	if (n < L->mutex.size)
 		return FIT_NO;
-	struct dbs_mutex_info m = { 0 };
-	dbs_glibc_decode_mutex(L, w, n, &m);
+	union dbs_lock_fields u = { 0 };
+	dbs_glibc_decode(L, DBS_LOCK_MUTEX, w, n, &u);
+	const struct dbs_mutex_info m = u.mutex;
 	if (dbs_glibc_mutex_garbage(&m))
 		return FIT_NO;
 	if (m.nusers > (1u << 24) || m.count > (1u << 24))
@@ -92,8 +93,9 @@ enum dbs_fit dbs_fit_rwlock(const struct dbs_glibc_locks *L,
 {
 	if (n < L->rwlock.size)
 		return FIT_NO;
-	struct dbs_rwlock_info r = { 0 };
-	dbs_glibc_decode_rwlock(L, w, n, &r);
+	union dbs_lock_fields u = { 0 };
+	dbs_glibc_decode(L, DBS_LOCK_RWLOCK, w, n, &u);
+	const struct dbs_rwlock_info r = u.rwlock;
 	uint32_t shared = dbs_u32_at(w, n, L->rwlock.shared);
 	/* 2.36 waits with __futex_abstimed_wait64: WAIT_BITSET */
 	if (wt->cmd != FUTEX_WAIT_BITSET || shared > 1 || r.flags > 2 ||
@@ -142,8 +144,9 @@ static enum dbs_fit cond_fit(const struct dbs_glibc_locks *L,
 	if (n < L->cond.size || wt->cmd != FUTEX_WAIT_BITSET ||
 	    (zero && wt->val != 0))
 		return FIT_NO;
-	struct dbs_cond_info cd = { 0 };
-	dbs_glibc_decode_cond(L, w, n, &cd);
+	union dbs_lock_fields u = { 0 };
+	dbs_glibc_decode(L, DBS_LOCK_COND, w, n, &u);
+	const struct dbs_cond_info cd = u.cond;
 	unsigned g = (off - L->cond.g_signals) / 4;
 	/* every waiter holds a __wrefs reference (<< 3) and, while it may
 	 * block, a __g_refs[g] reference (+2); 2.36 waits with val 0.  2.41
@@ -163,8 +166,9 @@ static enum dbs_fit sem_fit(const struct dbs_glibc_locks *L,
 {
 	if (n < L->sem.private_ + 8 || wt->cmd != FUTEX_WAIT_BITSET || wt->val != 0)
 		return FIT_NO;
-	struct dbs_sem_info s = { 0 };
-	dbs_glibc_decode_sem(L, w, n, &s);
+	union dbs_lock_fields u = { 0 };
+	dbs_glibc_decode(L, DBS_LOCK_SEM, w, n, &u);
+	const struct dbs_sem_info s = u.sem;
 	uint32_t priv = dbs_u32_at(w, n, L->sem.private_);
 	/* sem_wait registers in the high half before it sleeps; private
 	 * holds FUTEX_PRIVATE (0) or FUTEX_SHARED (128) */
@@ -180,8 +184,9 @@ static enum dbs_fit barrier_fit(const struct dbs_glibc_locks *L,
 {
 	if (n < L->barrier.out + 4 || wt->cmd != FUTEX_WAIT)
 		return FIT_NO;
-	struct dbs_barrier_info b = { 0 };
-	dbs_glibc_decode_barrier(L, w, n, &b);
+	union dbs_lock_fields u = { 0 };
+	dbs_glibc_decode(L, DBS_LOCK_BARRIER, w, n, &u);
+	const struct dbs_barrier_info b = u.barrier;
 	uint32_t shared = dbs_u32_at(w, n, L->barrier.shared);
 	/* pthread_barrier_wait.c: a waiter of an unfinished round sleeps on
 	 * current_round with its value; in - current_round < count */

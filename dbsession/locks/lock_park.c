@@ -126,8 +126,10 @@ static uint64_t park_candidate(const struct dbs_lockctx *c,
 			unsigned char w[48];
 			if (!dbs_lock_read(c, m, w, c->L->mutex.size))
 				continue;
-			struct dbs_mutex_info mi = { 0 };
-			dbs_glibc_decode_mutex(c->L, w, c->L->mutex.size, &mi);
+			union dbs_lock_fields u = { 0 };
+			dbs_glibc_decode(c->L, DBS_LOCK_MUTEX, w, c->L->mutex.size,
+					 &u);
+			const struct dbs_mutex_info mi = u.mutex;
 			if (dbs_glibc_mutex_garbage(&mi) || !mi.pi || mi.pp ||
 			    !(mi.lock & FUTEX_TID_MASK) ||
 			    (pid_t)(mi.lock & FUTEX_TID_MASK) == th->ns_tid)
@@ -148,8 +150,9 @@ static bool refusal_visible(const struct dbs_lockctx *c, size_t i, uint64_t m)
 	unsigned char w[48];
 	if (!dbs_lock_read(c, m, w, c->L->mutex.size))
 		return false;
-	struct dbs_mutex_info mi = { 0 };
-	dbs_glibc_decode_mutex(c->L, w, c->L->mutex.size, &mi);
+	union dbs_lock_fields u = { 0 };
+	dbs_glibc_decode(c->L, DBS_LOCK_MUTEX, w, c->L->mutex.size, &u);
+	const struct dbs_mutex_info mi = u.mutex;
 	pid_t rec = (pid_t)(mi.lock & FUTEX_TID_MASK);
 	size_t oi = dbs_thread_by_nstid(c, rec);
 	size_t n = c->snap->nthreads;
