@@ -12,8 +12,15 @@
 
 #include <elf.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <time.h>
+
+/* say.c: warnings, each a string of its own, in the order given. */
+struct psvc_warnings {
+	char **v;
+	size_t n, cap;
+};
 
 /* tidmap.c: an open-addressing map from a nonzero 64-bit key to a 32-bit
  * value, and the map from a TID over it. */
@@ -172,8 +179,7 @@ struct psvc_target {
 	size_t argc;
 
 	/* warnings about the whole target (psvc_target_warn) */
-	char **warnings;
-	size_t nwarnings, warnings_cap;
+	struct psvc_warnings warnings;
 
 	/* namespaces (ns.c) */
 	int foreign_pidns;	/* -1 unknown, 0 same as ours, 1 other */
@@ -421,6 +427,15 @@ void psvc_task_released(struct psvc_task *k);
 /* No longer held by the capture, but still attached: a straggler the
  * backend keeps, a task follow mode keeps. */
 void psvc_task_handed_over(struct psvc_task *k);
+
+/* say.c: one more warning (lost if there is no memory for it), the i-th
+ * (NULL past the end), forget them all. */
+void psvc_warnings_vadd(struct psvc_warnings *w, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+void psvc_warnings_add(struct psvc_warnings *w, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+const char *psvc_warnings_at(const struct psvc_warnings *w, size_t i);
+void psvc_warnings_free(struct psvc_warnings *w);
 
 /* tidmap.c: add an entry for key (0 or -ENOMEM; a key already there gets
  * one more; the first table has mincap slots, a power of two); the slot

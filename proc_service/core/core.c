@@ -476,12 +476,12 @@ uint64_t psvc_core_unzipped_bytes(const struct psvc_core *c)
 
 size_t psvc_core_nwarnings(const struct psvc_core *c)
 {
-	return c->nwarnings;
+	return c->warnings.n;
 }
 
 const char *psvc_core_warning_at(const struct psvc_core *c, size_t i)
 {
-	return i < c->nwarnings ? c->warnings[i] : NULL;
+	return psvc_warnings_at(&c->warnings, i);
 }
 
 size_t psvc_core_nthreads(const struct psvc_core *c)

@@ -6,6 +6,7 @@
 #define TINSPECT_PSVC_CORE_INT_H
 
 #include "core.h"
+#include "psvc_int.h"	/* struct psvc_warnings */
 
 #include <gelf.h>
 #include <stdarg.h>
@@ -97,8 +98,7 @@ struct psvc_core {
 	struct psvc_core_map *maps;
 	size_t nmaps;
 
-	char **warnings;
-	size_t nwarnings, warnings_cap;
+	struct psvc_warnings warnings;
 
 	/* compressed */
 	struct core_keep *keeps;	/* sorted by lo, not overlapping */

@@ -179,9 +179,7 @@ void psvc_core_close(struct psvc_core *c)
 	free(c->files);
 	free(c->file_names);
 	free(c->maps);
-	for (size_t i = 0; i < c->nwarnings; i++)
-		free(c->warnings[i]);
-	free(c->warnings);
+	psvc_warnings_free(&c->warnings);
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c);

@@ -6,12 +6,8 @@
  */
 #include "core_int.h"
 
-#include "array.h"
-
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #define MAX_WARNINGS 64
 
@@ -19,10 +15,10 @@ void psvc_core_warn(struct psvc_core *c, const char *fmt, ...)
 {
 	/* a damaged core can repeat one fault thousands of times: the first
 	 * ones say what it is, the last line how many more there were */
-	if (c->nwarnings > MAX_WARNINGS)
+	if (c->warnings.n > MAX_WARNINGS)
 		return;
 	char buf[256];
-	if (c->nwarnings == MAX_WARNINGS)
+	if (c->warnings.n == MAX_WARNINGS)
 		snprintf(buf, sizeof buf, "more warnings left out");
 	else {
 		va_list ap;
@@ -30,12 +26,7 @@ void psvc_core_warn(struct psvc_core *c, const char *fmt, ...)
 		vsnprintf(buf, sizeof buf, fmt, ap);
 		va_end(ap);
 	}
-	if (array_grow(&c->warnings, &c->warnings_cap, c->nwarnings + 1,
-		       sizeof *c->warnings, 8))
-		return;
-	char *s = strdup(buf);
-	if (s)
-		c->warnings[c->nwarnings++] = s;
+	psvc_warnings_add(&c->warnings, "%s", buf);
 }
 
 const char *psvc_core_zip_name(enum psvc_core_zip z)

@@ -8,7 +8,6 @@
  */
 #include "psvc_int.h"
 
-#include "array.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -84,24 +83,19 @@ void psvc_target_set_exe(struct psvc_target *t, const char *path)
 
 void psvc_target_warn(struct psvc_target *t, const char *fmt, ...)
 {
-	if (t->nwarnings >= 1000)
+	if (t->warnings.n >= 1000)
 		return;	/* a damaged core must not make a report of them */
-	if (array_grow(&t->warnings, &t->warnings_cap, t->nwarnings + 1,
-		       sizeof *t->warnings, 8))
-		return;
 	va_list ap;
 	va_start(ap, fmt);
-	char *m = NULL;
-	if (vasprintf(&m, fmt, ap) >= 0)
-		t->warnings[t->nwarnings++] = m;
+	psvc_warnings_vadd(&t->warnings, fmt, ap);
 	va_end(ap);
 }
 
-size_t psvc_nwarnings(const struct psvc_target *t) { return t->nwarnings; }
+size_t psvc_nwarnings(const struct psvc_target *t) { return t->warnings.n; }
 
 const char *psvc_warning_at(const struct psvc_target *t, size_t i)
 {
-	return i < t->nwarnings ? t->warnings[i] : NULL;
+	return psvc_warnings_at(&t->warnings, i);
 }
 
 const char *psvc_backend_name(const struct psvc_target *t)
@@ -132,9 +126,7 @@ void psvc_close(struct psvc_target *t)
 	free(t->ph);
 	free(t->pins);
 	free(t->modmap_note);
-	for (size_t i = 0; i < t->nwarnings; i++)
-		free(t->warnings[i]);
-	free(t->warnings);
+	psvc_warnings_free(&t->warnings);
 	free(t);
 }
 
