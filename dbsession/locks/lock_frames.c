@@ -81,15 +81,16 @@ void dbs_frame_normalize(const char *in, char *out, size_t cap)
 	out[n] = '\0';
 }
 
-/* Thread ti's innermost frames into c->fnames / c->fsps. */
+/* Thread ti's innermost frames into c->frames. */
 size_t dbs_frames_load(const struct dbs_lockctx *c, size_t ti)
 {
 	if (!c->in->frames)
 		return 0;
+	struct dbs_frames *f = c->frames;
 	for (size_t k = 0; k < DBS_MAX_FRAMES; k++)
-		c->fsps[k] = 0;
+		f->sps[k] = 0;
 	size_t n = c->in->frames(c->in->frames_ctx ? c->in->frames_ctx : c->in->ctx,
-				 c->snap, ti, c->fnames, c->fsps, DBS_MAX_FRAMES);
+				 c->snap, ti, f->names, f->sps, DBS_MAX_FRAMES);
 	return n > DBS_MAX_FRAMES ? DBS_MAX_FRAMES : n;
 }
 
@@ -102,13 +103,13 @@ enum dbs_fkind dbs_frame_kind(const struct dbs_lockctx *c, size_t ti,
 	 * pthread_mutex_cond_lock above pthread_cond_wait, and waits on the
 	 * mutex */
 	for (size_t f = 0; f < n; f++) {
-		if (!c->fnames[f])
+		if (!c->frames->names[f])
 			continue;
 		char norm[64];
-		dbs_frame_normalize(c->fnames[f], norm, sizeof norm);
+		dbs_frame_normalize(c->frames->names[f], norm, sizeof norm);
 		for (size_t k = 0; k < sizeof frame_table / sizeof *frame_table; k++)
 			if (!strcmp(norm, frame_table[k].name)) {
-				*ret_name = c->fnames[f];
+				*ret_name = c->frames->names[f];
 				return frame_table[k].k;
 			}
 	}

@@ -99,16 +99,16 @@ int dbs_lockctx_init(struct dbs_lockctx *c)
 			    : dbs_glibc_locks_for(NULL, c->in->arch, NULL);
 	c->waits = calloc(n, sizeof *c->waits);
 	c->vd = calloc(n, sizeof *c->vd);
-	c->lockof = malloc(n * sizeof *c->lockof);
-	c->succ = malloc(n * sizeof *c->succ);
-	c->fnames = calloc(DBS_MAX_FRAMES, sizeof *c->fnames);
-	c->fsps = calloc(DBS_MAX_FRAMES, sizeof *c->fsps);
-	c->by_nstid = calloc(n, sizeof *c->by_nstid);
-	c->by_tid = calloc(n, sizeof *c->by_tid);
-	c->by_tidword = calloc(n, sizeof *c->by_tidword);
-	if (!c->waits || !c->vd || !c->lockof || !c->succ || !c->fnames ||
-	    !c->fsps || !c->by_nstid || !c->by_tid || !c->by_tidword)
+	/* lockof and succ are the same size_t per thread, the three TID
+	 * indexes the same dbs_tidx: a block each */
+	c->lockof = malloc(2 * n * sizeof *c->lockof);
+	c->by_nstid = calloc(3 * n, sizeof *c->by_nstid);
+	c->frames = calloc(1, sizeof *c->frames);
+	if (!c->waits || !c->vd || !c->lockof || !c->by_nstid || !c->frames)
 		return -ENOMEM;
+	c->succ = c->lockof + n;
+	c->by_tid = c->by_nstid + n;
+	c->by_tidword = c->by_tid + n;
 	for (size_t i = 0; i < c->snap->nthreads; i++)
 		c->lockof[i] = c->succ[i] = SIZE_MAX;
 	build_indexes(c);
@@ -119,11 +119,7 @@ void dbs_lockctx_done(struct dbs_lockctx *c)
 {
 	free(c->waits);
 	free(c->vd);
-	free(c->lockof);
-	free(c->succ);
-	free(c->fnames);
-	free(c->fsps);
-	free(c->by_nstid);
-	free(c->by_tid);
-	free(c->by_tidword);
+	free(c->lockof);	/* and succ */
+	free(c->by_nstid);	/* and by_tid, by_tidword */
+	free(c->frames);
 }

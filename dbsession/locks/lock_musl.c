@@ -69,7 +69,7 @@ static bool frames_say(const struct dbs_lockctx *c, size_t ti, const char *key)
 {
 	size_t n = dbs_frames_load(c, ti);
 	for (size_t k = 0; k < n && k < 8; k++)
-		if (c->fnames[k] && strstr(c->fnames[k], key))
+		if (c->frames->names[k] && strstr(c->frames->names[k], key))
 			return true;
 	return false;
 }

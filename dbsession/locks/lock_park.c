@@ -34,11 +34,11 @@ static const char NOTE_PARK_FOUND[] =
 static size_t frame_holding(const struct dbs_lockctx *c, size_t n, uint64_t addr)
 {
 	for (size_t k = 0; k < n; k++) {
-		uint64_t lo = c->fsps[k], hi = 0;
+		uint64_t lo = c->frames->sps[k], hi = 0;
 		if (!lo)
 			continue;
 		for (size_t j = k + 1; j < n && !hi; j++)
-			hi = c->fsps[j];
+			hi = c->frames->sps[j];
 		if (hi > lo && addr >= lo && addr < hi)
 			return k;
 	}
@@ -56,14 +56,14 @@ static size_t frame_holding(const struct dbs_lockctx *c, size_t n, uint64_t addr
 const char *dbs_park_frame(const struct dbs_lockctx *c, size_t ti, uint64_t addr)
 {
 	size_t k = frame_holding(c, dbs_frames_load(c, ti), addr);
-	if (k == SIZE_MAX || !c->fnames[k])
+	if (k == SIZE_MAX || !c->frames->names[k])
 		return NULL;
 	char norm[64];
-	dbs_frame_normalize(c->fnames[k], norm, sizeof norm);
+	dbs_frame_normalize(c->frames->names[k], norm, sizeof norm);
 	if (strcmp(norm, "pthread_mutex_lock_full") &&
 	    strcmp(norm, "pthread_mutex_clocklock_common"))
 		return NULL;
-	return c->fnames[k];
+	return c->frames->names[k];
 }
 
 /* The same wait, but the frame that holds the word has no name: code
@@ -73,7 +73,7 @@ const char *dbs_park_frame(const struct dbs_lockctx *c, size_t ti, uint64_t addr
 bool dbs_park_frame_unnamed(const struct dbs_lockctx *c, size_t ti, uint64_t addr)
 {
 	size_t k = frame_holding(c, dbs_frames_load(c, ti), addr);
-	return k != SIZE_MAX && !c->fnames[k];
+	return k != SIZE_MAX && !c->frames->names[k];
 }
 
 size_t dbs_park_values(const struct arch_desc *a, const uint64_t *gregs,

@@ -76,10 +76,15 @@ struct dbs_lockctx {
 	struct dbs_wait *waits;
 	struct dbs_verdict *vd;
 	size_t *lockof;			/* -> index in snap->locks->v, SIZE_MAX */
-	size_t *succ;			/* -> the thread it waits for, SIZE_MAX */
+	size_t *succ;			/* -> the thread it waits for, SIZE_MAX
+					 * (one block with lockof) */
 	size_t lock_cap;		/* allocated entries of snap->locks->v */
-	const char **fnames;		/* scratch for frame names */
-	uint64_t *fsps;			/* and their stack pointers */
+	/* scratch: a thread's innermost frames (dbs_frames_load) */
+	struct dbs_frames {
+		const char *names[DBS_MAX_FRAMES];
+		uint64_t sps[DBS_MAX_FRAMES];	/* their stack pointers */
+	} *frames;
+	/* the three indexes of the threads, one block */
 	struct dbs_tidx *by_nstid;	/* TID in the target's namespace */
 	struct dbs_tidx *by_tid;	/* TID as tinspect sees it */
 	struct dbs_tidx *by_tidword;	/* address of the thread's tid word */
@@ -127,7 +132,7 @@ enum dbs_fkind {
 	FK_INTERNAL,	/* glibc-internal lll lock (malloc, stdio, ...) */
 };
 
-/* Thread ti's innermost frames into c->fnames / c->fsps: how many. */
+/* Thread ti's innermost frames into c->frames: how many. */
 size_t dbs_frames_load(const struct dbs_lockctx *c, size_t ti);
 /* A frame name without leading underscores, __GI_, version or suffix. */
 void dbs_frame_normalize(const char *in, char *out, size_t cap);
