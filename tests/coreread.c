@@ -55,8 +55,8 @@ int main(int argc, char **argv)
 		const struct psvc_core_proc *p = psvc_core_proc(c);
 		printf("arch %s zip %s producer %d size %" PRIu64 "/%" PRIu64 "\n",
 		       a->name, psvc_core_zip_name(psvc_core_zip(c)),
-		       psvc_core_producer(c), psvc_core_file_size(c),
-		       psvc_core_expected_size(c));
+		       psvc_core_producer(c), psvc_core_sizes(c)->file,
+		       psvc_core_sizes(c)->expected);
 		if (p->have_psinfo)
 			printf("process pid %d ppid %d uid %u fname '%s' psargs '%s'\n",
 			       (int)p->pid, (int)p->ppid, p->uid, p->fname,
@@ -112,7 +112,7 @@ int main(int argc, char **argv)
 	}
 	printf("threads=%zu regs=%zu stack_bytes=%" PRIu64 " stack_unreadable=%zu "
 	       "kept=%" PRIu64 " warnings=%zu\n", psvc_core_nthreads(c), nregs,
-	       bytes, unreadable, psvc_core_kept_bytes(c), psvc_core_nwarnings(c));
+	       bytes, unreadable, psvc_core_sizes(c)->kept, psvc_core_nwarnings(c));
 	psvc_core_close(c);
 	return 0;
 }

@@ -477,7 +477,7 @@ Test(corefile, truncated_kernel_core_keeps_its_threads)
 	char cut_path[400];
 	snprintf(cut_path, sizeof cut_path, "%s.cut", full);
 	copy_file(full, cut_path);
-	uint64_t cut = (psvc_core_expected_size(c) / 2) & ~4095ull;
+	uint64_t cut = (psvc_core_sizes(c)->expected / 2) & ~4095ull;
 	const char *argv[] = { "truncate", "-s", NULL, cut_path, NULL };
 	char size[32];
 	snprintf(size, sizeof size, "%llu", (unsigned long long)cut);
@@ -486,7 +486,7 @@ Test(corefile, truncated_kernel_core_keeps_its_threads)
 	struct psvc_core *t = open_core(cut_path, NULL);
 	cr_assert_eq(psvc_core_nthreads(t), NTHREADS + 1,
 		     "the notes come first: every thread is still there");
-	cr_assert_eq(psvc_core_file_size(t), cut);
+	cr_assert_eq(psvc_core_sizes(t)->file, cut);
 	/* a mapping whole in the full core, cut in this one */
 	size_t checked = 0;
 	for (size_t i = 0; i < psvc_core_nmaps(t); i++) {
@@ -627,7 +627,7 @@ static void compressed_cores(const char *plain, bool kernel)
 		cr_assert_eq(psvc_core_zip(z), kinds[i]);
 		check_core(z, kernel);
 		same_as_plain(p, z);
-		cr_assert(psvc_core_kept_bytes(z) > 0);
+		cr_assert(psvc_core_sizes(z)->kept > 0);
 		if (i == 0)
 			only_stacks_kept(zp, tools[i]);
 		close_core(z);
@@ -657,7 +657,7 @@ Test(corefile, truncated_zstd_core_keeps_what_came_before)
 	cr_assert_eq(truncate(zp, st.st_size / 2), 0);
 	struct psvc_core *z = open_core(zp, NULL);
 	cr_assert_eq(psvc_core_nthreads(z), NTHREADS + 1);
-	cr_assert(psvc_core_file_size(z) < psvc_core_expected_size(z));
+	cr_assert(psvc_core_sizes(z)->file < psvc_core_sizes(z)->expected);
 	cr_assert(psvc_core_nwarnings(z) > 0, "the break is not mentioned");
 	size_t broken = 0;
 	cr_assert_eq(psvc_core_nmaps(z), psvc_core_nmaps(p));
@@ -714,17 +714,17 @@ static void bomb_behind(const char *tool, const char *cmd, unsigned gib)
 	uint64_t r0 = thread_rchar();
 	struct psvc_core *z = open_core(zp, NULL);
 	uint64_t rd = thread_rchar() - r0;
-	cr_assert(psvc_core_unzipped_bytes(z) <= psvc_core_expected_size(z),
+	cr_assert(psvc_core_sizes(z)->unzipped <= psvc_core_sizes(z)->expected,
 		  "%s: %llu bytes decompressed; the headers describe %llu", tool,
-		  (unsigned long long)psvc_core_unzipped_bytes(z),
-		  (unsigned long long)psvc_core_expected_size(z));
+		  (unsigned long long)psvc_core_sizes(z)->unzipped,
+		  (unsigned long long)psvc_core_sizes(z)->expected);
 	cr_assert(rd <= core_bytes + (1u << 20), "%s: %llu compressed bytes read; "
 		  "the core is %llu, its tail %llu", tool, (unsigned long long)rd,
 		  (unsigned long long)core_bytes, (unsigned long long)tail_bytes);
 	/* and it reads as the plain one, without a word of truncation */
 	check_core(z, true);
 	same_as_plain(p, z);
-	cr_assert_eq(psvc_core_file_size(z), psvc_core_expected_size(z));
+	cr_assert_eq(psvc_core_sizes(z)->file, psvc_core_sizes(z)->expected);
 	for (size_t i = 0; i < psvc_core_nwarnings(z); i++)
 		cr_assert(!strstr(psvc_core_warning_at(z, i), "truncated"),
 			  "%s", psvc_core_warning_at(z, i));
@@ -808,7 +808,7 @@ static void corrupt_copies(const char *path, unsigned seeds)
 	struct psvc_core *c = open_core(path, NULL);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	cr_assert(fd >= 0);
-	size_t n = (size_t)psvc_core_file_size(c);
+	size_t n = (size_t)psvc_core_sizes(c)->file;
 	unsigned char *orig = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
 	close(fd);
 	cr_assert(orig != MAP_FAILED);

@@ -259,16 +259,16 @@ int psvc_core_read_headers(struct psvc_core *c, Elf *elf,
 			}
 			notes[nnotes++] = (struct core_note_range){
 				ph.p_offset, ph.p_filesz, ph.p_align == 8 };
-			if (pend > c->expected_size)
-				c->expected_size = pend;
+			if (pend > c->sizes.expected)
+				c->sizes.expected = pend;
 		} else if (ph.p_type == PT_LOAD) {
 			size_t before = c->nsegs;
 			add_segment(c, &ph, i);
 			if (c->nsegs == before || !c->segs[before].filesz)
 				continue;
 			const struct core_seg *s = &c->segs[before];
-			if (s->offset + s->filesz > c->expected_size)
-				c->expected_size = s->offset + s->filesz;
+			if (s->offset + s->filesz > c->sizes.expected)
+				c->sizes.expected = s->offset + s->filesz;
 			if (s->offset < c->first_data)
 				c->first_data = s->offset;
 		}
@@ -454,24 +454,9 @@ enum psvc_core_producer psvc_core_producer(const struct psvc_core *c)
 	return c->producer;
 }
 
-uint64_t psvc_core_file_size(const struct psvc_core *c)
+const struct psvc_core_sizes *psvc_core_sizes(const struct psvc_core *c)
 {
-	return c->file_size;
-}
-
-uint64_t psvc_core_expected_size(const struct psvc_core *c)
-{
-	return c->expected_size;
-}
-
-uint64_t psvc_core_kept_bytes(const struct psvc_core *c)
-{
-	return c->kept_bytes;
-}
-
-uint64_t psvc_core_unzipped_bytes(const struct psvc_core *c)
-{
-	return c->unzipped;
+	return &c->sizes;
 }
 
 size_t psvc_core_nwarnings(const struct psvc_core *c)

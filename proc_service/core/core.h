@@ -146,17 +146,19 @@ enum psvc_core_zip psvc_core_zip(const struct psvc_core *c);
 /* "plain", "zstd", "xz", "lz4" */
 const char *psvc_core_zip_name(enum psvc_core_zip z);
 enum psvc_core_producer psvc_core_producer(const struct psvc_core *c);
-/* Size of the (uncompressed) core as far as it could be read, and the
- * size its program headers say it has: less means truncated. */
-uint64_t psvc_core_file_size(const struct psvc_core *c);
-uint64_t psvc_core_expected_size(const struct psvc_core *c);
-/* Bytes of memory a compressed core holds in memory (kept, non-zero
- * blocks); 0 for a plain core. */
-uint64_t psvc_core_kept_bytes(const struct psvc_core *c);
-/* Bytes a compressed core was decompressed to, over its passes (at most
- * what its headers describe, twice when its notes lie at its end); 0 for
- * a plain core. */
-uint64_t psvc_core_unzipped_bytes(const struct psvc_core *c);
+/* How large the core is, by what says so. */
+struct psvc_core_sizes {
+	/* the (uncompressed) core as far as it could be read (plain:
+	 * st_size; compressed: the bytes the stream gave), and the size its
+	 * program headers say it has: less means truncated */
+	uint64_t file, expected;
+	/* a compressed core: the memory it holds (kept, non-zero blocks),
+	 * and the bytes it was decompressed to over its passes (at most what
+	 * its headers describe, twice when its notes lie at its end); 0 for a
+	 * plain core */
+	uint64_t kept, unzipped;
+};
+const struct psvc_core_sizes *psvc_core_sizes(const struct psvc_core *c);
 
 /* Damage that made some datum unknown, in the order it was met. */
 size_t psvc_core_nwarnings(const struct psvc_core *c);

@@ -745,11 +745,11 @@ int psvc_open_core(const char *path, const struct psvc_core_open_opts *opts,
 		psvc_target_set_exe(t, p);
 	}
 	set_cmdline(t, pr);
-	if (psvc_core_file_size(B->c) < psvc_core_expected_size(B->c))
+	const struct psvc_core_sizes *sz = psvc_core_sizes(B->c);
+	if (sz->file < sz->expected)
 		psvc_target_warn(t, "core: truncated: %" PRIu64 " of the %" PRIu64
 				 " bytes its headers describe; the memory past the "
-				 "end is unreadable", psvc_core_file_size(B->c),
-				 psvc_core_expected_size(B->c));
+				 "end is unreadable", sz->file, sz->expected);
 	for (size_t i = 0; i < psvc_core_nwarnings(B->c); i++)
 		psvc_target_warn(t, "core: %s", psvc_core_warning_at(B->c, i));
 	*ret = t;

@@ -74,9 +74,7 @@ struct psvc_core {
 					 * memory: [notes_off, +len) */
 	uint64_t notes_off, notes_len;
 
-	uint64_t file_size;	/* plain: st_size; compressed: bytes the
-				 * stream gave */
-	uint64_t expected_size;	/* from the program headers */
+	struct psvc_core_sizes sizes;	/* psvc_core_sizes() */
 
 	struct core_seg *segs;	/* sorted by vaddr, not overlapping */
 	size_t nsegs;
@@ -105,13 +103,11 @@ struct psvc_core {
 	size_t nkeeps;
 	struct core_chunk *chunks;
 	size_t nchunks, chunks_cap;
-	uint64_t kept_bytes;	/* non-zero blocks held */
 	uint64_t budget_used;	/* planned bytes of the budgeted class */
 	bool stream_broken;	/* the stream ended in an error */
 	uint64_t stream_end;	/* bytes it gave before its end / error */
 	bool stream_stopped;	/* left at the last byte kept, before its end:
 				 * what follows was never decompressed */
-	uint64_t unzipped;	/* bytes decompressed in all the passes */
 	char stream_why[160];
 };
 
@@ -127,7 +123,7 @@ int psvc_core_check_header(struct psvc_core *c, const unsigned char *p, size_t n
 		      char *why, size_t whylen);
 /* Validate the ELF header and read the program headers of elf (over the
  * first c->image_len bytes of the core) into c->segs, sorted, overlaps
- * dropped (avail not set), c->expected_size and c->first_data; the note
+ * dropped (avail not set), c->sizes.expected and c->first_data; the note
  * segments into *ret_notes (malloc'ed).  0, -ENOEXEC or -EBADMSG with why. */
 struct core_note_range {
 	uint64_t offset, size;

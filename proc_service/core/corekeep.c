@@ -470,7 +470,7 @@ static unsigned char *block_alloc(struct psvc_core *c)
 	}
 	unsigned char *b = k->base + k->used;
 	k->used += CORE_BLK;
-	c->kept_bytes += CORE_BLK;
+	c->sizes.kept += CORE_BLK;
 	return b;
 }
 
@@ -603,18 +603,18 @@ int psvc_core_zip_load(struct psvc_core *c, char *why, size_t whylen)
 		goto out;
 	/* left before its end: the rest is taken to be as the headers say
 	 * (nothing of it is kept, so nothing of it is read) */
-	uint64_t end = c->stream_stopped && c->expected_size > c->stream_end
-			       ? c->expected_size : c->stream_end;
-	c->file_size = end;
+	uint64_t end = c->stream_stopped && c->sizes.expected > c->stream_end
+			       ? c->sizes.expected : c->stream_end;
+	c->sizes.file = end;
 	if (c->stream_broken)
 		psvc_core_warn(c, "the %s stream breaks at uncompressed offset %"
 			  PRIu64 ": %s", psvc_core_zip_name(c->zip),
 			  c->stream_end, c->stream_why);
-	else if (end < c->expected_size)
+	else if (end < c->sizes.expected)
 		psvc_core_warn(c, "the core is truncated: its %s stream ends at %"
 			  PRIu64 " bytes, its headers say %" PRIu64,
 			  psvc_core_zip_name(c->zip), c->stream_end,
-			  c->expected_size);
+			  c->sizes.expected);
 	for (size_t i = 0; i < c->nsegs; i++) {
 		struct core_seg *s = &c->segs[i];
 		s->avail = s->offset >= end ? 0 : min64(s->filesz, end - s->offset);
@@ -628,7 +628,7 @@ out:
 	free(notes);
 	free(buf);
 	if (z)
-		c->unzipped = psvc_zstream_total(z);
+		c->sizes.unzipped = psvc_zstream_total(z);
 	psvc_zstream_close(z);
 	return err;
 }

@@ -87,7 +87,7 @@ static void count_touched(const struct psvc_core *c, uint64_t n)
 	if (atomic_fetch_add(&m->touched, add) + add < RELEASE_AFTER)
 		return;
 	atomic_store(&m->touched, 0);
-	madvise(c->image, (c->file_size + 4095) & ~(uint64_t)4095, MADV_DONTNEED);
+	madvise(c->image, (c->sizes.file + 4095) & ~(uint64_t)4095, MADV_DONTNEED);
 }
 
 /*
@@ -135,7 +135,7 @@ static uint64_t walk(const struct psvc_core *c, uint64_t addr, uint64_t len,
 				a, s->vaddr, s_end, path);
 			if (m)
 				m->file_offset = c->zip ? c->stream_end
-							: c->file_size;
+							: c->sizes.file;
 			return done;
 		}
 		uint64_t n = (end < s_end ? end : s_end) - a;
@@ -247,7 +247,7 @@ void psvc_core_miss_str(const struct psvc_core *c,
 		snprintf(buf, len, "%#" PRIx64 " is not in the core: the core is "
 			 "truncated at offset %" PRIu64 " (its headers say %"
 			 PRIu64 " bytes); in the mapping%s", m->addr,
-			 m->file_offset, c->expected_size, where);
+			 m->file_offset, c->sizes.expected, where);
 		break;
 	case PSVC_CORE_MISS_NOT_KEPT:
 		fmt_size(budget, sizeof budget, c->opts.budget);

@@ -22,18 +22,18 @@
 
 static int open_plain(struct psvc_core *c, char *why, size_t whylen)
 {
-	if (c->file_size < sizeof(Elf64_Ehdr)) {
+	if (c->sizes.file < sizeof(Elf64_Ehdr)) {
 		psvc_say(why, whylen, "%" PRIu64 " bytes: too short for an ELF "
-			 "core", c->file_size);
+			 "core", c->sizes.file);
 		return -EBADMSG;
 	}
-	if (c->file_size > SIZE_MAX) {
+	if (c->sizes.file > SIZE_MAX) {
 		psvc_say(why, whylen, "too big to map");
 		return -EFBIG;
 	}
 	/* MAP_PRIVATE and writable: libelf may convert in place, which must
 	 * never reach the file; only touched pages are ever read */
-	void *p = mmap(NULL, c->file_size, PROT_READ | PROT_WRITE,
+	void *p = mmap(NULL, c->sizes.file, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_NORESERVE, c->fd, 0);
 	if (p == MAP_FAILED) {
 		int err = -errno;
@@ -41,7 +41,7 @@ static int open_plain(struct psvc_core *c, char *why, size_t whylen)
 		return err;
 	}
 	c->image = p;
-	c->image_len = c->file_size;
+	c->image_len = c->sizes.file;
 	c->image_mapped = true;
 	int err = psvc_core_check_header(c, c->image, c->image_len, why, whylen);
 	if (err)
@@ -59,22 +59,22 @@ static int open_plain(struct psvc_core *c, char *why, size_t whylen)
 		return err;
 	for (size_t i = 0; i < c->nsegs; i++) {
 		struct core_seg *s = &c->segs[i];
-		s->avail = s->offset >= c->file_size ? 0 :
-			   s->filesz < c->file_size - s->offset ?
-			   s->filesz : c->file_size - s->offset;
+		s->avail = s->offset >= c->sizes.file ? 0 :
+			   s->filesz < c->sizes.file - s->offset ?
+			   s->filesz : c->sizes.file - s->offset;
 	}
 	for (size_t i = 0; i < nnotes && !err; i++) {
 		const struct core_note_range *r = &notes[i];
-		if (r->offset >= c->file_size) {
+		if (r->offset >= c->sizes.file) {
 			psvc_core_warn(c, "the note segment at offset %#" PRIx64 " lies "
 				  "beyond the end of the file (%" PRIu64 " bytes: "
-				  "truncated)", r->offset, c->file_size);
+				  "truncated)", r->offset, c->sizes.file);
 			continue;
 		}
 		uint64_t len = r->size;
-		bool cut = len > c->file_size - r->offset;
+		bool cut = len > c->sizes.file - r->offset;
 		if (cut)
-			len = c->file_size - r->offset;
+			len = c->sizes.file - r->offset;
 		err = psvc_core_notes_parse(c, c->image + r->offset, len, r->align8,
 				       cut);
 	}
@@ -84,7 +84,7 @@ static int open_plain(struct psvc_core *c, char *why, size_t whylen)
 	psvc_core_notes_done(c);
 	if (!c->nthreads) {
 		psvc_say(why, whylen, "no thread in the core (no NT_PRSTATUS "
-			 "note could be read%s)", c->file_size < c->expected_size ?
+			 "note could be read%s)", c->sizes.file < c->sizes.expected ?
 			 ": the file is truncated" : "");
 		return -EBADMSG;
 	}
@@ -138,7 +138,7 @@ int psvc_core_open_fd(int fd, const struct psvc_core_opts *opts,
 		c->opts.budget = PSVC_CORE_BUDGET;
 	if (!c->opts.max_note_bytes)
 		c->opts.max_note_bytes = PSVC_CORE_MAX_NOTES;
-	c->file_size = (uint64_t)st.st_size;
+	c->sizes.file = (uint64_t)st.st_size;
 	int err = zip == PSVC_CORE_PLAIN ? open_plain(c, why, whylen)
 					 : psvc_core_zip_load(c, why, whylen);
 	if (err) {
