@@ -53,13 +53,20 @@ void psvc_target_set_auxv(struct psvc_target *t, const void *buf, size_t len)
 	}
 }
 
-void psvc_target_set_cmdline(struct psvc_target *t, char *buf, size_t len)
+/* The command line: the buffer and the argv pointing into it. */
+static void cmdline_free(struct psvc_target *t)
 {
 	free(t->cmdline_buf);
 	free(t->argv);
-	t->cmdline_buf = buf;
+	t->cmdline_buf = NULL;
 	t->argv = NULL;
 	t->argc = 0;
+}
+
+void psvc_target_set_cmdline(struct psvc_target *t, char *buf, size_t len)
+{
+	cmdline_free(t);
+	t->cmdline_buf = buf;
 	size_t n = 0;
 	for (size_t i = 0; i < len; i++)
 		if (buf[i] == '\0')
@@ -121,8 +128,7 @@ void psvc_close(struct psvc_target *t)
 	psvc_modules_free(t);
 	psvc_tasks_free(t);
 	free(t->exe_path);
-	free(t->cmdline_buf);
-	free(t->argv);
+	cmdline_free(t);
 	free(t->ph);
 	free(t->pins);
 	free(t->modmap_note);
