@@ -375,8 +375,6 @@ uint64_t psvc_freeze_ns(const struct psvc_target *t);
 uint64_t psvc_first_stop_ns(const struct psvc_target *t);
 /* True between psvc_stop() and psvc_resume(). */
 bool psvc_is_stopped(const struct psvc_target *t);
-/* True if the last capture (or the open one) was nonblocking. */
-bool psvc_capture_nonblocking(const struct psvc_target *t);
 
 /* ---- memory ------------------------------------------------------------ */
 

@@ -345,8 +345,3 @@ bool psvc_is_stopped(const struct psvc_target *t)
 {
 	return t->stopped;
 }
-
-bool psvc_capture_nonblocking(const struct psvc_target *t)
-{
-	return t->last_nonblocking;
-}
