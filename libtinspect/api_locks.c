@@ -26,29 +26,29 @@ bool tinspect_snapshot_locks_analysed(const tinspect_snapshot *snap)
 }
 
 TIN_LIST(tinspect_snapshot_nlocks, tinspect_snapshot_lock, tinspect_snapshot,
-	 snap, tinspect_lock, snap->nlocks, &snap->locks[i])
+	 tinspect_lock, h->nlocks, &h->locks[i])
 
 size_t tinspect_lock_index(const tinspect_lock *l)
 {
 	return (size_t)(l - l->snap->locks);
 }
 
-TIN_GET(enum tinspect_lock_kind, tinspect_lock_kind, tinspect_lock, l, kind)
+TIN_GET(enum tinspect_lock_kind, tinspect_lock_kind, tinspect_lock, kind)
 
 const char *tinspect_lock_kind_name(enum tinspect_lock_kind kind)
 {
 	return dbs_lock_kind_name((enum dbs_lock_kind)kind);
 }
 
-TIN_GET(uint64_t, tinspect_lock_addr, tinspect_lock, l, addr)
-TIN_GET(bool, tinspect_lock_object_known, tinspect_lock, l, object_known)
+TIN_GET(uint64_t, tinspect_lock_addr, tinspect_lock, addr)
+TIN_GET(bool, tinspect_lock_object_known, tinspect_lock, object_known)
 
 const tinspect_symbol *tinspect_lock_symbol(const tinspect_lock *l)
 {
 	return l->d->sym.name ? TIN_CAST(const tinspect_symbol *, &l->d->sym) : NULL;
 }
 
-TIN_GET(enum tinspect_owner_state, tinspect_lock_owner_state, tinspect_lock, l,
+TIN_GET(enum tinspect_owner_state, tinspect_lock_owner_state, tinspect_lock,
 	owner_state)
 
 const char *tinspect_owner_state_name(enum tinspect_owner_state state)
@@ -56,10 +56,10 @@ const char *tinspect_owner_state_name(enum tinspect_owner_state state)
 	return dbs_owner_state_name((enum dbs_owner_state)state);
 }
 
-TIN_GET(pid_t, tinspect_lock_owner, tinspect_lock, l, owner)
-TIN_GET(bool, tinspect_lock_orphaned, tinspect_lock, l, orphaned)
-TIN_GET(unsigned, tinspect_lock_holders, tinspect_lock, l, nholders)
-TIN_GET(size_t, tinspect_lock_nwaiters, tinspect_lock, l, nwaiters)
+TIN_GET(pid_t, tinspect_lock_owner, tinspect_lock, owner)
+TIN_GET(bool, tinspect_lock_orphaned, tinspect_lock, orphaned)
+TIN_GET(unsigned, tinspect_lock_holders, tinspect_lock, nholders)
+TIN_GET(size_t, tinspect_lock_nwaiters, tinspect_lock, nwaiters)
 
 pid_t tinspect_lock_waiter(const tinspect_lock *l, size_t i,
 			   enum tinspect_wait_mode *ret_mode)
@@ -79,8 +79,8 @@ const unsigned char *tinspect_lock_words(const tinspect_lock *l, size_t *ret_len
 	return n ? l->d->words : NULL;
 }
 
-TIN_GET(const char *, tinspect_lock_note, tinspect_lock, l, note)
-TIN_GET(bool, tinspect_lock_decoded, tinspect_lock, l, decoded)
+TIN_GET(const char *, tinspect_lock_note, tinspect_lock, note)
+TIN_GET(bool, tinspect_lock_decoded, tinspect_lock, decoded)
 
 /* -EINVAL for a lock of another kind, -ENODATA for one not decoded. */
 static int state_of(const tinspect_lock *l, enum dbs_lock_kind kind, size_t size)
@@ -199,25 +199,25 @@ const tinspect_thread *tinspect_wait_thread(const tinspect_wait *w)
 	return w->th;
 }
 
-TIN_GET(enum tinspect_lock_kind, tinspect_wait_kind, tinspect_wait, w, kind)
-TIN_GET(enum tinspect_wait_mode, tinspect_wait_mode, tinspect_wait, w, mode)
-TIN_GET(uint64_t, tinspect_wait_futex, tinspect_wait, w, futex)
-TIN_GET(uint32_t, tinspect_wait_futex_op, tinspect_wait, w, futex_op)
-TIN_GET(uint32_t, tinspect_wait_futex_val, tinspect_wait, w, futex_val)
-TIN_GET(long, tinspect_wait_syscall, tinspect_wait, w, nr)
-TIN_GET(uint64_t, tinspect_wait_object, tinspect_wait, w, object)
+TIN_GET(enum tinspect_lock_kind, tinspect_wait_kind, tinspect_wait, kind)
+TIN_GET(enum tinspect_wait_mode, tinspect_wait_mode, tinspect_wait, mode)
+TIN_GET(uint64_t, tinspect_wait_futex, tinspect_wait, futex)
+TIN_GET(uint32_t, tinspect_wait_futex_op, tinspect_wait, futex_op)
+TIN_GET(uint32_t, tinspect_wait_futex_val, tinspect_wait, futex_val)
+TIN_GET(long, tinspect_wait_syscall, tinspect_wait, nr)
+TIN_GET(uint64_t, tinspect_wait_object, tinspect_wait, object)
 
 const tinspect_lock *tinspect_wait_lock(const tinspect_wait *w)
 {
 	return tin_lock_at(w->th->snap, w->d->lock);
 }
 
-TIN_GET(pid_t, tinspect_wait_owner, tinspect_wait, w, owner)
-TIN_GET(unsigned, tinspect_wait_evidence, tinspect_wait, w, evidence)
-TIN_GET(bool, tinspect_wait_in_graph, tinspect_wait, w, in_graph)
-TIN_GET(bool, tinspect_wait_parked, tinspect_wait, w, parked)
-TIN_GET(const char *, tinspect_wait_frame, tinspect_wait, w, frame)
-TIN_GET(const char *, tinspect_wait_note, tinspect_wait, w, note)
+TIN_GET(pid_t, tinspect_wait_owner, tinspect_wait, owner)
+TIN_GET(unsigned, tinspect_wait_evidence, tinspect_wait, evidence)
+TIN_GET(bool, tinspect_wait_in_graph, tinspect_wait, in_graph)
+TIN_GET(bool, tinspect_wait_parked, tinspect_wait, parked)
+TIN_GET(const char *, tinspect_wait_frame, tinspect_wait, frame)
+TIN_GET(const char *, tinspect_wait_note, tinspect_wait, note)
 
 /* A futex() wait with a NULL timeout in the registers; restart_syscall
  * only ever continues a timed wait, so it is never untimed. */
@@ -250,9 +250,9 @@ int tinspect_wait_is_idle(const tinspect_wait *w)
 /* ---- cycles ----------------------------------------------------------------------- */
 
 TIN_LIST(tinspect_snapshot_ncycles, tinspect_snapshot_cycle, tinspect_snapshot,
-	 snap, tinspect_cycle, snap->ncycles, &snap->cycles[i])
+	 tinspect_cycle, h->ncycles, &h->cycles[i])
 
-TIN_GET(size_t, tinspect_cycle_length, tinspect_cycle, c, n)
+TIN_GET(size_t, tinspect_cycle_length, tinspect_cycle, n)
 
 pid_t tinspect_cycle_tid(const tinspect_cycle *c, size_t i)
 {
@@ -272,9 +272,9 @@ const char *tinspect_stall_end_name(enum tinspect_stall_end end)
 }
 
 TIN_LIST(tinspect_snapshot_nstalls, tinspect_snapshot_stall, tinspect_snapshot,
-	 snap, tinspect_stall, snap->nstalls, &snap->stalls[i])
+	 tinspect_stall, h->nstalls, &h->stalls[i])
 
-TIN_GET(size_t, tinspect_stall_length, tinspect_stall, st, n)
+TIN_GET(size_t, tinspect_stall_length, tinspect_stall, n)
 
 pid_t tinspect_stall_tid(const tinspect_stall *st, size_t i)
 {
@@ -286,7 +286,7 @@ const tinspect_lock *tinspect_stall_lock(const tinspect_stall *st, size_t i)
 	return i + 1 < st->d->n ? tin_lock_at(st->snap, st->d->locks[i]) : NULL;
 }
 
-TIN_GET(enum tinspect_stall_end, tinspect_stall_end, tinspect_stall, st, end)
+TIN_GET(enum tinspect_stall_end, tinspect_stall_end, tinspect_stall, end)
 
 long tinspect_stall_end_syscall(const tinspect_stall *st)
 {
@@ -301,8 +301,7 @@ const tinspect_lock *tinspect_stall_end_lock(const tinspect_stall *st)
 /* ---- orphans ---------------------------------------------------------------------- */
 
 TIN_LIST(tinspect_snapshot_norphans, tinspect_snapshot_orphan,
-	 tinspect_snapshot, snap, tinspect_lock, snap->norphans,
-	 snap->orphans[i])
+	 tinspect_snapshot, tinspect_lock, h->norphans, h->orphans[i])
 
 /* ---- locks held ------------------------------------------------------------------- */
 
@@ -311,13 +310,13 @@ bool tinspect_thread_held_known(const tinspect_thread *th)
 	return th->snap->d->held_analysed && th->d->held_known;
 }
 
-TIN_LIST(tinspect_thread_nheld, tinspect_thread_held, tinspect_thread, th,
-	 tinspect_held, th->d->nheld,
-	 TIN_CAST(const tinspect_held *, &th->d->held[i]))
+TIN_LIST(tinspect_thread_nheld, tinspect_thread_held, tinspect_thread,
+	 tinspect_held, h->d->nheld,
+	 TIN_CAST(const tinspect_held *, &h->d->held[i]))
 
-TIN_GET_CAST(enum tinspect_lock_kind, tinspect_held_kind, tinspect_held, h,
+TIN_GET_CAST(enum tinspect_lock_kind, tinspect_held_kind, tinspect_held,
 	     tin_held, kind)
-TIN_GET_CAST(uint64_t, tinspect_held_addr, tinspect_held, h, tin_held, addr)
+TIN_GET_CAST(uint64_t, tinspect_held_addr, tinspect_held, tin_held, addr)
 
 const tinspect_symbol *tinspect_held_symbol(const tinspect_held *h)
 {
@@ -325,7 +324,7 @@ const tinspect_symbol *tinspect_held_symbol(const tinspect_held *h)
 	return d->sym.name ? TIN_CAST(const tinspect_symbol *, &d->sym) : NULL;
 }
 
-TIN_GET(size_t, tinspect_snapshot_locks_tracked, tinspect_snapshot, snap,
+TIN_GET(size_t, tinspect_snapshot_locks_tracked, tinspect_snapshot,
 	locks_tracked)
-TIN_GET(size_t, tinspect_snapshot_locks_forgotten, tinspect_snapshot, snap,
+TIN_GET(size_t, tinspect_snapshot_locks_forgotten, tinspect_snapshot,
 	locks_forgotten)

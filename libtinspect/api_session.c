@@ -245,12 +245,11 @@ int tinspect_session_wait(tinspect_session *s, uint64_t deadline_ns,
 	return dbs_session_wait(s->d, deadline_ns, fn ? on_event : NULL, &c);
 }
 
-TIN_GET_CAST(enum tinspect_event_kind, tinspect_event_kind, tinspect_event, ev,
+TIN_GET_CAST(enum tinspect_event_kind, tinspect_event_kind, tinspect_event,
 	     tin_event, kind)
-TIN_GET_CAST(pid_t, tinspect_event_tid, tinspect_event, ev, tin_event, tid)
-TIN_GET_CAST(pid_t, tinspect_event_parent, tinspect_event, ev, tin_event,
-	     parent)
-TIN_GET_CAST(int, tinspect_event_wait_status, tinspect_event, ev, tin_event,
+TIN_GET_CAST(pid_t, tinspect_event_tid, tinspect_event, tin_event, tid)
+TIN_GET_CAST(pid_t, tinspect_event_parent, tinspect_event, tin_event, parent)
+TIN_GET_CAST(int, tinspect_event_wait_status, tinspect_event, tin_event,
 	     wait_status)
 
 void tinspect_event_time(const tinspect_event *ev, int64_t *ret_sec, long *ret_nsec)

@@ -128,9 +128,9 @@ const struct tinspect_lock *tin_lock_at(const struct tinspect_snapshot *s, size_
 
 /* ---- the process ------------------------------------------------------------------ */
 
-TIN_GET(pid_t, tinspect_snapshot_pid, tinspect_snapshot, snap, pid)
-TIN_GET(const char *, tinspect_snapshot_exe, tinspect_snapshot, snap, exe)
-TIN_GET(size_t, tinspect_snapshot_argc, tinspect_snapshot, snap, argc)
+TIN_GET(pid_t, tinspect_snapshot_pid, tinspect_snapshot, pid)
+TIN_GET(const char *, tinspect_snapshot_exe, tinspect_snapshot, exe)
+TIN_GET(size_t, tinspect_snapshot_argc, tinspect_snapshot, argc)
 
 const char *tinspect_snapshot_arg(const tinspect_snapshot *snap, size_t i)
 {
@@ -147,8 +147,7 @@ const char *tinspect_snapshot_glibc_version(const tinspect_snapshot *snap)
 	return snap->d->glibc_version[0] ? snap->d->glibc_version : NULL;
 }
 
-TIN_GET(const char *, tinspect_snapshot_libc, tinspect_snapshot, snap,
-	libc_name)
+TIN_GET(const char *, tinspect_snapshot_libc, tinspect_snapshot, libc_name)
 
 const char *tinspect_snapshot_libc_version(const tinspect_snapshot *snap)
 {
@@ -161,16 +160,16 @@ const char *tinspect_snapshot_threads_source(const tinspect_snapshot *snap)
 }
 
 TIN_GET(enum tinspect_tdb_status, tinspect_snapshot_tdb_status,
-	tinspect_snapshot, snap, tdb_status)
+	tinspect_snapshot, tdb_status)
 
 const char *tinspect_tdb_status_name(enum tinspect_tdb_status status)
 {
 	return dbs_tdb_status_name((enum dbs_tdb_status)status);
 }
 
-TIN_GET(const char *, tinspect_snapshot_tdb_detail, tinspect_snapshot, snap,
+TIN_GET(const char *, tinspect_snapshot_tdb_detail, tinspect_snapshot,
 	tdb_detail)
-TIN_GET(const char *, tinspect_snapshot_tdb_library, tinspect_snapshot, snap,
+TIN_GET(const char *, tinspect_snapshot_tdb_library, tinspect_snapshot,
 	thread_db_path)
 
 _Static_assert(TINSPECT_TDB_FROM_GIVEN == (int)DBS_TDB_FROM_GIVEN &&
@@ -178,16 +177,16 @@ _Static_assert(TINSPECT_TDB_FROM_GIVEN == (int)DBS_TDB_FROM_GIVEN &&
 	       "tinspect_tdb_origin is dbs_tdb_origin");
 
 TIN_GET(enum tinspect_tdb_origin, tinspect_snapshot_tdb_origin,
-	tinspect_snapshot, snap, tdb_origin)
+	tinspect_snapshot, tdb_origin)
 
 const char *tinspect_tdb_origin_name(enum tinspect_tdb_origin origin)
 {
 	return dbs_tdb_origin_name((enum dbs_tdb_origin)origin);
 }
 
-TIN_GET(enum tinspect_modmap, tinspect_snapshot_modmap, tinspect_snapshot, snap,
+TIN_GET(enum tinspect_modmap, tinspect_snapshot_modmap, tinspect_snapshot,
 	modmap_source)
-TIN_GET(uint64_t, tinspect_snapshot_module_generation, tinspect_snapshot, snap,
+TIN_GET(uint64_t, tinspect_snapshot_module_generation, tinspect_snapshot,
 	module_generation)
 
 /* ---- the capture ----------------------------------------------------------------------- */
@@ -225,10 +224,8 @@ int tinspect_snapshot_signal(const tinspect_snapshot *snap,
 	return 0;
 }
 
-TIN_GET(uint64_t, tinspect_snapshot_freeze_ns, tinspect_snapshot, snap,
-	freeze_ns)
-TIN_GET(uint64_t, tinspect_snapshot_duration_ns, tinspect_snapshot, snap,
-	duration_ns)
+TIN_GET(uint64_t, tinspect_snapshot_freeze_ns, tinspect_snapshot, freeze_ns)
+TIN_GET(uint64_t, tinspect_snapshot_duration_ns, tinspect_snapshot, duration_ns)
 
 enum tinspect_capture_mode tinspect_snapshot_capture_mode(const tinspect_snapshot *snap)
 {
@@ -283,26 +280,23 @@ uint64_t tinspect_snapshot_timing_ns(const tinspect_snapshot *snap,
 	return 0;
 }
 
-TIN_GET(size_t, tinspect_snapshot_threads_seen, tinspect_snapshot, snap,
-	threads_seen)
-TIN_GET(size_t, tinspect_snapshot_threads_stopped, tinspect_snapshot, snap,
+TIN_GET(size_t, tinspect_snapshot_threads_seen, tinspect_snapshot, threads_seen)
+TIN_GET(size_t, tinspect_snapshot_threads_stopped, tinspect_snapshot,
 	threads_stopped)
-TIN_GET(size_t, tinspect_snapshot_threads_vanished, tinspect_snapshot, snap,
+TIN_GET(size_t, tinspect_snapshot_threads_vanished, tinspect_snapshot,
 	threads_vanished)
-TIN_GET(size_t, tinspect_snapshot_stragglers, tinspect_snapshot, snap,
-	stragglers)
-TIN_GET(size_t, tinspect_snapshot_threads_with_errors, tinspect_snapshot, snap,
+TIN_GET(size_t, tinspect_snapshot_stragglers, tinspect_snapshot, stragglers)
+TIN_GET(size_t, tinspect_snapshot_threads_with_errors, tinspect_snapshot,
 	threads_with_errors)
-TIN_GET(bool, tinspect_snapshot_has_stacks, tinspect_snapshot, snap, stacks)
-TIN_GET(uint64_t, tinspect_snapshot_stack_bytes_copied, tinspect_snapshot, snap,
+TIN_GET(bool, tinspect_snapshot_has_stacks, tinspect_snapshot, stacks)
+TIN_GET(uint64_t, tinspect_snapshot_stack_bytes_copied, tinspect_snapshot,
 	stack_bytes_copied)
 
 TIN_LIST(tinspect_snapshot_nerrors, tinspect_snapshot_error, tinspect_snapshot,
-	 snap, char, snap->d->nerrors, snap->d->errors[i])
+	 char, h->d->nerrors, h->d->errors[i])
 
 TIN_LIST(tinspect_snapshot_nwarnings, tinspect_snapshot_warning,
-	 tinspect_snapshot, snap, char, snap->d->nwarnings,
-	 snap->d->warnings[i])
+	 tinspect_snapshot, char, h->d->nwarnings, h->d->warnings[i])
 
 const char *tinspect_snapshot_syscall_name(const tinspect_snapshot *snap, long nr)
 {
@@ -312,8 +306,7 @@ const char *tinspect_snapshot_syscall_name(const tinspect_snapshot *snap, long n
 /* ---- threads ------------------------------------------------------------------------ */
 
 TIN_LIST(tinspect_snapshot_nthreads, tinspect_snapshot_thread,
-	 tinspect_snapshot, snap, tinspect_thread, snap->d->nthreads,
-	 &snap->threads[i])
+	 tinspect_snapshot, tinspect_thread, h->d->nthreads, &h->threads[i])
 
 static bool tid_below(const void *e, const void *key)
 {
@@ -344,43 +337,42 @@ const tinspect_thread *tinspect_snapshot_thread_by_tid(const tinspect_snapshot *
 /* ---- thread-local variables ------------------------------------------------------------ */
 
 TIN_LIST(tinspect_snapshot_ntls_vars, tinspect_snapshot_tls_var,
-	 tinspect_snapshot, snap, tinspect_tls_var, snap->d->ntls_vars,
-	 TIN_CAST(const tinspect_tls_var *, &snap->d->tls_vars[i]))
+	 tinspect_snapshot, tinspect_tls_var, h->d->ntls_vars,
+	 TIN_CAST(const tinspect_tls_var *, &h->d->tls_vars[i]))
 
-TIN_GET_CAST(const char *, tinspect_tls_var_name, tinspect_tls_var, var,
-	     tin_tls_var, name)
-TIN_GET_CAST(bool, tinspect_tls_var_is_errno, tinspect_tls_var, var,
-	     tin_tls_var, is_errno)
-TIN_GET_CAST(bool, tinspect_tls_var_found, tinspect_tls_var, var, tin_tls_var,
-	     found)
-TIN_GET_CAST(const char *, tinspect_tls_var_error, tinspect_tls_var, var,
+TIN_GET_CAST(const char *, tinspect_tls_var_name, tinspect_tls_var, tin_tls_var,
+	     name)
+TIN_GET_CAST(bool, tinspect_tls_var_is_errno, tinspect_tls_var, tin_tls_var,
+	     is_errno)
+TIN_GET_CAST(bool, tinspect_tls_var_found, tinspect_tls_var, tin_tls_var, found)
+TIN_GET_CAST(const char *, tinspect_tls_var_error, tinspect_tls_var,
 	     tin_tls_var, error)
-TIN_GET_CAST(const char *, tinspect_tls_var_module, tinspect_tls_var, var,
+TIN_GET_CAST(const char *, tinspect_tls_var_module, tinspect_tls_var,
 	     tin_tls_var, module)
-TIN_GET_CAST(uint64_t, tinspect_tls_var_offset, tinspect_tls_var, var,
-	     tin_tls_var, offset)
+TIN_GET_CAST(uint64_t, tinspect_tls_var_offset, tinspect_tls_var, tin_tls_var,
+	     offset)
 TIN_GET_CAST(enum tinspect_tls_type, tinspect_tls_var_type, tinspect_tls_var,
-	     var, tin_tls_var, type)
-TIN_GET_CAST(unsigned, tinspect_tls_var_size, tinspect_tls_var, var,
-	     tin_tls_var, size)
-TIN_GET_CAST(const char *, tinspect_tls_var_type_name, tinspect_tls_var, var,
+	     tin_tls_var, type)
+TIN_GET_CAST(unsigned, tinspect_tls_var_size, tinspect_tls_var, tin_tls_var,
+	     size)
+TIN_GET_CAST(const char *, tinspect_tls_var_type_name, tinspect_tls_var,
 	     tin_tls_var, type_name)
-TIN_GET_CAST(const char *, tinspect_tls_var_c_type, tinspect_tls_var, var,
+TIN_GET_CAST(const char *, tinspect_tls_var_c_type, tinspect_tls_var,
 	     tin_tls_var, c_type)
-TIN_GET_CAST(const char *, tinspect_tls_var_source, tinspect_tls_var, var,
+TIN_GET_CAST(const char *, tinspect_tls_var_source, tinspect_tls_var,
 	     tin_tls_var, source)
 
 /* ---- pthread keys ------------------------------------------------------------------------- */
 
-TIN_GET(bool, tinspect_snapshot_keys_read, tinspect_snapshot, snap, keys_read)
-TIN_GET(size_t, tinspect_snapshot_keys_max, tinspect_snapshot, snap, keys_max)
+TIN_GET(bool, tinspect_snapshot_keys_read, tinspect_snapshot, keys_read)
+TIN_GET(size_t, tinspect_snapshot_keys_max, tinspect_snapshot, keys_max)
 
 TIN_LIST(tinspect_snapshot_nkeys, tinspect_snapshot_key, tinspect_snapshot,
-	 snap, tinspect_key, snap->d->nkeys,
-	 TIN_CAST(const tinspect_key *, &snap->d->keys[i]))
+	 tinspect_key, h->d->nkeys,
+	 TIN_CAST(const tinspect_key *, &h->d->keys[i]))
 
-TIN_GET_CAST(unsigned, tinspect_key_id, tinspect_key, key, tin_key, key)
-TIN_GET_CAST(uint64_t, tinspect_key_seq, tinspect_key, key, tin_key, seq)
+TIN_GET_CAST(unsigned, tinspect_key_id, tinspect_key, tin_key, key)
+TIN_GET_CAST(uint64_t, tinspect_key_seq, tinspect_key, tin_key, seq)
 
 const tinspect_symbol *tinspect_key_destructor(const tinspect_key *key)
 {
@@ -392,25 +384,24 @@ const tinspect_symbol *tinspect_key_destructor(const tinspect_key *key)
 /* ---- language runtimes ----------------------------------------------------------------------- */
 
 TIN_LIST(tinspect_snapshot_nruntimes, tinspect_snapshot_runtime,
-	 tinspect_snapshot, snap, tinspect_runtime, snap->d->nruntimes,
-	 TIN_CAST(const tinspect_runtime *, &snap->d->runtimes[i]))
+	 tinspect_snapshot, tinspect_runtime, h->d->nruntimes,
+	 TIN_CAST(const tinspect_runtime *, &h->d->runtimes[i]))
 
-TIN_GET_CAST(const char *, tinspect_runtime_name, tinspect_runtime, rt,
-	     tin_runtime, name)
-TIN_GET_CAST(const char *, tinspect_runtime_module, tinspect_runtime, rt,
+TIN_GET_CAST(const char *, tinspect_runtime_name, tinspect_runtime, tin_runtime,
+	     name)
+TIN_GET_CAST(const char *, tinspect_runtime_module, tinspect_runtime,
 	     tin_runtime, module)
-TIN_GET_CAST(const char *, tinspect_runtime_note, tinspect_runtime, rt,
-	     tin_runtime, note)
-TIN_GET_CAST(const char *, tinspect_runtime_version, tinspect_runtime, rt,
+TIN_GET_CAST(const char *, tinspect_runtime_note, tinspect_runtime, tin_runtime,
+	     note)
+TIN_GET_CAST(const char *, tinspect_runtime_version, tinspect_runtime,
 	     tin_runtime, version)
 
 /* ---- symbols ------------------------------------------------------------------------------ */
 
-TIN_GET_CAST(uint64_t, tinspect_symbol_addr, tinspect_symbol, sym, tin_symbol,
-	     addr)
-TIN_GET_CAST(const char *, tinspect_symbol_module, tinspect_symbol, sym,
-	     tin_symbol, module)
-TIN_GET_CAST(const char *, tinspect_symbol_name, tinspect_symbol, sym,
-	     tin_symbol, name)
-TIN_GET_CAST(uint64_t, tinspect_symbol_offset, tinspect_symbol, sym, tin_symbol,
+TIN_GET_CAST(uint64_t, tinspect_symbol_addr, tinspect_symbol, tin_symbol, addr)
+TIN_GET_CAST(const char *, tinspect_symbol_module, tinspect_symbol, tin_symbol,
+	     module)
+TIN_GET_CAST(const char *, tinspect_symbol_name, tinspect_symbol, tin_symbol,
+	     name)
+TIN_GET_CAST(uint64_t, tinspect_symbol_offset, tinspect_symbol, tin_symbol,
 	     offset)

@@ -21,8 +21,8 @@ _Static_assert(TINSPECT_SYSCALL_PROC == (int)DBS_SYSCALL_PROC, "syscall source")
 
 /* ---- identity ------------------------------------------------------------------ */
 
-TIN_GET(pid_t, tinspect_thread_tid, tinspect_thread, th, tid)
-TIN_GET(pid_t, tinspect_thread_ns_tid, tinspect_thread, th, ns_tid)
+TIN_GET(pid_t, tinspect_thread_tid, tinspect_thread, tid)
+TIN_GET(pid_t, tinspect_thread_ns_tid, tinspect_thread, ns_tid)
 
 const char *tinspect_thread_name(const tinspect_thread *th, size_t *ret_len)
 {
@@ -128,8 +128,8 @@ const char *tinspect_thread_affinity(const tinspect_thread *th, size_t *ret_len)
 
 /* ---- the capture -------------------------------------------------------------------- */
 
-TIN_GET(bool, tinspect_thread_stopped, tinspect_thread, th, stopped)
-TIN_GET(bool, tinspect_thread_straggler, tinspect_thread, th, straggler)
+TIN_GET(bool, tinspect_thread_stopped, tinspect_thread, stopped)
+TIN_GET(bool, tinspect_thread_straggler, tinspect_thread, straggler)
 
 enum tinspect_observation tinspect_thread_observation(const tinspect_thread *th)
 {
@@ -151,8 +151,7 @@ const char *tinspect_observation_name(enum tinspect_observation obs)
 	return "none";
 }
 
-TIN_GET(bool, tinspect_thread_jobctl_stopped, tinspect_thread, th,
-	jobctl_stopped)
+TIN_GET(bool, tinspect_thread_jobctl_stopped, tinspect_thread, jobctl_stopped)
 
 enum tinspect_progress tinspect_thread_progress(const tinspect_thread *th)
 {
@@ -263,7 +262,7 @@ const tinspect_symbol *tinspect_thread_start_routine(const tinspect_thread *th)
 
 /* ---- the stack ----------------------------------------------------------------------- */
 
-TIN_GET(enum tinspect_stack_end, tinspect_thread_stack_end, tinspect_thread, th,
+TIN_GET(enum tinspect_stack_end, tinspect_thread_stack_end, tinspect_thread,
 	stack.end)
 
 const char *tinspect_stack_end_name(enum tinspect_stack_end end)
@@ -276,8 +275,7 @@ bool tinspect_stack_end_is_error(enum tinspect_stack_end end)
 	return dbs_stack_end_is_error((enum dbs_stack_end)end);
 }
 
-TIN_GET(const char *, tinspect_thread_stack_error, tinspect_thread, th,
-	stack.error)
+TIN_GET(const char *, tinspect_thread_stack_error, tinspect_thread, stack.error)
 
 void tinspect_thread_stack_copied(const tinspect_thread *th, uint64_t *ret_from,
 				  uint64_t *ret_to)
@@ -288,31 +286,27 @@ void tinspect_thread_stack_copied(const tinspect_thread *th, uint64_t *ret_from,
 		*ret_to = th->d->stack.copied_to;
 }
 
-TIN_LIST(tinspect_thread_nframes, tinspect_thread_frame, tinspect_thread, th,
-	 tinspect_frame, th->d->stack.nframes,
-	 TIN_CAST(const tinspect_frame *, &th->d->stack.frames[i]))
+TIN_LIST(tinspect_thread_nframes, tinspect_thread_frame, tinspect_thread,
+	 tinspect_frame, h->d->stack.nframes,
+	 TIN_CAST(const tinspect_frame *, &h->d->stack.frames[i]))
 
-TIN_GET_CAST(uint64_t, tinspect_frame_pc, tinspect_frame, f, tin_frame, pc)
-TIN_GET_CAST(bool, tinspect_frame_inlined, tinspect_frame, f, tin_frame,
-	     inlined)
-TIN_GET_CAST(const char *, tinspect_frame_module, tinspect_frame, f, tin_frame,
+TIN_GET_CAST(uint64_t, tinspect_frame_pc, tinspect_frame, tin_frame, pc)
+TIN_GET_CAST(bool, tinspect_frame_inlined, tinspect_frame, tin_frame, inlined)
+TIN_GET_CAST(const char *, tinspect_frame_module, tinspect_frame, tin_frame,
 	     module)
-TIN_GET_CAST(const char *, tinspect_frame_build_id, tinspect_frame, f,
-	     tin_frame, build_id)
-TIN_GET_CAST(const char *, tinspect_frame_symbol, tinspect_frame, f, tin_frame,
+TIN_GET_CAST(const char *, tinspect_frame_build_id, tinspect_frame, tin_frame,
+	     build_id)
+TIN_GET_CAST(const char *, tinspect_frame_symbol, tinspect_frame, tin_frame,
 	     symbol)
-TIN_GET_CAST(const char *, tinspect_frame_mangled, tinspect_frame, f, tin_frame,
+TIN_GET_CAST(const char *, tinspect_frame_mangled, tinspect_frame, tin_frame,
 	     mangled)
-TIN_GET_CAST(uint64_t, tinspect_frame_offset, tinspect_frame, f, tin_frame,
-	     offset)
-TIN_GET_CAST(const char *, tinspect_frame_file, tinspect_frame, f, tin_frame,
-	     file)
-TIN_GET_CAST(int, tinspect_frame_line, tinspect_frame, f, tin_frame, line)
-TIN_GET_CAST(uint64_t, tinspect_frame_module_offset, tinspect_frame, f,
-	     tin_frame, module_offset)
-TIN_GET_CAST(uint64_t, tinspect_frame_sp, tinspect_frame, f, tin_frame, sp)
-TIN_GET_CAST(bool, tinspect_frame_scanned, tinspect_frame, f, tin_frame,
-	     scanned)
+TIN_GET_CAST(uint64_t, tinspect_frame_offset, tinspect_frame, tin_frame, offset)
+TIN_GET_CAST(const char *, tinspect_frame_file, tinspect_frame, tin_frame, file)
+TIN_GET_CAST(int, tinspect_frame_line, tinspect_frame, tin_frame, line)
+TIN_GET_CAST(uint64_t, tinspect_frame_module_offset, tinspect_frame, tin_frame,
+	     module_offset)
+TIN_GET_CAST(uint64_t, tinspect_frame_sp, tinspect_frame, tin_frame, sp)
+TIN_GET_CAST(bool, tinspect_frame_scanned, tinspect_frame, tin_frame, scanned)
 
 int tinspect_thread_stack_bounds(const tinspect_thread *th,
 				 struct tinspect_stack_bounds *ret, size_t size)
@@ -349,13 +343,13 @@ const tinspect_wait *tinspect_thread_wait(const tinspect_thread *th)
 
 /* ---- failures -------------------------------------------------------------------------- */
 
-TIN_LIST(tinspect_thread_nerrors, tinspect_thread_error, tinspect_thread, th,
-	 char, th->d->nerrors, th->d->errors[i])
+TIN_LIST(tinspect_thread_nerrors, tinspect_thread_error, tinspect_thread, char,
+	 h->d->nerrors, h->d->errors[i])
 
 /* ---- TLS values --------------------------------------------------------------------------- */
 
-TIN_LIST(tinspect_thread_ntls, tinspect_thread_tls, tinspect_thread, th,
-	 tinspect_tls_value, th->ntls, &th->tls[i])
+TIN_LIST(tinspect_thread_ntls, tinspect_thread_tls, tinspect_thread,
+	 tinspect_tls_value, h->ntls, &h->tls[i])
 
 const tinspect_tls_var *tinspect_tls_value_var(const tinspect_tls_value *v)
 {
@@ -363,8 +357,8 @@ const tinspect_tls_var *tinspect_tls_value_var(const tinspect_tls_value *v)
 }
 
 TIN_GET(enum tinspect_tls_status, tinspect_tls_value_status, tinspect_tls_value,
-	v, status)
-TIN_GET(const char *, tinspect_tls_value_error, tinspect_tls_value, v, error)
+	status)
+TIN_GET(const char *, tinspect_tls_value_error, tinspect_tls_value, error)
 
 int tinspect_tls_value_address(const tinspect_tls_value *v, uint64_t *ret_addr)
 {
@@ -418,7 +412,7 @@ double tinspect_tls_value_double(const tinspect_tls_value *v)
 
 /* ---- key values ------------------------------------------------------------------------------ */
 
-TIN_GET(bool, tinspect_thread_keys_read, tinspect_thread, th, keys_read)
+TIN_GET(bool, tinspect_thread_keys_read, tinspect_thread, keys_read)
 
 size_t tinspect_thread_nkeys(const tinspect_thread *th)
 {

@@ -120,20 +120,20 @@ int tin_fill(void *ret, size_t size, const void *v, size_t vsize);
  * (snapshot, thread, wait, lock, cycle, stall, TLS value).
  * TIN_GET_CAST: a field of the dbsession struct that the handle is, through
  * its tin_frame()-style cast.
- * TIN_LIST: a count and the element of index i (NULL out of range), over
- * an expression of the handle h: n is the count, elem the i-th element.
+ * TIN_LIST: a count and the element of index i (NULL out of range): n and
+ * elem are expressions of the handle, which is named h, and of i.
  */
-#define TIN_GET(rtype, name, htype, h, field)				\
+#define TIN_GET(rtype, name, htype, field)				\
 	rtype name(const htype *h)					\
 	{								\
 		return (rtype)h->d->field;				\
 	}
-#define TIN_GET_CAST(rtype, name, htype, h, cast, field)		\
+#define TIN_GET_CAST(rtype, name, htype, cast, field)			\
 	rtype name(const htype *h)					\
 	{								\
 		return (rtype)cast(h)->field;				\
 	}
-#define TIN_LIST(nname, name, htype, h, etype, n, elem)			\
+#define TIN_LIST(nname, name, htype, etype, n, elem)			\
 	size_t nname(const htype *h)					\
 	{								\
 		return n;						\
