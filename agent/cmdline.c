@@ -11,6 +11,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -294,36 +295,68 @@ static const struct option long_options[] = {
  * own, 0 when it took it, EXIT_USAGE for a bad value (said). */
 #define NOT_MINE (-1)
 
-/* What the report shows, and which command: --json, --brief, --diff, ... */
-static int parse_report_option(int c, struct cmdline *cl)
+/* The options that only set something: a bool of struct cmdline, a
+ * string of it (the option's value), or a flag of the session's options;
+ * live_only names the ones a core refuses. */
+enum plain_set { SET_BOOL, SET_ARG, SET_FLAG };
+static const struct plain_option {
+	int opt;
+	enum plain_set set;
+	size_t at;		/* SET_BOOL, SET_ARG: where in struct cmdline */
+	unsigned flag;		/* SET_FLAG: a TINSPECT_OPT_* bit */
+	const char *live_only;
+} plain_options[] = {
+	/* what the report shows, and which command */
+	{ OPT_JSON, SET_BOOL, offsetof(struct cmdline, ao.json), 0, NULL },
+	{ OPT_PRETTY, SET_BOOL, offsetof(struct cmdline, ao.pretty), 0, NULL },
+	{ OPT_CHECK, SET_BOOL, offsetof(struct cmdline, ao.check), 0, NULL },
+	{ OPT_BRIEF, SET_BOOL, offsetof(struct cmdline, ao.brief), 0, NULL },
+	{ OPT_VERBOSE, SET_BOOL, offsetof(struct cmdline, ao.verbose), 0, NULL },
+	{ OPT_DIFF, SET_BOOL, offsetof(struct cmdline, diff), 0, NULL },
+	{ OPT_CORE, SET_ARG, offsetof(struct cmdline, core), 0, NULL },
+	{ OPT_EXE, SET_ARG, offsetof(struct cmdline, exe), 0, NULL },
+	{ OPT_SYSROOT, SET_ARG, offsetof(struct cmdline, sysroot), 0, NULL },
+	/* how a capture stops the target */
+	{ OPT_PROC_MEM, SET_FLAG, 0, TINSPECT_OPT_PROC_MEM, "--proc-mem" },
+	/* what a capture reads */
+	{ OPT_NO_STACKS, SET_FLAG, 0, TINSPECT_OPT_NO_STACKS, NULL },
+	{ OPT_DEBUGINFOD, SET_BOOL, offsetof(struct cmdline, debuginfod), 0, NULL },
+	{ OPT_ERRNO, SET_FLAG, 0, TINSPECT_OPT_ERRNO, NULL },
+	{ OPT_KEYS, SET_FLAG, 0, TINSPECT_OPT_KEYS, NULL },
+	{ OPT_TARGET_TDB, SET_FLAG, 0, TINSPECT_OPT_TARGET_THREAD_DB, NULL },
+	/* --watch and what goes with it */
+	{ OPT_SUMMARY, SET_BOOL, offsetof(struct cmdline, wo.summary), 0, NULL },
+	{ OPT_FOLLOW, SET_BOOL, offsetof(struct cmdline, wo.follow), 0,
+	  "--follow-threads" },
+	/* the files for other tools (formats/) */
+	{ OPT_PROMETHEUS, SET_ARG, offsetof(struct cmdline, fo.prometheus), 0, NULL },
+	{ OPT_FOLDED, SET_ARG, offsetof(struct cmdline, fo.folded), 0, NULL },
+	/* the lock-order graph (lockorder/) */
+	{ OPT_LOCK_ORDER, SET_ARG, offsetof(struct cmdline, lock_order_path), 0,
+	  NULL },
+	{ OPT_NO_LOCK_ORDER, SET_BOOL, offsetof(struct cmdline, no_lock_order), 0,
+	  NULL },
+};
+
+static int parse_plain_option(int c, struct cmdline *cl)
 {
-	switch (c) {
-	case OPT_JSON:
-		cl->ao.json = true;
-		return 0;
-	case OPT_PRETTY:
-		cl->ao.pretty = true;
-		return 0;
-	case OPT_CHECK:
-		cl->ao.check = true;
-		return 0;
-	case OPT_BRIEF:
-		cl->ao.brief = true;
-		return 0;
-	case OPT_VERBOSE:
-		cl->ao.verbose = true;
-		return 0;
-	case OPT_DIFF:
-		cl->diff = true;
-		return 0;
-	case OPT_CORE:
-		cl->core = optarg;
-		return 0;
-	case OPT_EXE:
-		cl->exe = optarg;
-		return 0;
-	case OPT_SYSROOT:
-		cl->sysroot = optarg;
+	for (size_t i = 0; i < sizeof plain_options / sizeof *plain_options; i++) {
+		const struct plain_option *p = &plain_options[i];
+		if (p->opt != c)
+			continue;
+		if (p->live_only)
+			cl->live_only = p->live_only;
+		switch (p->set) {
+		case SET_BOOL:
+			*(bool *)((char *)cl + p->at) = true;
+			break;
+		case SET_ARG:
+			*(const char **)((char *)cl + p->at) = optarg;
+			break;
+		case SET_FLAG:
+			cl->opts->flags |= p->flag;
+			break;
+		}
 		return 0;
 	}
 	return NOT_MINE;
@@ -353,10 +386,6 @@ static int parse_stop_option(int c, struct cmdline *cl)
 				"of milliseconds (at least 1): %s\n", optarg);
 			return EXIT_USAGE;
 		}
-		return 0;
-	case OPT_PROC_MEM:
-		cl->live_only = "--proc-mem";
-		o->flags |= TINSPECT_OPT_PROC_MEM;
 		return 0;
 	case OPT_NONBLOCKING:
 		if (optarg && strcmp(optarg, "strict") != 0) {
@@ -390,9 +419,6 @@ static int parse_read_option(int c, struct cmdline *cl)
 	case OPT_THREAD_DB:
 		o->thread_db_path = optarg;
 		return 0;
-	case OPT_NO_STACKS:
-		o->flags |= TINSPECT_OPT_NO_STACKS;
-		return 0;
 	case OPT_MAX_FRAMES:
 		if (!parse_count(optarg, 1, 1024, &count)) {
 			fprintf(stderr, "tinspect: --max-frames: not a number "
@@ -409,19 +435,10 @@ static int parse_read_option(int c, struct cmdline *cl)
 		}
 		o->stack_bytes = count;
 		return 0;
-	case OPT_DEBUGINFOD:
-		cl->debuginfod = true;
-		return 0;
 	case OPT_TLS:
 		if (parse_tls(optarg, tls, &o->ntls, MAX_TLS))
 			return EXIT_USAGE;
 		o->tls = tls;
-		return 0;
-	case OPT_ERRNO:
-		o->flags |= TINSPECT_OPT_ERRNO;
-		return 0;
-	case OPT_KEYS:
-		o->flags |= TINSPECT_OPT_KEYS;
 		return 0;
 	case OPT_NO_TARGET_TDB:
 		/* the old default was to load it: a script that
@@ -433,9 +450,6 @@ static int parse_read_option(int c, struct cmdline *cl)
 			"TINSPECT_THREAD_DB_SAFE_PATH) allows it; drop the "
 			"option\n");
 		return EXIT_USAGE;
-	case OPT_TARGET_TDB:
-		o->flags |= TINSPECT_OPT_TARGET_THREAD_DB;
-		return 0;
 	}
 	return NOT_MINE;
 }
@@ -466,13 +480,6 @@ static int parse_watch_option(int c, struct cmdline *cl)
 		}
 		wo->count = count;
 		return 0;
-	case OPT_SUMMARY:
-		wo->summary = true;
-		return 0;
-	case OPT_FOLLOW:
-		cl->live_only = "--follow-threads";
-		wo->follow = true;
-		return 0;
 	case OPT_HUNG_AFTER:
 		if (!parse_decimal(optarg, 86400.0 * 365, 1e9, &wo->hung_after_ns)) {
 			fprintf(stderr, "tinspect: --hung-after: not a number of "
@@ -499,12 +506,6 @@ static int parse_watch_option(int c, struct cmdline *cl)
 static int parse_file_option(int c, struct cmdline *cl)
 {
 	switch (c) {
-	case OPT_PROMETHEUS:
-		cl->fo.prometheus = optarg;
-		return 0;
-	case OPT_FOLDED:
-		cl->fo.folded = optarg;
-		return 0;
 	case OPT_FOLDED_BY:
 		if (strcmp(optarg, "thread-name")) {
 			fprintf(stderr, "tinspect: --folded-by: only "
@@ -525,25 +526,11 @@ static int parse_file_option(int c, struct cmdline *cl)
 	return NOT_MINE;
 }
 
-/* The lock-order graph (lockorder/). */
-static int parse_lock_order_option(int c, struct cmdline *cl)
-{
-	switch (c) {
-	case OPT_LOCK_ORDER:
-		cl->lock_order_path = optarg;
-		return 0;
-	case OPT_NO_LOCK_ORDER:
-		cl->no_lock_order = true;
-		return 0;
-	}
-	return NOT_MINE;
-}
-
 int cmdline_parse(int argc, char **argv, struct cmdline *cl)
 {
 	static int (*const parsers[])(int, struct cmdline *) = {
-		parse_report_option, parse_stop_option, parse_read_option,
-		parse_watch_option, parse_file_option, parse_lock_order_option,
+		parse_plain_option, parse_stop_option, parse_read_option,
+		parse_watch_option, parse_file_option,
 	};
 	cl->idle_updates = -1;
 	int c;
