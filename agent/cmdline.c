@@ -362,6 +362,13 @@ static int parse_plain_option(int c, struct cmdline *cl)
 	return NOT_MINE;
 }
 
+/* An option's value refused: said, and the exit status of a usage error. */
+static int bad_value(const char *opt, const char *what)
+{
+	fprintf(stderr, "tinspect: %s: not %s: %s\n", opt, what, optarg);
+	return EXIT_USAGE;
+}
+
 /* How a capture stops the target and how much it takes. */
 static int parse_stop_option(int c, struct cmdline *cl)
 {
@@ -370,22 +377,18 @@ static int parse_stop_option(int c, struct cmdline *cl)
 	case OPT_MAX_FREEZE:
 		cl->live_only = "--max-freeze";
 		if (!parse_ms(optarg, &o->max_freeze_ns) ||
-		    !o->max_freeze_ns) {
-			fprintf(stderr, "tinspect: --max-freeze: not a positive "
-				"number of milliseconds: %s\n", optarg);
-			return EXIT_USAGE;
-		}
+		    !o->max_freeze_ns)
+			return bad_value("--max-freeze",
+					 "a positive number of milliseconds");
 		return 0;
 	case OPT_STOP_TIMEOUT:
 		cl->live_only = "--stop-timeout";
 		/* 0 would mean: wait for ever for a D-state thread,
 		 * with every other thread stopped meanwhile */
 		if (!parse_ms(optarg, &o->stop_timeout_ns) ||
-		    o->stop_timeout_ns < 1000000) {
-			fprintf(stderr, "tinspect: --stop-timeout: not a number "
-				"of milliseconds (at least 1): %s\n", optarg);
-			return EXIT_USAGE;
-		}
+		    o->stop_timeout_ns < 1000000)
+			return bad_value("--stop-timeout",
+					 "a number of milliseconds (at least 1)");
 		return 0;
 	case OPT_NONBLOCKING:
 		if (optarg && strcmp(optarg, "strict") != 0) {
@@ -420,19 +423,15 @@ static int parse_read_option(int c, struct cmdline *cl)
 		o->thread_db_path = optarg;
 		return 0;
 	case OPT_MAX_FRAMES:
-		if (!parse_count(optarg, 1, 1024, &count)) {
-			fprintf(stderr, "tinspect: --max-frames: not a number "
-				"from 1 to 1024: %s\n", optarg);
-			return EXIT_USAGE;
-		}
+		if (!parse_count(optarg, 1, 1024, &count))
+			return bad_value("--max-frames",
+					 "a number from 1 to 1024");
 		o->max_frames = (unsigned)count;
 		return 0;
 	case OPT_STACK_BYTES:
-		if (!parse_count(optarg, 64, 64ul << 20, &count)) {
-			fprintf(stderr, "tinspect: --stack-bytes: not a number "
-				"from 64 to 67108864: %s\n", optarg);
-			return EXIT_USAGE;
-		}
+		if (!parse_count(optarg, 64, 64ul << 20, &count))
+			return bad_value("--stack-bytes",
+					 "a number from 64 to 67108864");
 		o->stack_bytes = count;
 		return 0;
 	case OPT_TLS:
@@ -464,37 +463,26 @@ static int parse_watch_option(int c, struct cmdline *cl)
 		cl->live_only = "--watch";
 		/* seconds, fractions allowed, at most a day */
 		if (!parse_decimal(optarg, 86400.0, 1e9, &wo->interval_ns) ||
-		    !wo->interval_ns) {
-			fprintf(stderr, "tinspect: --watch: not a positive "
-				"number of seconds (at most 86400): %s\n",
-				optarg);
-			return EXIT_USAGE;
-		}
+		    !wo->interval_ns)
+			return bad_value("--watch",
+					 "a positive number of seconds (at most 86400)");
 		cl->watch = true;
 		return 0;
 	case OPT_COUNT:
-		if (!parse_count(optarg, 1, 1ul << 40, &count)) {
-			fprintf(stderr, "tinspect: --count: not a positive "
-				"number: %s\n", optarg);
-			return EXIT_USAGE;
-		}
+		if (!parse_count(optarg, 1, 1ul << 40, &count))
+			return bad_value("--count", "a positive number");
 		wo->count = count;
 		return 0;
 	case OPT_HUNG_AFTER:
-		if (!parse_decimal(optarg, 86400.0 * 365, 1e9, &wo->hung_after_ns)) {
-			fprintf(stderr, "tinspect: --hung-after: not a number of "
-				"seconds: %s\n", optarg);
-			return EXIT_USAGE;
-		}
+		if (!parse_decimal(optarg, 86400.0 * 365, 1e9, &wo->hung_after_ns))
+			return bad_value("--hung-after", "a number of seconds");
 		cl->hung_after_set = true;
 		return 0;
 	case OPT_MAX_DUTY: {
 		uint64_t centi;	/* hundredths of a percent */
-		if (!parse_decimal(optarg, 100.0, 100.0, &centi) || !centi) {
-			fprintf(stderr, "tinspect: --max-duty: not a percentage "
-				"above 0 and at most 100: %s\n", optarg);
-			return EXIT_USAGE;
-		}
+		if (!parse_decimal(optarg, 100.0, 100.0, &centi) || !centi)
+			return bad_value("--max-duty",
+					 "a percentage above 0 and at most 100");
 		wo->max_duty_percent = (double)centi / 100.0;
 		return 0;
 	}
