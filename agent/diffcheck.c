@@ -237,22 +237,26 @@ static bool check_tid(struct chk *c, const char *p, json_t *v)
 	return want_tid(c, p, v, false);
 }
 
-/* A lock's waiter: its "tid". */
-static bool check_waiter(struct chk *c, const char *p, json_t *w)
+/* An object whose member k passes check. */
+static bool check_object_with(struct chk *c, const char *p, json_t *o, const char *k,
+			      bool (*check)(struct chk *, const char *, json_t *))
 {
 	char s[PATH];
 	json_t *v;
-	return want_object(c, p, w) && (v = member(c, p, w, "tid", s, sizeof s)) &&
-	       want_tid(c, s, v, false);
+	return want_object(c, p, o) && (v = member(c, p, o, k, s, sizeof s)) &&
+	       check(c, s, v);
+}
+
+/* A lock's waiter: its "tid". */
+static bool check_waiter(struct chk *c, const char *p, json_t *w)
+{
+	return check_object_with(c, p, w, "tid", check_tid);
 }
 
 /* A lock of a deadlock: its "addr". */
 static bool check_lockref(struct chk *c, const char *p, json_t *l)
 {
-	char s[PATH];
-	json_t *v;
-	return want_object(c, p, l) && (v = member(c, p, l, "addr", s, sizeof s)) &&
-	       want_hex(c, s, v, false);
+	return check_object_with(c, p, l, "addr", check_hex);
 }
 
 static bool check_frame(struct chk *c, const char *p, json_t *fr)
