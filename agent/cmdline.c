@@ -11,6 +11,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -294,39 +295,78 @@ static const struct option long_options[] = {
  * own, 0 when it took it, EXIT_USAGE for a bad value (said). */
 #define NOT_MINE (-1)
 
-/* What the report shows, and which command: --json, --brief, --diff, ... */
-static int parse_report_option(int c, struct cmdline *cl)
+/* The options that only set something: a bool of struct cmdline, a
+ * string of it (the option's value), or a flag of the session's options;
+ * live_only names the ones a core refuses. */
+enum plain_set { SET_BOOL, SET_ARG, SET_FLAG };
+static const struct plain_option {
+	int opt;
+	enum plain_set set;
+	size_t at;		/* SET_BOOL, SET_ARG: where in struct cmdline */
+	unsigned flag;		/* SET_FLAG: a TINSPECT_OPT_* bit */
+	const char *live_only;
+} plain_options[] = {
+	/* what the report shows, and which command */
+	{ OPT_JSON, SET_BOOL, offsetof(struct cmdline, ao.json), 0, NULL },
+	{ OPT_PRETTY, SET_BOOL, offsetof(struct cmdline, ao.pretty), 0, NULL },
+	{ OPT_CHECK, SET_BOOL, offsetof(struct cmdline, ao.check), 0, NULL },
+	{ OPT_BRIEF, SET_BOOL, offsetof(struct cmdline, ao.brief), 0, NULL },
+	{ OPT_VERBOSE, SET_BOOL, offsetof(struct cmdline, ao.verbose), 0, NULL },
+	{ OPT_DIFF, SET_BOOL, offsetof(struct cmdline, diff), 0, NULL },
+	{ OPT_CORE, SET_ARG, offsetof(struct cmdline, core), 0, NULL },
+	{ OPT_EXE, SET_ARG, offsetof(struct cmdline, exe), 0, NULL },
+	{ OPT_SYSROOT, SET_ARG, offsetof(struct cmdline, sysroot), 0, NULL },
+	/* how a capture stops the target */
+	{ OPT_PROC_MEM, SET_FLAG, 0, TINSPECT_OPT_PROC_MEM, "--proc-mem" },
+	/* what a capture reads */
+	{ OPT_NO_STACKS, SET_FLAG, 0, TINSPECT_OPT_NO_STACKS, NULL },
+	{ OPT_DEBUGINFOD, SET_BOOL, offsetof(struct cmdline, debuginfod), 0, NULL },
+	{ OPT_ERRNO, SET_FLAG, 0, TINSPECT_OPT_ERRNO, NULL },
+	{ OPT_KEYS, SET_FLAG, 0, TINSPECT_OPT_KEYS, NULL },
+	{ OPT_TARGET_TDB, SET_FLAG, 0, TINSPECT_OPT_TARGET_THREAD_DB, NULL },
+	/* --watch and what goes with it */
+	{ OPT_SUMMARY, SET_BOOL, offsetof(struct cmdline, wo.summary), 0, NULL },
+	{ OPT_FOLLOW, SET_BOOL, offsetof(struct cmdline, wo.follow), 0,
+	  "--follow-threads" },
+	/* the files for other tools (formats/) */
+	{ OPT_PROMETHEUS, SET_ARG, offsetof(struct cmdline, fo.prometheus), 0, NULL },
+	{ OPT_FOLDED, SET_ARG, offsetof(struct cmdline, fo.folded), 0, NULL },
+	/* the lock-order graph (lockorder/) */
+	{ OPT_LOCK_ORDER, SET_ARG, offsetof(struct cmdline, lock_order_path), 0,
+	  NULL },
+	{ OPT_NO_LOCK_ORDER, SET_BOOL, offsetof(struct cmdline, no_lock_order), 0,
+	  NULL },
+};
+
+static int parse_plain_option(int c, struct cmdline *cl)
 {
-	switch (c) {
-	case OPT_JSON:
-		cl->ao.json = true;
-		return 0;
-	case OPT_PRETTY:
-		cl->ao.pretty = true;
-		return 0;
-	case OPT_CHECK:
-		cl->ao.check = true;
-		return 0;
-	case OPT_BRIEF:
-		cl->ao.brief = true;
-		return 0;
-	case OPT_VERBOSE:
-		cl->ao.verbose = true;
-		return 0;
-	case OPT_DIFF:
-		cl->diff = true;
-		return 0;
-	case OPT_CORE:
-		cl->core = optarg;
-		return 0;
-	case OPT_EXE:
-		cl->exe = optarg;
-		return 0;
-	case OPT_SYSROOT:
-		cl->sysroot = optarg;
+	for (size_t i = 0; i < sizeof plain_options / sizeof *plain_options; i++) {
+		const struct plain_option *p = &plain_options[i];
+		if (p->opt != c)
+			continue;
+		if (p->live_only)
+			cl->live_only = p->live_only;
+		switch (p->set) {
+		case SET_BOOL:
+			*(bool *)((char *)cl + p->at) = true;
+			break;
+		case SET_ARG:
+			*(const char **)((char *)cl + p->at) = optarg;
+			break;
+		case SET_FLAG:
+			cl->opts->flags |= p->flag;
+			break;
+		}
 		return 0;
 	}
 	return NOT_MINE;
+}
+
+/* An option's value refused: said, and the exit status of a usage error. */
+static int bad_value(const char *opt, const char *what)
+{
+	fprintf(stderr, "tinspect: %s: not %s: %s\n", opt, what, optarg);
+	return EXIT_USAGE;
 }
 
 /* How a capture stops the target and how much it takes. */
@@ -337,26 +377,18 @@ static int parse_stop_option(int c, struct cmdline *cl)
 	case OPT_MAX_FREEZE:
 		cl->live_only = "--max-freeze";
 		if (!parse_ms(optarg, &o->max_freeze_ns) ||
-		    !o->max_freeze_ns) {
-			fprintf(stderr, "tinspect: --max-freeze: not a positive "
-				"number of milliseconds: %s\n", optarg);
-			return EXIT_USAGE;
-		}
+		    !o->max_freeze_ns)
+			return bad_value("--max-freeze",
+					 "a positive number of milliseconds");
 		return 0;
 	case OPT_STOP_TIMEOUT:
 		cl->live_only = "--stop-timeout";
 		/* 0 would mean: wait for ever for a D-state thread,
 		 * with every other thread stopped meanwhile */
 		if (!parse_ms(optarg, &o->stop_timeout_ns) ||
-		    o->stop_timeout_ns < 1000000) {
-			fprintf(stderr, "tinspect: --stop-timeout: not a number "
-				"of milliseconds (at least 1): %s\n", optarg);
-			return EXIT_USAGE;
-		}
-		return 0;
-	case OPT_PROC_MEM:
-		cl->live_only = "--proc-mem";
-		o->flags |= TINSPECT_OPT_PROC_MEM;
+		    o->stop_timeout_ns < 1000000)
+			return bad_value("--stop-timeout",
+					 "a number of milliseconds (at least 1)");
 		return 0;
 	case OPT_NONBLOCKING:
 		if (optarg && strcmp(optarg, "strict") != 0) {
@@ -390,38 +422,22 @@ static int parse_read_option(int c, struct cmdline *cl)
 	case OPT_THREAD_DB:
 		o->thread_db_path = optarg;
 		return 0;
-	case OPT_NO_STACKS:
-		o->flags |= TINSPECT_OPT_NO_STACKS;
-		return 0;
 	case OPT_MAX_FRAMES:
-		if (!parse_count(optarg, 1, 1024, &count)) {
-			fprintf(stderr, "tinspect: --max-frames: not a number "
-				"from 1 to 1024: %s\n", optarg);
-			return EXIT_USAGE;
-		}
+		if (!parse_count(optarg, 1, 1024, &count))
+			return bad_value("--max-frames",
+					 "a number from 1 to 1024");
 		o->max_frames = (unsigned)count;
 		return 0;
 	case OPT_STACK_BYTES:
-		if (!parse_count(optarg, 64, 64ul << 20, &count)) {
-			fprintf(stderr, "tinspect: --stack-bytes: not a number "
-				"from 64 to 67108864: %s\n", optarg);
-			return EXIT_USAGE;
-		}
+		if (!parse_count(optarg, 64, 64ul << 20, &count))
+			return bad_value("--stack-bytes",
+					 "a number from 64 to 67108864");
 		o->stack_bytes = count;
-		return 0;
-	case OPT_DEBUGINFOD:
-		cl->debuginfod = true;
 		return 0;
 	case OPT_TLS:
 		if (parse_tls(optarg, tls, &o->ntls, MAX_TLS))
 			return EXIT_USAGE;
 		o->tls = tls;
-		return 0;
-	case OPT_ERRNO:
-		o->flags |= TINSPECT_OPT_ERRNO;
-		return 0;
-	case OPT_KEYS:
-		o->flags |= TINSPECT_OPT_KEYS;
 		return 0;
 	case OPT_NO_TARGET_TDB:
 		/* the old default was to load it: a script that
@@ -433,9 +449,6 @@ static int parse_read_option(int c, struct cmdline *cl)
 			"TINSPECT_THREAD_DB_SAFE_PATH) allows it; drop the "
 			"option\n");
 		return EXIT_USAGE;
-	case OPT_TARGET_TDB:
-		o->flags |= TINSPECT_OPT_TARGET_THREAD_DB;
-		return 0;
 	}
 	return NOT_MINE;
 }
@@ -450,44 +463,26 @@ static int parse_watch_option(int c, struct cmdline *cl)
 		cl->live_only = "--watch";
 		/* seconds, fractions allowed, at most a day */
 		if (!parse_decimal(optarg, 86400.0, 1e9, &wo->interval_ns) ||
-		    !wo->interval_ns) {
-			fprintf(stderr, "tinspect: --watch: not a positive "
-				"number of seconds (at most 86400): %s\n",
-				optarg);
-			return EXIT_USAGE;
-		}
+		    !wo->interval_ns)
+			return bad_value("--watch",
+					 "a positive number of seconds (at most 86400)");
 		cl->watch = true;
 		return 0;
 	case OPT_COUNT:
-		if (!parse_count(optarg, 1, 1ul << 40, &count)) {
-			fprintf(stderr, "tinspect: --count: not a positive "
-				"number: %s\n", optarg);
-			return EXIT_USAGE;
-		}
+		if (!parse_count(optarg, 1, 1ul << 40, &count))
+			return bad_value("--count", "a positive number");
 		wo->count = count;
 		return 0;
-	case OPT_SUMMARY:
-		wo->summary = true;
-		return 0;
-	case OPT_FOLLOW:
-		cl->live_only = "--follow-threads";
-		wo->follow = true;
-		return 0;
 	case OPT_HUNG_AFTER:
-		if (!parse_decimal(optarg, 86400.0 * 365, 1e9, &wo->hung_after_ns)) {
-			fprintf(stderr, "tinspect: --hung-after: not a number of "
-				"seconds: %s\n", optarg);
-			return EXIT_USAGE;
-		}
+		if (!parse_decimal(optarg, 86400.0 * 365, 1e9, &wo->hung_after_ns))
+			return bad_value("--hung-after", "a number of seconds");
 		cl->hung_after_set = true;
 		return 0;
 	case OPT_MAX_DUTY: {
 		uint64_t centi;	/* hundredths of a percent */
-		if (!parse_decimal(optarg, 100.0, 100.0, &centi) || !centi) {
-			fprintf(stderr, "tinspect: --max-duty: not a percentage "
-				"above 0 and at most 100: %s\n", optarg);
-			return EXIT_USAGE;
-		}
+		if (!parse_decimal(optarg, 100.0, 100.0, &centi) || !centi)
+			return bad_value("--max-duty",
+					 "a percentage above 0 and at most 100");
 		wo->max_duty_percent = (double)centi / 100.0;
 		return 0;
 	}
@@ -499,12 +494,6 @@ static int parse_watch_option(int c, struct cmdline *cl)
 static int parse_file_option(int c, struct cmdline *cl)
 {
 	switch (c) {
-	case OPT_PROMETHEUS:
-		cl->fo.prometheus = optarg;
-		return 0;
-	case OPT_FOLDED:
-		cl->fo.folded = optarg;
-		return 0;
 	case OPT_FOLDED_BY:
 		if (strcmp(optarg, "thread-name")) {
 			fprintf(stderr, "tinspect: --folded-by: only "
@@ -525,25 +514,11 @@ static int parse_file_option(int c, struct cmdline *cl)
 	return NOT_MINE;
 }
 
-/* The lock-order graph (lockorder/). */
-static int parse_lock_order_option(int c, struct cmdline *cl)
-{
-	switch (c) {
-	case OPT_LOCK_ORDER:
-		cl->lock_order_path = optarg;
-		return 0;
-	case OPT_NO_LOCK_ORDER:
-		cl->no_lock_order = true;
-		return 0;
-	}
-	return NOT_MINE;
-}
-
 int cmdline_parse(int argc, char **argv, struct cmdline *cl)
 {
 	static int (*const parsers[])(int, struct cmdline *) = {
-		parse_report_option, parse_stop_option, parse_read_option,
-		parse_watch_option, parse_file_option, parse_lock_order_option,
+		parse_plain_option, parse_stop_option, parse_read_option,
+		parse_watch_option, parse_file_option,
 	};
 	cl->idle_updates = -1;
 	int c;

@@ -212,46 +212,85 @@ static bool check_blocked_on(struct chk *c, const char *p, json_t *b)
 	return want_string(c, s, v, true);
 }
 
-static bool check_syscall(struct chk *c, const char *p, json_t *sc)
+/* Every item of the array a, at path p, by check. */
+static bool check_each(struct chk *c, const char *p, json_t *a,
+		       bool (*check)(struct chk *, const char *, json_t *))
 {
-	char s[PATH], s2[PATH];
-	json_t *v, *a;
+	char s[PATH];
+	json_t *it;
 	size_t i;
-	if (json_is_null(sc))
-		return true;
-	if (!want_object(c, p, sc) ||
-	    !(v = member(c, p, sc, "name", s, sizeof s)) || !want_string(c, s, v, true) ||
-	    !(v = member(c, p, sc, "args", s, sizeof s)) || !want_array(c, s, v, 6))
-		return false;
-	json_array_foreach(v, i, a) {
-		pathf(s2, sizeof s2, "%s[%zu]", s, i);
-		if (!want_hex(c, s2, a, false))
+	json_array_foreach(a, i, it) {
+		pathf(s, sizeof s, "%s[%zu]", p, i);
+		if (!check(c, s, it))
 			return false;
 	}
 	return true;
 }
 
+static bool check_hex(struct chk *c, const char *p, json_t *v)
+{
+	return want_hex(c, p, v, false);
+}
+
+static bool check_tid(struct chk *c, const char *p, json_t *v)
+{
+	return want_tid(c, p, v, false);
+}
+
+/* An object whose member k passes check. */
+static bool check_object_with(struct chk *c, const char *p, json_t *o, const char *k,
+			      bool (*check)(struct chk *, const char *, json_t *))
+{
+	char s[PATH];
+	json_t *v;
+	return want_object(c, p, o) && (v = member(c, p, o, k, s, sizeof s)) &&
+	       check(c, s, v);
+}
+
+/* A lock's waiter: its "tid". */
+static bool check_waiter(struct chk *c, const char *p, json_t *w)
+{
+	return check_object_with(c, p, w, "tid", check_tid);
+}
+
+/* A lock of a deadlock: its "addr". */
+static bool check_lockref(struct chk *c, const char *p, json_t *l)
+{
+	return check_object_with(c, p, l, "addr", check_hex);
+}
+
+static bool check_frame(struct chk *c, const char *p, json_t *fr)
+{
+	char s[PATH];
+	json_t *v;
+	return want_object(c, p, fr) &&
+	       (v = member(c, p, fr, "pc", s, sizeof s)) && want_hex(c, s, v, false) &&
+	       (v = member(c, p, fr, "symbol", s, sizeof s)) &&
+	       want_string(c, s, v, true) &&
+	       (v = member(c, p, fr, "module", s, sizeof s)) &&
+	       want_string(c, s, v, true);
+}
+
+static bool check_syscall(struct chk *c, const char *p, json_t *sc)
+{
+	char s[PATH];
+	json_t *v;
+	if (json_is_null(sc))
+		return true;
+	return want_object(c, p, sc) &&
+	       (v = member(c, p, sc, "name", s, sizeof s)) && want_string(c, s, v, true) &&
+	       (v = member(c, p, sc, "args", s, sizeof s)) && want_array(c, s, v, 6) &&
+	       check_each(c, s, v, check_hex);
+}
+
 static bool check_stack(struct chk *c, const char *p, json_t *st)
 {
-	char s[PATH], f[PATH], s2[PATH];
-	json_t *frames, *fr, *v;
-	size_t i;
+	char s[PATH];
+	json_t *frames;
 	if (json_is_null(st))
 		return true;
-	if (!want_object(c, p, st) || !(frames = member(c, p, st, "frames", s, sizeof s)) ||
-	    !want_array(c, s, frames, 0))
-		return false;
-	json_array_foreach(frames, i, fr) {
-		pathf(f, sizeof f, "%s[%zu]", s, i);
-		if (!want_object(c, f, fr) ||
-		    !(v = member(c, f, fr, "pc", s2, sizeof s2)) || !want_hex(c, s2, v, false) ||
-		    !(v = member(c, f, fr, "symbol", s2, sizeof s2)) ||
-		    !want_string(c, s2, v, true) ||
-		    !(v = member(c, f, fr, "module", s2, sizeof s2)) ||
-		    !want_string(c, s2, v, true))
-			return false;
-	}
-	return true;
+	return want_object(c, p, st) && (frames = member(c, p, st, "frames", s, sizeof s)) &&
+	       want_array(c, s, frames, 0) && check_each(c, s, frames, check_frame);
 }
 
 static bool check_cpu(struct chk *c, const char *p, json_t *cpu)
@@ -295,9 +334,8 @@ static bool check_thread(struct chk *c, const char *p, json_t *t)
 
 static bool check_lock(struct chk *c, const char *p, json_t *l)
 {
-	char s[PATH], s2[PATH], s3[PATH];
-	json_t *v, *w, *x;
-	size_t i;
+	char s[PATH], s2[PATH];
+	json_t *v, *w;
 	if (!want_object(c, p, l) ||
 	    !(v = member(c, p, l, "kind", s, sizeof s)) || !want_enum(c, s, v, lock_kinds) ||
 	    !(v = member(c, p, l, "addr", s, sizeof s)) || !want_hex(c, s, v, false) ||
@@ -310,56 +348,28 @@ static bool check_lock(struct chk *c, const char *p, json_t *l)
 				 !(w = member(c, s, v, "symbol", s2, sizeof s2)) ||
 				 !want_string(c, s2, w, true)))
 		return false;
-	if (!(v = member(c, p, l, "waiters", s, sizeof s)) || !want_array(c, s, v, 0))
-		return false;
-	json_array_foreach(v, i, w) {
-		pathf(s2, sizeof s2, "%s[%zu]", s, i);
-		if (!want_object(c, s2, w) || !(x = member(c, s2, w, "tid", s3, sizeof s3)) ||
-		    !want_tid(c, s3, x, false))
-			return false;
-	}
-	return true;
+	return (v = member(c, p, l, "waiters", s, sizeof s)) && want_array(c, s, v, 0) &&
+	       check_each(c, s, v, check_waiter);
 }
 
 static bool check_deadlock(struct chk *c, const char *p, json_t *d)
 {
-	char s[PATH], s2[PATH], s3[PATH];
-	json_t *v, *w, *x;
-	size_t i;
-	if (!want_object(c, p, d) || !(v = member(c, p, d, "threads", s, sizeof s)) ||
-	    !want_array(c, s, v, 1))
-		return false;
-	json_array_foreach(v, i, w) {
-		pathf(s2, sizeof s2, "%s[%zu]", s, i);
-		if (!want_tid(c, s2, w, false))
-			return false;
-	}
-	if (!(v = member(c, p, d, "locks", s, sizeof s)) || !want_array(c, s, v, 1))
-		return false;
-	json_array_foreach(v, i, w) {
-		pathf(s2, sizeof s2, "%s[%zu]", s, i);
-		if (!want_object(c, s2, w) || !(x = member(c, s2, w, "addr", s3, sizeof s3)) ||
-		    !want_hex(c, s3, x, false))
-			return false;
-	}
-	return true;
+	char s[PATH];
+	json_t *v;
+	return want_object(c, p, d) &&
+	       (v = member(c, p, d, "threads", s, sizeof s)) && want_array(c, s, v, 1) &&
+	       check_each(c, s, v, check_tid) &&
+	       (v = member(c, p, d, "locks", s, sizeof s)) && want_array(c, s, v, 1) &&
+	       check_each(c, s, v, check_lockref);
 }
 
 /* Every item of the array member k of root by check. */
 static bool check_items(struct chk *c, json_t *root, const char *k,
 			bool (*check)(struct chk *, const char *, json_t *))
 {
-	char s[PATH], s2[PATH];
-	json_t *v = member(c, "", root, k, s, sizeof s), *it;
-	size_t i;
-	if (!v || !want_array(c, s, v, 0))
-		return false;
-	json_array_foreach(v, i, it) {
-		pathf(s2, sizeof s2, "%s[%zu]", k, i);
-		if (!check(c, s2, it))
-			return false;
-	}
-	return true;
+	char s[PATH];
+	json_t *v = member(c, "", root, k, s, sizeof s);
+	return v && want_array(c, s, v, 0) && check_each(c, s, v, check);
 }
 
 bool diff_check_doc(json_t *root, char *path, size_t pathlen, char *why,

@@ -25,75 +25,41 @@ bool tinspect_snapshot_locks_analysed(const tinspect_snapshot *snap)
 	return snap->d->locks != NULL;
 }
 
-size_t tinspect_snapshot_nlocks(const tinspect_snapshot *snap)
-{
-	return snap->nlocks;
-}
-
-const tinspect_lock *tinspect_snapshot_lock(const tinspect_snapshot *snap, size_t i)
-{
-	return tin_lock_at(snap, i);
-}
+TIN_LIST(tinspect_snapshot_nlocks, tinspect_snapshot_lock, tinspect_snapshot,
+	 tinspect_lock, h->nlocks, &h->locks[i])
 
 size_t tinspect_lock_index(const tinspect_lock *l)
 {
 	return (size_t)(l - l->snap->locks);
 }
 
-enum tinspect_lock_kind tinspect_lock_kind(const tinspect_lock *l)
-{
-	return (enum tinspect_lock_kind)l->d->kind;
-}
+TIN_GET(enum tinspect_lock_kind, tinspect_lock_kind, tinspect_lock, kind)
 
 const char *tinspect_lock_kind_name(enum tinspect_lock_kind kind)
 {
 	return dbs_lock_kind_name((enum dbs_lock_kind)kind);
 }
 
-uint64_t tinspect_lock_addr(const tinspect_lock *l)
-{
-	return l->d->addr;
-}
-
-bool tinspect_lock_object_known(const tinspect_lock *l)
-{
-	return l->d->object_known;
-}
+TIN_GET(uint64_t, tinspect_lock_addr, tinspect_lock, addr)
+TIN_GET(bool, tinspect_lock_object_known, tinspect_lock, object_known)
 
 const tinspect_symbol *tinspect_lock_symbol(const tinspect_lock *l)
 {
 	return l->d->sym.name ? TIN_CAST(const tinspect_symbol *, &l->d->sym) : NULL;
 }
 
-enum tinspect_owner_state tinspect_lock_owner_state(const tinspect_lock *l)
-{
-	return (enum tinspect_owner_state)l->d->owner_state;
-}
+TIN_GET(enum tinspect_owner_state, tinspect_lock_owner_state, tinspect_lock,
+	owner_state)
 
 const char *tinspect_owner_state_name(enum tinspect_owner_state state)
 {
 	return dbs_owner_state_name((enum dbs_owner_state)state);
 }
 
-pid_t tinspect_lock_owner(const tinspect_lock *l)
-{
-	return l->d->owner;
-}
-
-bool tinspect_lock_orphaned(const tinspect_lock *l)
-{
-	return l->d->orphaned;
-}
-
-unsigned tinspect_lock_holders(const tinspect_lock *l)
-{
-	return l->d->nholders;
-}
-
-size_t tinspect_lock_nwaiters(const tinspect_lock *l)
-{
-	return l->d->nwaiters;
-}
+TIN_GET(pid_t, tinspect_lock_owner, tinspect_lock, owner)
+TIN_GET(bool, tinspect_lock_orphaned, tinspect_lock, orphaned)
+TIN_GET(unsigned, tinspect_lock_holders, tinspect_lock, nholders)
+TIN_GET(size_t, tinspect_lock_nwaiters, tinspect_lock, nwaiters)
 
 pid_t tinspect_lock_waiter(const tinspect_lock *l, size_t i,
 			   enum tinspect_wait_mode *ret_mode)
@@ -113,15 +79,8 @@ const unsigned char *tinspect_lock_words(const tinspect_lock *l, size_t *ret_len
 	return n ? l->d->words : NULL;
 }
 
-const char *tinspect_lock_note(const tinspect_lock *l)
-{
-	return l->d->note;
-}
-
-bool tinspect_lock_decoded(const tinspect_lock *l)
-{
-	return l->d->decoded;
-}
+TIN_GET(const char *, tinspect_lock_note, tinspect_lock, note)
+TIN_GET(bool, tinspect_lock_decoded, tinspect_lock, decoded)
 
 /* -EINVAL for a lock of another kind, -ENODATA for one not decoded. */
 static int state_of(const tinspect_lock *l, enum dbs_lock_kind kind, size_t size)
@@ -240,75 +199,25 @@ const tinspect_thread *tinspect_wait_thread(const tinspect_wait *w)
 	return w->th;
 }
 
-enum tinspect_lock_kind tinspect_wait_kind(const tinspect_wait *w)
-{
-	return (enum tinspect_lock_kind)w->d->kind;
-}
-
-enum tinspect_wait_mode tinspect_wait_mode(const tinspect_wait *w)
-{
-	return (enum tinspect_wait_mode)w->d->mode;
-}
-
-uint64_t tinspect_wait_futex(const tinspect_wait *w)
-{
-	return w->d->futex;
-}
-
-uint32_t tinspect_wait_futex_op(const tinspect_wait *w)
-{
-	return w->d->futex_op;
-}
-
-uint32_t tinspect_wait_futex_val(const tinspect_wait *w)
-{
-	return w->d->futex_val;
-}
-
-long tinspect_wait_syscall(const tinspect_wait *w)
-{
-	return w->d->nr;
-}
-
-uint64_t tinspect_wait_object(const tinspect_wait *w)
-{
-	return w->d->object;
-}
+TIN_GET(enum tinspect_lock_kind, tinspect_wait_kind, tinspect_wait, kind)
+TIN_GET(enum tinspect_wait_mode, tinspect_wait_mode, tinspect_wait, mode)
+TIN_GET(uint64_t, tinspect_wait_futex, tinspect_wait, futex)
+TIN_GET(uint32_t, tinspect_wait_futex_op, tinspect_wait, futex_op)
+TIN_GET(uint32_t, tinspect_wait_futex_val, tinspect_wait, futex_val)
+TIN_GET(long, tinspect_wait_syscall, tinspect_wait, nr)
+TIN_GET(uint64_t, tinspect_wait_object, tinspect_wait, object)
 
 const tinspect_lock *tinspect_wait_lock(const tinspect_wait *w)
 {
 	return tin_lock_at(w->th->snap, w->d->lock);
 }
 
-pid_t tinspect_wait_owner(const tinspect_wait *w)
-{
-	return w->d->owner;
-}
-
-unsigned tinspect_wait_evidence(const tinspect_wait *w)
-{
-	return w->d->evidence;
-}
-
-bool tinspect_wait_in_graph(const tinspect_wait *w)
-{
-	return w->d->in_graph;
-}
-
-bool tinspect_wait_parked(const tinspect_wait *w)
-{
-	return w->d->parked;
-}
-
-const char *tinspect_wait_frame(const tinspect_wait *w)
-{
-	return w->d->frame;
-}
-
-const char *tinspect_wait_note(const tinspect_wait *w)
-{
-	return w->d->note;
-}
+TIN_GET(pid_t, tinspect_wait_owner, tinspect_wait, owner)
+TIN_GET(unsigned, tinspect_wait_evidence, tinspect_wait, evidence)
+TIN_GET(bool, tinspect_wait_in_graph, tinspect_wait, in_graph)
+TIN_GET(bool, tinspect_wait_parked, tinspect_wait, parked)
+TIN_GET(const char *, tinspect_wait_frame, tinspect_wait, frame)
+TIN_GET(const char *, tinspect_wait_note, tinspect_wait, note)
 
 /* A futex() wait with a NULL timeout in the registers; restart_syscall
  * only ever continues a timed wait, so it is never untimed. */
@@ -340,20 +249,10 @@ int tinspect_wait_is_idle(const tinspect_wait *w)
 
 /* ---- cycles ----------------------------------------------------------------------- */
 
-size_t tinspect_snapshot_ncycles(const tinspect_snapshot *snap)
-{
-	return snap->ncycles;
-}
+TIN_LIST(tinspect_snapshot_ncycles, tinspect_snapshot_cycle, tinspect_snapshot,
+	 tinspect_cycle, h->ncycles, &h->cycles[i])
 
-const tinspect_cycle *tinspect_snapshot_cycle(const tinspect_snapshot *snap, size_t i)
-{
-	return i < snap->ncycles ? &snap->cycles[i] : NULL;
-}
-
-size_t tinspect_cycle_length(const tinspect_cycle *c)
-{
-	return c->d->n;
-}
+TIN_GET(size_t, tinspect_cycle_length, tinspect_cycle, n)
 
 pid_t tinspect_cycle_tid(const tinspect_cycle *c, size_t i)
 {
@@ -372,20 +271,10 @@ const char *tinspect_stall_end_name(enum tinspect_stall_end end)
 	return dbs_stall_end_name((enum dbs_stall_end)end);
 }
 
-size_t tinspect_snapshot_nstalls(const tinspect_snapshot *snap)
-{
-	return snap->nstalls;
-}
+TIN_LIST(tinspect_snapshot_nstalls, tinspect_snapshot_stall, tinspect_snapshot,
+	 tinspect_stall, h->nstalls, &h->stalls[i])
 
-const tinspect_stall *tinspect_snapshot_stall(const tinspect_snapshot *snap, size_t i)
-{
-	return i < snap->nstalls ? &snap->stalls[i] : NULL;
-}
-
-size_t tinspect_stall_length(const tinspect_stall *st)
-{
-	return st->d->n;
-}
+TIN_GET(size_t, tinspect_stall_length, tinspect_stall, n)
 
 pid_t tinspect_stall_tid(const tinspect_stall *st, size_t i)
 {
@@ -397,10 +286,7 @@ const tinspect_lock *tinspect_stall_lock(const tinspect_stall *st, size_t i)
 	return i + 1 < st->d->n ? tin_lock_at(st->snap, st->d->locks[i]) : NULL;
 }
 
-enum tinspect_stall_end tinspect_stall_end(const tinspect_stall *st)
-{
-	return (enum tinspect_stall_end)st->d->end;
-}
+TIN_GET(enum tinspect_stall_end, tinspect_stall_end, tinspect_stall, end)
 
 long tinspect_stall_end_syscall(const tinspect_stall *st)
 {
@@ -414,15 +300,8 @@ const tinspect_lock *tinspect_stall_end_lock(const tinspect_stall *st)
 
 /* ---- orphans ---------------------------------------------------------------------- */
 
-size_t tinspect_snapshot_norphans(const tinspect_snapshot *snap)
-{
-	return snap->norphans;
-}
-
-const tinspect_lock *tinspect_snapshot_orphan(const tinspect_snapshot *snap, size_t i)
-{
-	return i < snap->norphans ? snap->orphans[i] : NULL;
-}
+TIN_LIST(tinspect_snapshot_norphans, tinspect_snapshot_orphan,
+	 tinspect_snapshot, tinspect_lock, h->norphans, h->orphans[i])
 
 /* ---- locks held ------------------------------------------------------------------- */
 
@@ -431,25 +310,13 @@ bool tinspect_thread_held_known(const tinspect_thread *th)
 	return th->snap->d->held_analysed && th->d->held_known;
 }
 
-size_t tinspect_thread_nheld(const tinspect_thread *th)
-{
-	return th->d->nheld;
-}
+TIN_LIST(tinspect_thread_nheld, tinspect_thread_held, tinspect_thread,
+	 tinspect_held, h->d->nheld,
+	 TIN_CAST(const tinspect_held *, &h->d->held[i]))
 
-const tinspect_held *tinspect_thread_held(const tinspect_thread *th, size_t i)
-{
-	return i < th->d->nheld ? TIN_CAST(const tinspect_held *, &th->d->held[i]) : NULL;
-}
-
-enum tinspect_lock_kind tinspect_held_kind(const tinspect_held *h)
-{
-	return (enum tinspect_lock_kind)tin_held(h)->kind;
-}
-
-uint64_t tinspect_held_addr(const tinspect_held *h)
-{
-	return tin_held(h)->addr;
-}
+TIN_GET_CAST(enum tinspect_lock_kind, tinspect_held_kind, tinspect_held,
+	     tin_held, kind)
+TIN_GET_CAST(uint64_t, tinspect_held_addr, tinspect_held, tin_held, addr)
 
 const tinspect_symbol *tinspect_held_symbol(const tinspect_held *h)
 {
@@ -457,12 +324,7 @@ const tinspect_symbol *tinspect_held_symbol(const tinspect_held *h)
 	return d->sym.name ? TIN_CAST(const tinspect_symbol *, &d->sym) : NULL;
 }
 
-size_t tinspect_snapshot_locks_tracked(const tinspect_snapshot *snap)
-{
-	return snap->d->locks_tracked;
-}
-
-size_t tinspect_snapshot_locks_forgotten(const tinspect_snapshot *snap)
-{
-	return snap->d->locks_forgotten;
-}
+TIN_GET(size_t, tinspect_snapshot_locks_tracked, tinspect_snapshot,
+	locks_tracked)
+TIN_GET(size_t, tinspect_snapshot_locks_forgotten, tinspect_snapshot,
+	locks_forgotten)

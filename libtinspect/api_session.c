@@ -245,25 +245,12 @@ int tinspect_session_wait(tinspect_session *s, uint64_t deadline_ns,
 	return dbs_session_wait(s->d, deadline_ns, fn ? on_event : NULL, &c);
 }
 
-enum tinspect_event_kind tinspect_event_kind(const tinspect_event *ev)
-{
-	return (enum tinspect_event_kind)tin_event(ev)->kind;
-}
-
-pid_t tinspect_event_tid(const tinspect_event *ev)
-{
-	return tin_event(ev)->tid;
-}
-
-pid_t tinspect_event_parent(const tinspect_event *ev)
-{
-	return tin_event(ev)->parent;
-}
-
-int tinspect_event_wait_status(const tinspect_event *ev)
-{
-	return tin_event(ev)->wait_status;
-}
+TIN_GET_CAST(enum tinspect_event_kind, tinspect_event_kind, tinspect_event,
+	     tin_event, kind)
+TIN_GET_CAST(pid_t, tinspect_event_tid, tinspect_event, tin_event, tid)
+TIN_GET_CAST(pid_t, tinspect_event_parent, tinspect_event, tin_event, parent)
+TIN_GET_CAST(int, tinspect_event_wait_status, tinspect_event, tin_event,
+	     wait_status)
 
 void tinspect_event_time(const tinspect_event *ev, int64_t *ret_sec, long *ret_nsec)
 {

@@ -128,20 +128,9 @@ const struct tinspect_lock *tin_lock_at(const struct tinspect_snapshot *s, size_
 
 /* ---- the process ------------------------------------------------------------------ */
 
-pid_t tinspect_snapshot_pid(const tinspect_snapshot *snap)
-{
-	return snap->d->pid;
-}
-
-const char *tinspect_snapshot_exe(const tinspect_snapshot *snap)
-{
-	return snap->d->exe;
-}
-
-size_t tinspect_snapshot_argc(const tinspect_snapshot *snap)
-{
-	return snap->d->argc;
-}
+TIN_GET(pid_t, tinspect_snapshot_pid, tinspect_snapshot, pid)
+TIN_GET(const char *, tinspect_snapshot_exe, tinspect_snapshot, exe)
+TIN_GET(size_t, tinspect_snapshot_argc, tinspect_snapshot, argc)
 
 const char *tinspect_snapshot_arg(const tinspect_snapshot *snap, size_t i)
 {
@@ -158,10 +147,7 @@ const char *tinspect_snapshot_glibc_version(const tinspect_snapshot *snap)
 	return snap->d->glibc_version[0] ? snap->d->glibc_version : NULL;
 }
 
-const char *tinspect_snapshot_libc(const tinspect_snapshot *snap)
-{
-	return snap->d->libc_name;
-}
+TIN_GET(const char *, tinspect_snapshot_libc, tinspect_snapshot, libc_name)
 
 const char *tinspect_snapshot_libc_version(const tinspect_snapshot *snap)
 {
@@ -173,49 +159,35 @@ const char *tinspect_snapshot_threads_source(const tinspect_snapshot *snap)
 	return dbs_threads_source_name((enum dbs_threads_source)snap->d->threads_source);
 }
 
-enum tinspect_tdb_status tinspect_snapshot_tdb_status(const tinspect_snapshot *snap)
-{
-	return (enum tinspect_tdb_status)snap->d->tdb_status;
-}
+TIN_GET(enum tinspect_tdb_status, tinspect_snapshot_tdb_status,
+	tinspect_snapshot, tdb_status)
 
 const char *tinspect_tdb_status_name(enum tinspect_tdb_status status)
 {
 	return dbs_tdb_status_name((enum dbs_tdb_status)status);
 }
 
-const char *tinspect_snapshot_tdb_detail(const tinspect_snapshot *snap)
-{
-	return snap->d->tdb_detail;
-}
-
-const char *tinspect_snapshot_tdb_library(const tinspect_snapshot *snap)
-{
-	return snap->d->thread_db_path;
-}
+TIN_GET(const char *, tinspect_snapshot_tdb_detail, tinspect_snapshot,
+	tdb_detail)
+TIN_GET(const char *, tinspect_snapshot_tdb_library, tinspect_snapshot,
+	thread_db_path)
 
 _Static_assert(TINSPECT_TDB_FROM_GIVEN == (int)DBS_TDB_FROM_GIVEN &&
 	       TINSPECT_TDB_FROM_TARGET == (int)DBS_TDB_FROM_TARGET,
 	       "tinspect_tdb_origin is dbs_tdb_origin");
 
-enum tinspect_tdb_origin tinspect_snapshot_tdb_origin(const tinspect_snapshot *snap)
-{
-	return (enum tinspect_tdb_origin)snap->d->tdb_origin;
-}
+TIN_GET(enum tinspect_tdb_origin, tinspect_snapshot_tdb_origin,
+	tinspect_snapshot, tdb_origin)
 
 const char *tinspect_tdb_origin_name(enum tinspect_tdb_origin origin)
 {
 	return dbs_tdb_origin_name((enum dbs_tdb_origin)origin);
 }
 
-enum tinspect_modmap tinspect_snapshot_modmap(const tinspect_snapshot *snap)
-{
-	return (enum tinspect_modmap)snap->d->modmap_source;
-}
-
-uint64_t tinspect_snapshot_module_generation(const tinspect_snapshot *snap)
-{
-	return snap->d->module_generation;
-}
+TIN_GET(enum tinspect_modmap, tinspect_snapshot_modmap, tinspect_snapshot,
+	modmap_source)
+TIN_GET(uint64_t, tinspect_snapshot_module_generation, tinspect_snapshot,
+	module_generation)
 
 /* ---- the capture ----------------------------------------------------------------------- */
 
@@ -252,15 +224,8 @@ int tinspect_snapshot_signal(const tinspect_snapshot *snap,
 	return 0;
 }
 
-uint64_t tinspect_snapshot_freeze_ns(const tinspect_snapshot *snap)
-{
-	return snap->d->freeze_ns;
-}
-
-uint64_t tinspect_snapshot_duration_ns(const tinspect_snapshot *snap)
-{
-	return snap->d->duration_ns;
-}
+TIN_GET(uint64_t, tinspect_snapshot_freeze_ns, tinspect_snapshot, freeze_ns)
+TIN_GET(uint64_t, tinspect_snapshot_duration_ns, tinspect_snapshot, duration_ns)
 
 enum tinspect_capture_mode tinspect_snapshot_capture_mode(const tinspect_snapshot *snap)
 {
@@ -315,60 +280,23 @@ uint64_t tinspect_snapshot_timing_ns(const tinspect_snapshot *snap,
 	return 0;
 }
 
-size_t tinspect_snapshot_threads_seen(const tinspect_snapshot *snap)
-{
-	return snap->d->threads_seen;
-}
+TIN_GET(size_t, tinspect_snapshot_threads_seen, tinspect_snapshot, threads_seen)
+TIN_GET(size_t, tinspect_snapshot_threads_stopped, tinspect_snapshot,
+	threads_stopped)
+TIN_GET(size_t, tinspect_snapshot_threads_vanished, tinspect_snapshot,
+	threads_vanished)
+TIN_GET(size_t, tinspect_snapshot_stragglers, tinspect_snapshot, stragglers)
+TIN_GET(size_t, tinspect_snapshot_threads_with_errors, tinspect_snapshot,
+	threads_with_errors)
+TIN_GET(bool, tinspect_snapshot_has_stacks, tinspect_snapshot, stacks)
+TIN_GET(uint64_t, tinspect_snapshot_stack_bytes_copied, tinspect_snapshot,
+	stack_bytes_copied)
 
-size_t tinspect_snapshot_threads_stopped(const tinspect_snapshot *snap)
-{
-	return snap->d->threads_stopped;
-}
+TIN_LIST(tinspect_snapshot_nerrors, tinspect_snapshot_error, tinspect_snapshot,
+	 char, h->d->nerrors, h->d->errors[i])
 
-size_t tinspect_snapshot_threads_vanished(const tinspect_snapshot *snap)
-{
-	return snap->d->threads_vanished;
-}
-
-size_t tinspect_snapshot_stragglers(const tinspect_snapshot *snap)
-{
-	return snap->d->stragglers;
-}
-
-size_t tinspect_snapshot_threads_with_errors(const tinspect_snapshot *snap)
-{
-	return snap->d->threads_with_errors;
-}
-
-bool tinspect_snapshot_has_stacks(const tinspect_snapshot *snap)
-{
-	return snap->d->stacks;
-}
-
-uint64_t tinspect_snapshot_stack_bytes_copied(const tinspect_snapshot *snap)
-{
-	return snap->d->stack_bytes_copied;
-}
-
-size_t tinspect_snapshot_nerrors(const tinspect_snapshot *snap)
-{
-	return snap->d->nerrors;
-}
-
-const char *tinspect_snapshot_error(const tinspect_snapshot *snap, size_t i)
-{
-	return i < snap->d->nerrors ? snap->d->errors[i] : NULL;
-}
-
-size_t tinspect_snapshot_nwarnings(const tinspect_snapshot *snap)
-{
-	return snap->d->nwarnings;
-}
-
-const char *tinspect_snapshot_warning(const tinspect_snapshot *snap, size_t i)
-{
-	return i < snap->d->nwarnings ? snap->d->warnings[i] : NULL;
-}
+TIN_LIST(tinspect_snapshot_nwarnings, tinspect_snapshot_warning,
+	 tinspect_snapshot, char, h->d->nwarnings, h->d->warnings[i])
 
 const char *tinspect_snapshot_syscall_name(const tinspect_snapshot *snap, long nr)
 {
@@ -377,15 +305,8 @@ const char *tinspect_snapshot_syscall_name(const tinspect_snapshot *snap, long n
 
 /* ---- threads ------------------------------------------------------------------------ */
 
-size_t tinspect_snapshot_nthreads(const tinspect_snapshot *snap)
-{
-	return snap->d->nthreads;
-}
-
-const tinspect_thread *tinspect_snapshot_thread(const tinspect_snapshot *snap, size_t i)
-{
-	return i < snap->d->nthreads ? &snap->threads[i] : NULL;
-}
+TIN_LIST(tinspect_snapshot_nthreads, tinspect_snapshot_thread,
+	 tinspect_snapshot, tinspect_thread, h->d->nthreads, &h->threads[i])
 
 static bool tid_below(const void *e, const void *key)
 {
@@ -415,104 +336,43 @@ const tinspect_thread *tinspect_snapshot_thread_by_tid(const tinspect_snapshot *
 
 /* ---- thread-local variables ------------------------------------------------------------ */
 
-size_t tinspect_snapshot_ntls_vars(const tinspect_snapshot *snap)
-{
-	return snap->d->ntls_vars;
-}
+TIN_LIST(tinspect_snapshot_ntls_vars, tinspect_snapshot_tls_var,
+	 tinspect_snapshot, tinspect_tls_var, h->d->ntls_vars,
+	 TIN_CAST(const tinspect_tls_var *, &h->d->tls_vars[i]))
 
-const tinspect_tls_var *tinspect_snapshot_tls_var(const tinspect_snapshot *snap, size_t i)
-{
-	return i < snap->d->ntls_vars
-		? TIN_CAST(const tinspect_tls_var *, &snap->d->tls_vars[i]) : NULL;
-}
-
-const char *tinspect_tls_var_name(const tinspect_tls_var *var)
-{
-	return tin_tls_var(var)->name;
-}
-
-bool tinspect_tls_var_is_errno(const tinspect_tls_var *var)
-{
-	return tin_tls_var(var)->is_errno;
-}
-
-bool tinspect_tls_var_found(const tinspect_tls_var *var)
-{
-	return tin_tls_var(var)->found;
-}
-
-const char *tinspect_tls_var_error(const tinspect_tls_var *var)
-{
-	return tin_tls_var(var)->error;
-}
-
-const char *tinspect_tls_var_module(const tinspect_tls_var *var)
-{
-	return tin_tls_var(var)->module;
-}
-
-uint64_t tinspect_tls_var_offset(const tinspect_tls_var *var)
-{
-	return tin_tls_var(var)->offset;
-}
-
-enum tinspect_tls_type tinspect_tls_var_type(const tinspect_tls_var *var)
-{
-	return (enum tinspect_tls_type)tin_tls_var(var)->type;
-}
-
-unsigned tinspect_tls_var_size(const tinspect_tls_var *var)
-{
-	return tin_tls_var(var)->size;
-}
-
-const char *tinspect_tls_var_type_name(const tinspect_tls_var *var)
-{
-	return tin_tls_var(var)->type_name;
-}
-
-const char *tinspect_tls_var_c_type(const tinspect_tls_var *var)
-{
-	return tin_tls_var(var)->c_type;
-}
-
-const char *tinspect_tls_var_source(const tinspect_tls_var *var)
-{
-	return tin_tls_var(var)->source;
-}
+TIN_GET_CAST(const char *, tinspect_tls_var_name, tinspect_tls_var, tin_tls_var,
+	     name)
+TIN_GET_CAST(bool, tinspect_tls_var_is_errno, tinspect_tls_var, tin_tls_var,
+	     is_errno)
+TIN_GET_CAST(bool, tinspect_tls_var_found, tinspect_tls_var, tin_tls_var, found)
+TIN_GET_CAST(const char *, tinspect_tls_var_error, tinspect_tls_var,
+	     tin_tls_var, error)
+TIN_GET_CAST(const char *, tinspect_tls_var_module, tinspect_tls_var,
+	     tin_tls_var, module)
+TIN_GET_CAST(uint64_t, tinspect_tls_var_offset, tinspect_tls_var, tin_tls_var,
+	     offset)
+TIN_GET_CAST(enum tinspect_tls_type, tinspect_tls_var_type, tinspect_tls_var,
+	     tin_tls_var, type)
+TIN_GET_CAST(unsigned, tinspect_tls_var_size, tinspect_tls_var, tin_tls_var,
+	     size)
+TIN_GET_CAST(const char *, tinspect_tls_var_type_name, tinspect_tls_var,
+	     tin_tls_var, type_name)
+TIN_GET_CAST(const char *, tinspect_tls_var_c_type, tinspect_tls_var,
+	     tin_tls_var, c_type)
+TIN_GET_CAST(const char *, tinspect_tls_var_source, tinspect_tls_var,
+	     tin_tls_var, source)
 
 /* ---- pthread keys ------------------------------------------------------------------------- */
 
-bool tinspect_snapshot_keys_read(const tinspect_snapshot *snap)
-{
-	return snap->d->keys_read;
-}
+TIN_GET(bool, tinspect_snapshot_keys_read, tinspect_snapshot, keys_read)
+TIN_GET(size_t, tinspect_snapshot_keys_max, tinspect_snapshot, keys_max)
 
-size_t tinspect_snapshot_keys_max(const tinspect_snapshot *snap)
-{
-	return snap->d->keys_max;
-}
+TIN_LIST(tinspect_snapshot_nkeys, tinspect_snapshot_key, tinspect_snapshot,
+	 tinspect_key, h->d->nkeys,
+	 TIN_CAST(const tinspect_key *, &h->d->keys[i]))
 
-size_t tinspect_snapshot_nkeys(const tinspect_snapshot *snap)
-{
-	return snap->d->nkeys;
-}
-
-const tinspect_key *tinspect_snapshot_key(const tinspect_snapshot *snap, size_t i)
-{
-	return i < snap->d->nkeys ? TIN_CAST(const tinspect_key *, &snap->d->keys[i])
-				  : NULL;
-}
-
-unsigned tinspect_key_id(const tinspect_key *key)
-{
-	return tin_key(key)->key;
-}
-
-uint64_t tinspect_key_seq(const tinspect_key *key)
-{
-	return tin_key(key)->seq;
-}
+TIN_GET_CAST(unsigned, tinspect_key_id, tinspect_key, tin_key, key)
+TIN_GET_CAST(uint64_t, tinspect_key_seq, tinspect_key, tin_key, seq)
 
 const tinspect_symbol *tinspect_key_destructor(const tinspect_key *key)
 {
@@ -523,56 +383,25 @@ const tinspect_symbol *tinspect_key_destructor(const tinspect_key *key)
 
 /* ---- language runtimes ----------------------------------------------------------------------- */
 
-size_t tinspect_snapshot_nruntimes(const tinspect_snapshot *snap)
-{
-	return snap->d->nruntimes;
-}
+TIN_LIST(tinspect_snapshot_nruntimes, tinspect_snapshot_runtime,
+	 tinspect_snapshot, tinspect_runtime, h->d->nruntimes,
+	 TIN_CAST(const tinspect_runtime *, &h->d->runtimes[i]))
 
-const tinspect_runtime *tinspect_snapshot_runtime(const tinspect_snapshot *snap,
-						  size_t i)
-{
-	return i < snap->d->nruntimes
-		? TIN_CAST(const tinspect_runtime *, &snap->d->runtimes[i]) : NULL;
-}
-
-const char *tinspect_runtime_name(const tinspect_runtime *rt)
-{
-	return tin_runtime(rt)->name;
-}
-
-const char *tinspect_runtime_module(const tinspect_runtime *rt)
-{
-	return tin_runtime(rt)->module;
-}
-
-const char *tinspect_runtime_note(const tinspect_runtime *rt)
-{
-	return tin_runtime(rt)->note;
-}
-
-const char *tinspect_runtime_version(const tinspect_runtime *rt)
-{
-	return tin_runtime(rt)->version;
-}
+TIN_GET_CAST(const char *, tinspect_runtime_name, tinspect_runtime, tin_runtime,
+	     name)
+TIN_GET_CAST(const char *, tinspect_runtime_module, tinspect_runtime,
+	     tin_runtime, module)
+TIN_GET_CAST(const char *, tinspect_runtime_note, tinspect_runtime, tin_runtime,
+	     note)
+TIN_GET_CAST(const char *, tinspect_runtime_version, tinspect_runtime,
+	     tin_runtime, version)
 
 /* ---- symbols ------------------------------------------------------------------------------ */
 
-uint64_t tinspect_symbol_addr(const tinspect_symbol *sym)
-{
-	return tin_symbol(sym)->addr;
-}
-
-const char *tinspect_symbol_module(const tinspect_symbol *sym)
-{
-	return tin_symbol(sym)->module;
-}
-
-const char *tinspect_symbol_name(const tinspect_symbol *sym)
-{
-	return tin_symbol(sym)->name;
-}
-
-uint64_t tinspect_symbol_offset(const tinspect_symbol *sym)
-{
-	return tin_symbol(sym)->offset;
-}
+TIN_GET_CAST(uint64_t, tinspect_symbol_addr, tinspect_symbol, tin_symbol, addr)
+TIN_GET_CAST(const char *, tinspect_symbol_module, tinspect_symbol, tin_symbol,
+	     module)
+TIN_GET_CAST(const char *, tinspect_symbol_name, tinspect_symbol, tin_symbol,
+	     name)
+TIN_GET_CAST(uint64_t, tinspect_symbol_offset, tinspect_symbol, tin_symbol,
+	     offset)

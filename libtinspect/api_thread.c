@@ -21,15 +21,8 @@ _Static_assert(TINSPECT_SYSCALL_PROC == (int)DBS_SYSCALL_PROC, "syscall source")
 
 /* ---- identity ------------------------------------------------------------------ */
 
-pid_t tinspect_thread_tid(const tinspect_thread *th)
-{
-	return th->d->tid;
-}
-
-pid_t tinspect_thread_ns_tid(const tinspect_thread *th)
-{
-	return th->d->ns_tid;
-}
+TIN_GET(pid_t, tinspect_thread_tid, tinspect_thread, tid)
+TIN_GET(pid_t, tinspect_thread_ns_tid, tinspect_thread, ns_tid)
 
 const char *tinspect_thread_name(const tinspect_thread *th, size_t *ret_len)
 {
@@ -135,15 +128,8 @@ const char *tinspect_thread_affinity(const tinspect_thread *th, size_t *ret_len)
 
 /* ---- the capture -------------------------------------------------------------------- */
 
-bool tinspect_thread_stopped(const tinspect_thread *th)
-{
-	return th->d->stopped;
-}
-
-bool tinspect_thread_straggler(const tinspect_thread *th)
-{
-	return th->d->straggler;
-}
+TIN_GET(bool, tinspect_thread_stopped, tinspect_thread, stopped)
+TIN_GET(bool, tinspect_thread_straggler, tinspect_thread, straggler)
 
 enum tinspect_observation tinspect_thread_observation(const tinspect_thread *th)
 {
@@ -165,10 +151,7 @@ const char *tinspect_observation_name(enum tinspect_observation obs)
 	return "none";
 }
 
-bool tinspect_thread_jobctl_stopped(const tinspect_thread *th)
-{
-	return th->d->jobctl_stopped;
-}
+TIN_GET(bool, tinspect_thread_jobctl_stopped, tinspect_thread, jobctl_stopped)
 
 enum tinspect_progress tinspect_thread_progress(const tinspect_thread *th)
 {
@@ -279,10 +262,8 @@ const tinspect_symbol *tinspect_thread_start_routine(const tinspect_thread *th)
 
 /* ---- the stack ----------------------------------------------------------------------- */
 
-enum tinspect_stack_end tinspect_thread_stack_end(const tinspect_thread *th)
-{
-	return (enum tinspect_stack_end)th->d->stack.end;
-}
+TIN_GET(enum tinspect_stack_end, tinspect_thread_stack_end, tinspect_thread,
+	stack.end)
 
 const char *tinspect_stack_end_name(enum tinspect_stack_end end)
 {
@@ -294,10 +275,7 @@ bool tinspect_stack_end_is_error(enum tinspect_stack_end end)
 	return dbs_stack_end_is_error((enum dbs_stack_end)end);
 }
 
-const char *tinspect_thread_stack_error(const tinspect_thread *th)
-{
-	return th->d->stack.error;
-}
+TIN_GET(const char *, tinspect_thread_stack_error, tinspect_thread, stack.error)
 
 void tinspect_thread_stack_copied(const tinspect_thread *th, uint64_t *ret_from,
 				  uint64_t *ret_to)
@@ -308,76 +286,27 @@ void tinspect_thread_stack_copied(const tinspect_thread *th, uint64_t *ret_from,
 		*ret_to = th->d->stack.copied_to;
 }
 
-size_t tinspect_thread_nframes(const tinspect_thread *th)
-{
-	return th->d->stack.nframes;
-}
+TIN_LIST(tinspect_thread_nframes, tinspect_thread_frame, tinspect_thread,
+	 tinspect_frame, h->d->stack.nframes,
+	 TIN_CAST(const tinspect_frame *, &h->d->stack.frames[i]))
 
-const tinspect_frame *tinspect_thread_frame(const tinspect_thread *th, size_t i)
-{
-	const struct dbs_stack *st = &th->d->stack;
-	return i < st->nframes ? TIN_CAST(const tinspect_frame *, &st->frames[i]) : NULL;
-}
-
-uint64_t tinspect_frame_pc(const tinspect_frame *f)
-{
-	return tin_frame(f)->pc;
-}
-
-bool tinspect_frame_inlined(const tinspect_frame *f)
-{
-	return tin_frame(f)->inlined;
-}
-
-const char *tinspect_frame_module(const tinspect_frame *f)
-{
-	return tin_frame(f)->module;
-}
-
-const char *tinspect_frame_build_id(const tinspect_frame *f)
-{
-	return tin_frame(f)->build_id;
-}
-
-const char *tinspect_frame_symbol(const tinspect_frame *f)
-{
-	return tin_frame(f)->symbol;
-}
-
-const char *tinspect_frame_mangled(const tinspect_frame *f)
-{
-	return tin_frame(f)->mangled;
-}
-
-uint64_t tinspect_frame_offset(const tinspect_frame *f)
-{
-	return tin_frame(f)->offset;
-}
-
-const char *tinspect_frame_file(const tinspect_frame *f)
-{
-	return tin_frame(f)->file;
-}
-
-int tinspect_frame_line(const tinspect_frame *f)
-{
-	return tin_frame(f)->line;
-}
-
-uint64_t tinspect_frame_module_offset(const tinspect_frame *f)
-{
-	return tin_frame(f)->module_offset;
-}
-
-uint64_t tinspect_frame_sp(const tinspect_frame *f)
-{
-	return tin_frame(f)->sp;
-}
-
-bool tinspect_frame_scanned(const tinspect_frame *f)
-{
-	return tin_frame(f)->scanned;
-}
+TIN_GET_CAST(uint64_t, tinspect_frame_pc, tinspect_frame, tin_frame, pc)
+TIN_GET_CAST(bool, tinspect_frame_inlined, tinspect_frame, tin_frame, inlined)
+TIN_GET_CAST(const char *, tinspect_frame_module, tinspect_frame, tin_frame,
+	     module)
+TIN_GET_CAST(const char *, tinspect_frame_build_id, tinspect_frame, tin_frame,
+	     build_id)
+TIN_GET_CAST(const char *, tinspect_frame_symbol, tinspect_frame, tin_frame,
+	     symbol)
+TIN_GET_CAST(const char *, tinspect_frame_mangled, tinspect_frame, tin_frame,
+	     mangled)
+TIN_GET_CAST(uint64_t, tinspect_frame_offset, tinspect_frame, tin_frame, offset)
+TIN_GET_CAST(const char *, tinspect_frame_file, tinspect_frame, tin_frame, file)
+TIN_GET_CAST(int, tinspect_frame_line, tinspect_frame, tin_frame, line)
+TIN_GET_CAST(uint64_t, tinspect_frame_module_offset, tinspect_frame, tin_frame,
+	     module_offset)
+TIN_GET_CAST(uint64_t, tinspect_frame_sp, tinspect_frame, tin_frame, sp)
+TIN_GET_CAST(bool, tinspect_frame_scanned, tinspect_frame, tin_frame, scanned)
 
 int tinspect_thread_stack_bounds(const tinspect_thread *th,
 				 struct tinspect_stack_bounds *ret, size_t size)
@@ -414,42 +343,22 @@ const tinspect_wait *tinspect_thread_wait(const tinspect_thread *th)
 
 /* ---- failures -------------------------------------------------------------------------- */
 
-size_t tinspect_thread_nerrors(const tinspect_thread *th)
-{
-	return th->d->nerrors;
-}
-
-const char *tinspect_thread_error(const tinspect_thread *th, size_t i)
-{
-	return i < th->d->nerrors ? th->d->errors[i] : NULL;
-}
+TIN_LIST(tinspect_thread_nerrors, tinspect_thread_error, tinspect_thread, char,
+	 h->d->nerrors, h->d->errors[i])
 
 /* ---- TLS values --------------------------------------------------------------------------- */
 
-size_t tinspect_thread_ntls(const tinspect_thread *th)
-{
-	return th->ntls;
-}
-
-const tinspect_tls_value *tinspect_thread_tls(const tinspect_thread *th, size_t i)
-{
-	return i < th->ntls ? &th->tls[i] : NULL;
-}
+TIN_LIST(tinspect_thread_ntls, tinspect_thread_tls, tinspect_thread,
+	 tinspect_tls_value, h->ntls, &h->tls[i])
 
 const tinspect_tls_var *tinspect_tls_value_var(const tinspect_tls_value *v)
 {
 	return TIN_CAST(const tinspect_tls_var *, v->var);
 }
 
-enum tinspect_tls_status tinspect_tls_value_status(const tinspect_tls_value *v)
-{
-	return (enum tinspect_tls_status)v->d->status;
-}
-
-const char *tinspect_tls_value_error(const tinspect_tls_value *v)
-{
-	return v->d->error;
-}
+TIN_GET(enum tinspect_tls_status, tinspect_tls_value_status, tinspect_tls_value,
+	status)
+TIN_GET(const char *, tinspect_tls_value_error, tinspect_tls_value, error)
 
 int tinspect_tls_value_address(const tinspect_tls_value *v, uint64_t *ret_addr)
 {
@@ -503,10 +412,7 @@ double tinspect_tls_value_double(const tinspect_tls_value *v)
 
 /* ---- key values ------------------------------------------------------------------------------ */
 
-bool tinspect_thread_keys_read(const tinspect_thread *th)
-{
-	return th->d->keys_read;
-}
+TIN_GET(bool, tinspect_thread_keys_read, tinspect_thread, keys_read)
 
 size_t tinspect_thread_nkeys(const tinspect_thread *th)
 {

@@ -109,4 +109,38 @@ const struct tinspect_lock *tin_lock_at(const struct tinspect_snapshot *s, size_
  * this library does not know of a larger one).  0, or -EINVAL for size 0. */
 int tin_fill(void *ret, size_t size, const void *v, size_t vsize);
 
+/*
+ * Generators of the accessors that do nothing but read (as elfutils'
+ * libdw and libbpf define their field getters): each makes one function
+ * its public header declares, with the header's parameter names.  The
+ * cast turns dbsession's enums into the public ones they mirror (each
+ * file asserts that the values agree).
+ *
+ * TIN_GET: a field of the dbsession struct behind a wrapper handle
+ * (snapshot, thread, wait, lock, cycle, stall, TLS value).
+ * TIN_GET_CAST: a field of the dbsession struct that the handle is, through
+ * its tin_frame()-style cast.
+ * TIN_LIST: a count and the element of index i (NULL out of range): n and
+ * elem are expressions of the handle, which is named h, and of i.
+ */
+#define TIN_GET(rtype, name, htype, field)				\
+	rtype name(const htype *h)					\
+	{								\
+		return (rtype)h->d->field;				\
+	}
+#define TIN_GET_CAST(rtype, name, htype, cast, field)			\
+	rtype name(const htype *h)					\
+	{								\
+		return (rtype)cast(h)->field;				\
+	}
+#define TIN_LIST(nname, name, htype, etype, n, elem)			\
+	size_t nname(const htype *h)					\
+	{								\
+		return n;						\
+	}								\
+	const etype *name(const htype *h, size_t i)			\
+	{								\
+		return i < (n) ? (elem) : NULL;				\
+	}
+
 #endif
