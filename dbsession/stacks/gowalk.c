@@ -10,7 +10,8 @@
  * frame returns through the register itself (docs/GO.md §5).  So pc and
  * sp are enough on x86_64, which is also all a nonblocking capture has;
  * on aarch64 the innermost frame of a frameless function also needs the
- * link register.
+ * link register, and a nonblocking capture, which has none, ends its stack
+ * there (DBS_STACK_REGISTER_UNKNOWN).
  *
  * Where the runtime's own traceback stops, so does this walk, and says
  * why: at a function the table marks as the outermost frame of its stack
@@ -104,10 +105,7 @@ void dbs_go_walk(struct psvc_target *t, const struct arch_desc *arch,
 			/* no frame yet: the return address is still in the
 			 * link register, which only an activation has */
 			if (!have_lr) {
-				w->end = DBS_STACK_ERROR;
-				w->why = "a Go function without a frame returns "
-					 "through the link register, which this "
-					 "capture does not have";
+				w->end = DBS_STACK_REGISTER_UNKNOWN;
 				return;
 			}
 			top = sp;

@@ -48,6 +48,7 @@ const char *dbs_stack_end_name(enum dbs_stack_end e)
 	case DBS_STACK_UNKNOWN_CODE: return "unknown_code";
 	case DBS_STACK_SWITCH: return "stack_switch";
 	case DBS_STACK_SCANNED: return "scanned";
+	case DBS_STACK_REGISTER_UNKNOWN: return "register_unknown";
 	}
 	return "error";
 }
