@@ -113,7 +113,7 @@ int agent_core(const char *core, const char *exe, const char *sysroot,
 
 /* JSON document format; bump the minor for additions, the major for
  * changes that break readers. */
-#define TINSPECT_FORMAT_VERSION "2.8"
+#define TINSPECT_FORMAT_VERSION "2.9"
 
 /* The renderers: the report of one snapshot, the whole document, to out
  * (text/text.c, json/json.c); 0, or -1 if writing failed.  main.c picks

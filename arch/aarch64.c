@@ -163,6 +163,7 @@ const struct arch_desc arch_desc_aarch64 = {
 	 * as on x86_64 */
 	.stack_below_sp = 128,
 	.min_page_size = 4096,
+	.stack_align = 16,
 	.user_end = 1ull << 52,
 	.fp_alt_note = NT_ARM_SVE,
 	.fpregs_from_alt = fpregs_from_sve,

@@ -152,6 +152,9 @@ struct arch_desc {
 	/* The smallest page the kernel may use: what is read of a stack
 	 * nothing more is known of */
 	unsigned min_page_size;
+	/* The alignment the ABI keeps sp at (16 on both psABIs): the slot
+	 * a signal handler pushes to fake a call is this big */
+	unsigned stack_align;
 	/* Where the user address space ends: no object of a process lies
 	 * at or above it (x86_64 with 4-level page tables: 2^47; aarch64:
 	 * 2^52, the most its kernel gives a process, 2^48 unless the

@@ -161,6 +161,7 @@ const struct arch_desc arch_desc_x86_64 = {
 
 	.stack_below_sp = 128,
 	.min_page_size = 4096,
+	.stack_align = 16,
 	.user_end = 1ull << 47,
 
 	.xstate_note = NT_X86_XSTATE,

@@ -206,6 +206,10 @@ struct dbs_go_walk {
 				 * Go frames return to */
 	bool activation;	/* in: pc is the thread's, not a return
 				 * address */
+	bool have_lr;		/* in: lr holds the link register of the
+				 * frame at pc (an activation's, on an
+				 * architecture with one) */
+	uint64_t lr;
 	bool (*push)(void *ctx, uint64_t pc, uint64_t sp, bool activation);
 	void *ctx;
 	enum dbs_gowalk_result result;

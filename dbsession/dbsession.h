@@ -188,6 +188,11 @@ enum dbs_stack_end {
 				 * libc), and the scan found no further
 				 * return address: not an error, but frames
 				 * between may be missing (stackscan.c) */
+	DBS_STACK_REGISTER_UNKNOWN, /* the next frame's return address is
+				 * still in a register the capture does not
+				 * read (a nonblocking one, in an aarch64
+				 * function that has not saved its link
+				 * register): not an error (gowalk.c) */
 };
 const char *dbs_stack_end_name(enum dbs_stack_end e);
 

@@ -15,6 +15,8 @@
 _Static_assert(TINSPECT_STACK_UNKNOWN_CODE == (int)DBS_STACK_UNKNOWN_CODE, "stack end");
 _Static_assert(TINSPECT_STACK_SWITCH == (int)DBS_STACK_SWITCH, "stack end");
 _Static_assert(TINSPECT_STACK_SCANNED == (int)DBS_STACK_SCANNED, "stack end");
+_Static_assert(TINSPECT_STACK_REGISTER_UNKNOWN == (int)DBS_STACK_REGISTER_UNKNOWN,
+	       "stack end");
 _Static_assert(TINSPECT_BOUNDS_NOT_STACK == (int)DBS_BOUNDS_NOT_STACK, "bounds");
 _Static_assert(TINSPECT_TLS_ERROR == (int)DBS_TLS_ERROR, "tls status");
 _Static_assert(TINSPECT_SYSCALL_PROC == (int)DBS_SYSCALL_PROC, "syscall source");

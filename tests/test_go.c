@@ -554,6 +554,25 @@ Test(go, a_static_go_program_says_once_it_has_no_c_library)
 
 /* ---- healthy services: exit status 0 every time -------------------------------- */
 
+/* A stack that ends register_unknown: only where the capture had no link
+ * register (aarch64, nonblocking), and after the frame of the runtime's
+ * frameless function that holds the caller's address in it. */
+static void check_register_unknown(const char *what, json_t *doc, json_t *stack)
+{
+	const char *arch = jstr(json_object_get(doc, "process"), "arch");
+	json_t *frames = json_object_get(stack, "frames");
+	size_t n = json_array_size(frames);
+	cr_assert(arch && !strcmp(arch, "aarch64"),
+		  "%s: a stack ends register_unknown on %s", what, arch ? arch : "?");
+	cr_assert(!strcmp(jstr(json_object_get(doc, "capture"), "mode"), "nonblocking"),
+		  "%s: register_unknown in a capture that stopped the thread", what);
+	cr_assert_gt(n, 0);
+	const char *fn = jstr(json_array_get(frames, n - 1), "symbol");
+	cr_assert(fn && !strncmp(fn, "runtime.", 8),
+		  "%s: register_unknown after %s, not a Go runtime function", what,
+		  fn ? fn : "?");
+}
+
 static void snapshots_all_exit_0(const char *what, int count, const char *opt)
 {
 	for (int i = 0; i < count; i++) {
@@ -572,6 +591,10 @@ static void snapshots_all_exit_0(const char *what, int count, const char *opt)
 			json_t *b = json_object_get(t, "stack_bounds");
 			cr_assert(json_is_null(b) || strcmp(jstr(b, "status"), "low"),
 				  "%s: a stack nearly full", what);
+			json_t *st = json_object_get(t, "stack");
+			const char *end = st ? jstr(st, "end") : NULL;
+			if (end && !strcmp(end, "register_unknown"))
+				check_register_unknown(what, doc, st);
 		}
 		json_decref(doc);
 	}

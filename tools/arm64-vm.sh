@@ -30,7 +30,10 @@
 # time and removed; without binfmt_misc, inside the emulated machine);
 # its kernel (linux-image-arm64's) and a small initramfs (busybox, the
 # modules of the virtio disk and ext4).  No network is needed
-# afterwards: the machine has none.
+# afterwards: the machine has none.  A package the list below gained after
+# the root was made (the root's own dpkg status, read with debugfs, says
+# which) is fetched with what it depends on that the root lacks, and
+# installed by one boot of the machine on the cached root itself.
 #
 # Every run: the tree (the files git knows and the untracked ones it does
 # not ignore) is copied onto a scratch ext4 image, the machine boots under
@@ -66,6 +69,8 @@ VM_PACKAGES=(
 	libcap2-bin groff-base libbz2-dev
 	protobuf-c-compiler libprotobuf-c-dev zlib1g-dev
 	elfutils kmod
+	# the go suite's fixtures are built by the Go toolchain
+	golang-go
 	# gdb's libsource-highlight4v5 needs libboost-regex1.74.0-icu72, a
 	# virtual package debootstrap's resolver does not follow: its provider
 	libboost-regex1.74.0
@@ -157,6 +162,24 @@ guest_stage2_finish() {
 	apt-get clean
 	rm -f /root/arm64-vm.sh
 	touch /var/lib/tinspect-arm64-ready
+}
+
+# Packages the cached root lacks, from the work disk's debs/, installed on
+# the root itself (this boot's root is not a snapshot).
+guest_add_packages() {
+	export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+	mount -t proc proc /proc
+	mount -t sysfs sys /sys
+	mount -t devtmpfs dev /dev 2>/dev/null
+	export HOME=/root LANG=C DEBIAN_FRONTEND=noninteractive
+	echo "$PROG-guest: dpkg -i $(ls /work/debs | wc -l) packages"
+	if dpkg -i /work/debs/*.deb </dev/null; then
+		echo "$PROG-guest: packages added"
+	else
+		echo "$PROG-guest: dpkg failed"
+	fi
+	apt-get clean
+	guest_poweroff
 }
 
 # Sum the TAP results of a meson test run: "passed failed" (as
@@ -303,6 +326,9 @@ guest_run() {
 	read -r -a which </work/suites
 	[[ -f /work/tests ]] || which=("${which[@]/#/--suite=}")
 	echo "$PROG-guest: meson test ${which[*]}"
+	# the build disk keeps the last run's log: a run that matches no
+	# test must not count it again
+	rm -f build/meson-logs/testlog.json
 	timeout -k 60 "$(guest_left)" meson test -C build --print-errorlogs --no-rebuild \
 		-t "$scale" "${which[@]}" </dev/null 2>&1 |
 		tee "$out/test.log" | grep --line-buffered -E '^ *[0-9]+/[0-9]+ '
@@ -337,6 +363,7 @@ if [[ ${1:-} == --guest ]]; then
 	case ${1:-} in
 	stage2) guest_stage2 ;;
 	stage2-finish) guest_stage2_finish; exit $? ;;
+	add-packages) guest_add_packages ;;
 	run) guest_run ;;
 	esac
 	echo "$PROG-guest: unknown mode ${1:-}"
@@ -527,30 +554,85 @@ stage2_chroot() {	# root log
 		bash /root/arm64-vm.sh --guest stage2-finish </dev/null >>"$2" 2>&1
 }
 
-# The kernel package of the release (linux-image-arm64 names it), fetched
-# into dir through a private apt configuration for arm64: the system's
-# sources, lists and state are left alone.
-fetch_kernel() {	# mirror dir
-	local tmp rc=1 pkg
-	tmp=$(mktemp -d -p "$SCRATCH")
+# A private apt configuration for the release's arm64 packages, in a new
+# directory below SCRATCH; APT gets its options.  The system's sources,
+# lists and state are left alone.
+arm64_apt() {	# mirror
+	local tmp
+	tmp=$(mktemp -d -p "$SCRATCH") || return 1
 	mkdir -p "$tmp/lists/partial" "$tmp/cache/archives/partial"
 	echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg]" \
 		"$1 $SUITE main" >"$tmp/sources.list"
-	local apt=(-q -o "Dir::Etc::SourceList=$tmp/sources.list"
+	APT=(-q -o "Dir::Etc::SourceList=$tmp/sources.list"
 		-o Dir::Etc::SourceParts=/dev/null -o "Dir::State::Lists=$tmp/lists"
 		-o "Dir::Cache=$tmp/cache" -o Dir::State::status=/dev/null
 		-o APT::Architecture=arm64 -o APT::Architectures::=arm64
 		-o APT::Sandbox::User=root)
-	if apt-get "${apt[@]}" update </dev/null >/dev/null 2>&1 &&
-		pkg=$(apt-cache "${apt[@]}" depends linux-image-arm64 2>/dev/null |
+	apt-get "${APT[@]}" update </dev/null >/dev/null 2>&1
+}
+
+# The kernel package of the release (linux-image-arm64 names it), fetched
+# into dir.
+fetch_kernel() {	# mirror dir
+	local rc=1 pkg
+	arm64_apt "$1" || return 1
+	if pkg=$(apt-cache "${APT[@]}" depends linux-image-arm64 2>/dev/null |
 			awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ { print $2; exit }') &&
 		[[ -n $pkg ]] &&
-		(cd "$2" && apt-get "${apt[@]}" download "$pkg" busybox-static \
+		(cd "$2" && apt-get "${APT[@]}" download "$pkg" busybox-static \
 			</dev/null >/dev/null 2>&1); then
 		rc=0
 	fi
-	rm -rf "$tmp"
 	return $rc
+}
+
+# The packages installed on the cached root, one name a line (its dpkg
+# status, read without mounting it).
+root_installed() {
+	debugfs -R "cat /var/lib/dpkg/status" "${CACHE_ROOT:-$CACHE/root.img}" 2>/dev/null |
+		awk '/^Package: / { p = $2 } /^Status: .* installed$/ { print p }'
+}
+
+# Packages of VM_PACKAGES the cached root was made without (the list grew
+# since): they and what they depend on that the root lacks are fetched and
+# installed by one boot on the root itself, which is then checked.
+top_up_root() {
+	local have want=() p mirror dir deps
+	have=$(root_installed)
+	[[ -n $have ]] || die "cannot read the cached root's dpkg status"
+	for p in "${VM_PACKAGES[@]}"; do
+		grep -qx -- "$p" <<<"$have" || want+=("$p")
+	done
+	((${#want[@]})) || return 0
+	mirror=$(bash "$top/tools/setup.sh" mirror) ||
+		die "no Debian archive in this machine's apt configuration"
+	say "adding ${want[*]} to the cached root (once)"
+	arm64_apt "$mirror" || die "apt-get update for arm64 failed"
+	deps=$(apt-cache "${APT[@]}" depends --recurse --no-recommends \
+		--no-suggests --no-conflicts --no-breaks --no-replaces \
+		--no-enhances "${want[@]}" 2>/dev/null | grep -E '^[a-z0-9]' | sort -u |
+		grep -vxF -f <(echo "$have")) || die "cannot resolve ${want[*]}"
+	dir=$SCRATCH/add
+	mkdir -p "$dir/debs"
+	(cd "$dir/debs" && apt-get "${APT[@]}" download $deps </dev/null >/dev/null 2>&1) ||
+		die "cannot fetch $(echo $deps)"
+	cp "$0" "$dir/arm64-vm.sh"
+	mkimage "$SCRATCH/add.img" 4G "$dir" || die "cannot make the packages' image"
+	# on a copy, which replaces the root only once it has them all
+	cp --sparse=always "$CACHE/root.img" "$CACHE/root.new" ||
+		die "cannot copy the root"
+	boot $((SECONDS + 3600)) "$CACHE/add-packages.log" "/^$PROG-guest:/p" \
+		"tinspect.run=/work/arm64-vm.sh,--guest,add-packages" \
+		"file=$CACHE/root.new,if=virtio,format=raw" \
+		"file=$SCRATCH/add.img,if=virtio,format=raw"
+	rm -rf "$dir" "$SCRATCH/add.img"
+	have=$(CACHE_ROOT=$CACHE/root.new root_installed)
+	for p in "${want[@]}"; do
+		grep -qx -- "$p" <<<"$have" && continue
+		rm -f "$CACHE/root.new"
+		die "$p could not be added to the root (see $CACHE/add-packages.log)"
+	done
+	mv "$CACHE/root.new" "$CACHE/root.img"
 }
 
 # The cached machine, once.
@@ -624,6 +706,7 @@ mkdir -p "$CACHE"
 exec 8>"$CACHE/lock"
 flock -n 8 || die "another run uses $CACHE"
 make_cache
+top_up_root
 ((CACHE_ONLY)) && exit 0
 
 # The build disk: the last run's tree and build/, or an empty one.

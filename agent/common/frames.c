@@ -114,6 +114,11 @@ void agent_put_stack(FILE *out, const tinspect_thread *th, bool in_group)
 		      "between may be missing; the scan found no further return "
 		      "address)\n", out);
 		break;
+	case TINSPECT_STACK_REGISTER_UNKNOWN:
+		fputs("  (the caller's address is still in a register that a "
+		      "capture without stopping the thread cannot read: the "
+		      "link register)\n", out);
+		break;
 	case TINSPECT_STACK_UNKNOWN_CODE:
 		fputs("  (unwinding stopped in code outside any module: no unwind "
 		      "information and no frame pointer chain lead to its caller)\n",

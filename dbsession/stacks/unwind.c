@@ -48,6 +48,7 @@ const char *dbs_stack_end_name(enum dbs_stack_end e)
 	case DBS_STACK_UNKNOWN_CODE: return "unknown_code";
 	case DBS_STACK_SWITCH: return "stack_switch";
 	case DBS_STACK_SCANNED: return "scanned";
+	case DBS_STACK_REGISTER_UNKNOWN: return "register_unknown";
 	}
 	return "error";
 }
@@ -378,8 +379,8 @@ struct walk {
 	/* libdwfl reached Go code: the Go walk (gowalk.c) goes on from
 	 * there */
 	bool to_go;
-	uint64_t go_pc, go_sp;
-	bool go_act;
+	uint64_t go_pc, go_sp, go_lr;
+	bool go_act, go_have_lr;
 	bool restarted;		/* the next frame is the first of a restart */
 	/* why this part of the walk stopped early, and the registers to
 	 * start the next from: a signal frame's, or the caller's of a frame
@@ -534,6 +535,14 @@ static int frame_cb(Dwfl_Frame *frame, void *arg)
 		w->go_pc = pc;
 		w->go_sp = sp;
 		w->go_act = act;
+		/* a frameless Go function returns through the link
+		 * register: an activation's is known (the thread's
+		 * registers, or the ones a signal frame saved) */
+		Dwarf_Word lr;
+		int lr_reg = w->u->arch->dwarf_lr;
+		w->go_have_lr = act && lr_reg >= 0 &&
+				dwfl_frame_reg(frame, (unsigned)lr_reg, &lr) == 0;
+		w->go_lr = w->go_have_lr ? strip_pac(w->u, lr) : 0;
 		return DWARF_CB_ABORT;
 	}
 	if (have_sp) {
@@ -723,6 +732,7 @@ static void walk_thread(struct dbs_unwinder *u, struct dbs_thread *th,
 		}
 		struct dbs_go_walk g = {
 			.pc = w->go_pc, .sp = w->go_sp, .activation = w->go_act,
+			.have_lr = w->go_have_lr, .lr = w->go_lr,
 			.push = push_frame, .ctx = w,
 		};
 		dbs_go_walk(u->t, u->arch, &g);

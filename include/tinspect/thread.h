@@ -157,7 +157,7 @@ const tinspect_symbol *tinspect_thread_start_routine(const tinspect_thread *th);
 /* Why its stack ends where it ends; TINSPECT_STACK_NONE: no stack. */
 enum tinspect_stack_end tinspect_thread_stack_end(const tinspect_thread *th);
 /* "none", "complete", "truncated", "max_frames", "bad_sp", "error",
- * "unknown_code", "stack_switch", "scanned". */
+ * "unknown_code", "stack_switch", "scanned", "register_unknown". */
 const char *tinspect_stack_end_name(enum tinspect_stack_end end);
 /* The ends that are a failure to read the thread (BAD_SP, ERROR): the
  * thread then has an error that says so. */

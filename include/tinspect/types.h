@@ -77,6 +77,12 @@ enum tinspect_stack_end {
 					 * found: frames between may be
 					 * missing (tinspect_frame_scanned());
 					 * no error */
+	TINSPECT_STACK_REGISTER_UNKNOWN,	/* the return address of the
+					 * last frame is in a register the
+					 * capture does not read (a
+					 * nonblocking capture, in an aarch64
+					 * function that has not saved its
+					 * link register); no error */
 };
 
 /* How a thread-local variable's bytes are read. */
