@@ -110,9 +110,9 @@ const struct tinspect_lock *tin_lock_at(const struct tinspect_snapshot *s, size_
 int tin_fill(void *ret, size_t size, const void *v, size_t vsize);
 
 /*
- * Generators of the accessors that do nothing but read (as elfutils'
- * libdw and libbpf define their field getters): each makes one function
- * its public header declares, with the header's parameter names.  The
+ * Generators of the accessors that do nothing but read: each makes one
+ * function its public header declares (the header keeps the prototype
+ * and its documentation), the handle named h.  The
  * cast turns dbsession's enums into the public ones they mirror (each
  * file asserts that the values agree).
  *
