@@ -119,6 +119,7 @@ const struct arch_desc arch_desc_aarch64 = {
 	.ngregs = A64_NREGS,
 	.pc_idx = A64_PC,
 	.sp_idx = A64_SP,
+	.fp_idx = A64_X29,
 	.greg_names = greg_names,
 	.callee_saved = callee_saved,
 	.ncallee_saved = ARCH_NELEMS(callee_saved),

@@ -55,6 +55,7 @@ struct arch_desc {
 	/* ---- general registers */
 	unsigned ngregs;		/* NT_PRSTATUS payload, in words */
 	unsigned pc_idx, sp_idx;	/* word index of pc and sp */
+	unsigned fp_idx;		/* of the frame pointer (rbp; x29) */
 	const char *const *greg_names;	/* ngregs names, for text and JSON */
 	/* The general registers the ABI has callee-saved (x86_64 psABI: rbx
 	 * rbp r12-r15; AAPCS64: x19-x29), in that order: what a function

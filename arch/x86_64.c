@@ -134,6 +134,7 @@ const struct arch_desc arch_desc_x86_64 = {
 	.ngregs = X86_NREGS,
 	.pc_idx = X86_RIP,
 	.sp_idx = X86_RSP,
+	.fp_idx = X86_RBP,
 	.greg_names = greg_names,
 	.callee_saved = callee_saved,
 	.ncallee_saved = ARCH_NELEMS(callee_saved),

@@ -129,9 +129,10 @@ static bool in_function(Dwfl *dwfl, uint64_t pc, uint64_t fn)
  * code that keeps no frame pointer), or the last if the part stopped
  * short of the outermost frame.  Only pc and sp are known at the frame
  * found above it; the callee-saved registers are the thread's own (code
- * without frame pointers leaves rbp to its caller), rbp only where it
- * points into the stack above that frame, else 0, so that a CFA
- * computed from it fails instead of leading into garbage.  Only where
+ * without frame pointers leaves that register, rbp, to its caller), the
+ * frame pointer only where it points into the stack above that frame,
+ * else 0, so that a CFA computed from it fails instead of leading into
+ * garbage.  Only where
  * the architecture recognises call instructions (arch_desc.call_before:
  * x86_64); aarch64 steps through frame records (framerec.c).
  */
@@ -170,9 +171,9 @@ bool dbs_stackscan_resume(Dwfl *dwfl, struct psvc_target *t,
 	sc->part_base = *n;
 	sc->next = true;
 	memcpy(gregs, th->gregs, sizeof th->gregs);
-	enum { X86_RBP = 4 };	/* NT_PRSTATUS order */
-	if (gregs[X86_RBP] < sp || gregs[X86_RBP] >= th->stack.copied_to)
-		gregs[X86_RBP] = 0;
+	uint64_t *fp = &gregs[arch->fp_idx];
+	if (*fp < sp || *fp >= th->stack.copied_to)
+		*fp = 0;
 	gregs[arch->sp_idx] = sp;
 	gregs[arch->pc_idx] = pc - 1;
 	return true;
