@@ -386,6 +386,22 @@ void remove_tree(const char *dir)
 	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* How pid ended, if it is a child of ours that has ended, for a failure's
+ * message (left unreaped: its fixture's teardown collects it); "" if it
+ * has not. */
+static const char *child_end(pid_t pid, char *buf, size_t n)
+{
+	siginfo_t si = { 0 };
+	if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) || si.si_pid != pid)
+		return "";
+	if (si.si_code == CLD_EXITED)
+		snprintf(buf, n, "; the target had exited with status %d", si.si_status);
+	else
+		snprintf(buf, n, "; the target had been killed by signal %d%s", si.si_status,
+			 si.si_code == CLD_DUMPED ? " (core dumped)" : "");
+	return buf;
+}
+
 json_t *inspect_json(pid_t pid, const char *const *extra, int *ret_status)
 {
 	const char *args[32];
@@ -402,8 +418,9 @@ json_t *inspect_json(pid_t pid, const char *const *extra, int *ret_status)
 	cr_assert(!r.timed_out, "tinspect timed out");
 	cr_assert(r.status >= 0, "tinspect died of signal %d; stderr: %s", r.sig,
 		  r.err ? r.err : "");
-	cr_assert(r.out_len > 0, "no JSON; exit %d, stderr: %s", r.status,
-		  r.err ? r.err : "");
+	char end[128];
+	cr_assert(r.out_len > 0, "no JSON; exit %d, stderr: %s%s", r.status,
+		  r.err ? r.err : "", child_end(pid, end, sizeof end));
 	cr_assert(schema_valid(r.out, r.out_len), "output does not validate");
 	json_error_t je;
 	json_t *doc = json_loadb(r.out, r.out_len, 0, &je);
