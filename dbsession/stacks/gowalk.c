@@ -55,11 +55,20 @@ static bool frame_return(struct psvc_target *t, bool lr_machine,
 	return *top >= sp && !psvc_read_frozen(t, *at, ret, sizeof *ret);
 }
 
+/* The walk ends at a word it could not read: a truncated stack, and
+ * where it missed, for the caller to tell a short capture from a bad sp. */
+static void missed_at(struct dbs_go_walk *w, uint64_t addr)
+{
+	w->end = DBS_STACK_TRUNCATED;
+	w->missed = true;
+	w->miss_addr = addr;
+}
+
 void dbs_go_walk(struct psvc_target *t, const struct arch_desc *arch,
 		 struct dbs_go_walk *w)
 {
 	uint64_t pc = w->pc, sp = w->sp, lr = w->lr;
-	bool act = w->activation, have_lr = w->have_lr && act;
+	bool act = w->activation, have_lr = w->have_lr;
 	bool lr_machine = arch->dwarf_lr >= 0;
 	w->result = DBS_GOWALK_NOT_GO;
 	w->missed = false;
@@ -115,9 +124,7 @@ void dbs_go_walk(struct psvc_target *t, const struct arch_desc *arch,
 			if (!frame_return(t, lr_machine, sp,
 					  (uint64_t)f.spdelta, &top, &ret,
 					  &at)) {
-				w->end = DBS_STACK_TRUNCATED;
-				w->missed = true;
-				w->miss_addr = at;
+				missed_at(w, at);
 				return;
 			}
 		}
@@ -135,9 +142,7 @@ void dbs_go_walk(struct psvc_target *t, const struct arch_desc *arch,
 			 * faked the call (runtime: sigctxt.pushCall,
 			 * preparePanic) */
 			if (psvc_read_frozen(t, sp, &lr, sizeof lr)) {
-				w->end = DBS_STACK_TRUNCATED;
-				w->missed = true;
-				w->miss_addr = sp;
+				missed_at(w, sp);
 				return;
 			}
 			have_lr = true;
