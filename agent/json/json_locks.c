@@ -202,10 +202,7 @@ static void lock_json(struct jw *w, const tinspect_lock *l)
 	jw_khex(w, "addr", tinspect_lock_addr(l));
 	jw_kbool(w, "object_known", tinspect_lock_object_known(l));
 	jw_key(w, "symbol");
-	if (sym)
-		json_symbol(w, sym);
-	else
-		jw_null(w);
+	json_symbol(w, sym);
 	json_tid(w, "owner", tinspect_lock_owner(l));
 	jw_kstr(w, "owner_state", tinspect_owner_state_name(tinspect_lock_owner_state(l)));
 	jw_kbool(w, "orphaned", tinspect_lock_orphaned(l));
