@@ -336,12 +336,3 @@ const char *tinspect_host_arch(void)
 {
 	return arch_host()->name;
 }
-
-int tin_fill(void *ret, size_t size, const void *v, size_t vsize)
-{
-	if (!size)
-		return -EINVAL;
-	memset(ret, 0, size);
-	memcpy(ret, v, size < vsize ? size : vsize);
-	return 0;
-}

@@ -10,7 +10,6 @@
 
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 
 _Static_assert(TINSPECT_TDB_ERROR == (int)DBS_TDB_ERROR, "tdb status");
 _Static_assert(TINSPECT_MODMAP_MAPS_ONLY == (int)PSVC_MODMAP_MAPS_ONLY, "modmap");
@@ -220,8 +219,7 @@ int tinspect_snapshot_signal(const tinspect_snapshot *snap,
 		.sender_pid = p->sender_pid,
 		.sender_uid = p->sender_uid,
 	};
-	memcpy(ret, &v, size < sizeof v ? size : sizeof v);
-	return 0;
+	return tin_fill(ret, size, &v, sizeof v);
 }
 
 TIN_GET(uint64_t, tinspect_snapshot_freeze_ns, tinspect_snapshot, freeze_ns)

@@ -20,6 +20,15 @@ _Static_assert(TINSPECT_STACK_REGISTER_UNKNOWN == (int)DBS_STACK_REGISTER_UNKNOW
 _Static_assert(TINSPECT_BOUNDS_NOT_STACK == (int)DBS_BOUNDS_NOT_STACK, "bounds");
 _Static_assert(TINSPECT_TLS_ERROR == (int)DBS_TLS_ERROR, "tls status");
 _Static_assert(TINSPECT_SYSCALL_PROC == (int)DBS_SYSCALL_PROC, "syscall source");
+/* the classes are dbsession's, in its order, the last one last */
+_Static_assert(TINSPECT_PROGRESS_UNKNOWN == (int)DBS_PROGRESS_UNKNOWN &&
+	       TINSPECT_PROGRESS_RUNNING == (int)DBS_PROGRESS_RUNNING &&
+	       TINSPECT_PROGRESS_TIMED == (int)DBS_PROGRESS_TIMED &&
+	       TINSPECT_PROGRESS_OUTSIDE == (int)DBS_PROGRESS_OUTSIDE &&
+	       TINSPECT_PROGRESS_DISK == (int)DBS_PROGRESS_DISK &&
+	       TINSPECT_PROGRESS_STOPPED == (int)DBS_PROGRESS_STOPPED &&
+	       TINSPECT_PROGRESS_INSIDE == (int)DBS_PROGRESS_INSIDE &&
+	       TINSPECT_PROGRESS_COUNT == DBS_PROGRESS_INSIDE + 1, "progress");
 
 /* ---- identity ------------------------------------------------------------------ */
 
@@ -157,31 +166,14 @@ TIN_GET(bool, tinspect_thread_jobctl_stopped, tinspect_thread, jobctl_stopped)
 
 enum tinspect_progress tinspect_thread_progress(const tinspect_thread *th)
 {
-	switch (dbs_thread_progress(th->snap->d, th->d)) {
-	case DBS_PROGRESS_UNKNOWN: return TINSPECT_PROGRESS_UNKNOWN;
-	case DBS_PROGRESS_RUNNING: return TINSPECT_PROGRESS_RUNNING;
-	case DBS_PROGRESS_TIMED: return TINSPECT_PROGRESS_TIMED;
-	case DBS_PROGRESS_OUTSIDE: return TINSPECT_PROGRESS_OUTSIDE;
-	case DBS_PROGRESS_DISK: return TINSPECT_PROGRESS_DISK;
-	case DBS_PROGRESS_STOPPED: return TINSPECT_PROGRESS_STOPPED;
-	case DBS_PROGRESS_INSIDE: return TINSPECT_PROGRESS_INSIDE;
-	}
-	return TINSPECT_PROGRESS_UNKNOWN;
+	return (enum tinspect_progress)dbs_thread_progress(th->snap->d, th->d);
 }
 
 const char *tinspect_progress_name(enum tinspect_progress progress)
 {
-	switch (progress) {
-	case TINSPECT_PROGRESS_UNKNOWN: return dbs_progress_name(DBS_PROGRESS_UNKNOWN);
-	case TINSPECT_PROGRESS_RUNNING: return dbs_progress_name(DBS_PROGRESS_RUNNING);
-	case TINSPECT_PROGRESS_TIMED: return dbs_progress_name(DBS_PROGRESS_TIMED);
-	case TINSPECT_PROGRESS_OUTSIDE: return dbs_progress_name(DBS_PROGRESS_OUTSIDE);
-	case TINSPECT_PROGRESS_DISK: return dbs_progress_name(DBS_PROGRESS_DISK);
-	case TINSPECT_PROGRESS_STOPPED: return dbs_progress_name(DBS_PROGRESS_STOPPED);
-	case TINSPECT_PROGRESS_INSIDE: return dbs_progress_name(DBS_PROGRESS_INSIDE);
-	case TINSPECT_PROGRESS_COUNT: break;
-	}
-	return "unknown";
+	/* TINSPECT_PROGRESS_COUNT and beyond are no class: dbsession's names
+	 * have none of them, and give "unknown" */
+	return dbs_progress_name((enum dbs_progress)progress);
 }
 
 int tinspect_thread_regs(const tinspect_thread *th, uint64_t *ret_pc,

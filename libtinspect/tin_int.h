@@ -26,6 +26,9 @@
 #include "dbsession.h"
 #include "libc.h"
 
+#include <errno.h>
+#include <string.h>
+
 struct tinspect_session {
 	struct dbs_session *d;
 	pid_t pid;
@@ -106,8 +109,17 @@ const struct tinspect_lock *tin_lock_at(const struct tinspect_snapshot *s, size_
 #define tin_event(e) TIN_CAST(const struct dbs_event *, e)
 
 /* Copy a state structure into the caller's first size bytes (zeroing what
- * this library does not know of a larger one).  0, or -EINVAL for size 0. */
-int tin_fill(void *ret, size_t size, const void *v, size_t vsize);
+ * this library does not know of a larger one).  0, or -EINVAL for size 0.
+ * Inline, so that every file's getters use it without api_session.c and
+ * api_snapshot.c, which it uses, depending on each other in a circle. */
+static inline int tin_fill(void *ret, size_t size, const void *v, size_t vsize)
+{
+	if (!size)
+		return -EINVAL;
+	memset(ret, 0, size);
+	memcpy(ret, v, size < vsize ? size : vsize);
+	return 0;
+}
 
 /*
  * Generators of the accessors that do nothing but read: each makes one

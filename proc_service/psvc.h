@@ -567,6 +567,9 @@ const char *psvc_modmap_note(const struct psvc_target *t);
 uint64_t psvc_modules_generation(const struct psvc_target *t);
 size_t psvc_nmodules(const struct psvc_target *t);
 struct psvc_module *psvc_module_at(struct psvc_target *t, size_t i);
+/* The module marked flag (PSVC_MOD_EXE, PSVC_MOD_LDSO, PSVC_MOD_LIBC...),
+ * the last one if several are; NULL if none is. */
+struct psvc_module *psvc_module_flagged(struct psvc_target *t, unsigned flag);
 /* The module whose mappings hold addr, or NULL. */
 struct psvc_module *psvc_module_for_addr(struct psvc_target *t, uint64_t addr);
 

@@ -22,6 +22,9 @@
 const char *agent_state_name(char state);
 /* "SCHED_OTHER", ...; "unknown" */
 const char *agent_policy_name(unsigned policy);
+/* "(r)" or "(w)" after an rwlock's kind or a waiter's tid; "" for a wait
+ * that is no rwlock's */
+const char *agent_mode_mark(enum tinspect_wait_mode mode);
 
 /* ---- escape.c --------------------------------------------------------------- */
 

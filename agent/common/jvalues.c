@@ -1,6 +1,6 @@
 /*
  * jvalues.c: values that the snapshot document (json/) and the watch
- * stream's lines (watch/, lockorder/) write alike: a symbol object, a
+ * stream's lines (watch/, lockorder/) write alike: a symbol object or null, a
  * thread id that is null when it is not known, and the members every
  * stream line starts with.
  */
@@ -9,6 +9,10 @@
 
 void json_symbol(struct jw *w, const tinspect_symbol *s)
 {
+	if (!s) {
+		jw_null(w);
+		return;
+	}
 	jw_obj(w);
 	jw_khex(w, "addr", tinspect_symbol_addr(s));
 	jw_kstr(w, "module", tinspect_symbol_module(s));

@@ -75,7 +75,8 @@ bool agent_utf8_lossless(const char *s, size_t n);
  * every invalid byte became U+FFFD): the same key of an object. */
 bool agent_json_same_key(const char *a, const char *b);
 
-/* jvalues.c: a symbol object; "k": a tid, or null for 0 (unknown). */
+/* jvalues.c: a symbol object, or null for none (NULL); "k": a tid, or null
+ * for 0 (unknown). */
 void json_symbol(struct jw *w, const tinspect_symbol *s);
 void json_tid(struct jw *w, const char *k, pid_t tid);
 /* jvalues.c: open a stream line's object (watch/, lockorder/'s events) with

@@ -1,7 +1,8 @@
 /*
  * names.c: the words the reports use for a thread's kernel state (the
  * letter of /proc/TID/stat) and its scheduling policy, in the text and in
- * the JSON document alike.
+ * the JSON document alike, and the mark of a reader or a writer of an
+ * rwlock in the text and the files for other tools.
  */
 #include "common.h"
 
@@ -36,4 +37,14 @@ const char *agent_policy_name(unsigned policy)
 	case 6: return "SCHED_DEADLINE";
 	default: return "unknown";
 	}
+}
+
+const char *agent_mode_mark(enum tinspect_wait_mode mode)
+{
+	switch (mode) {
+	case TINSPECT_MODE_READ: return "(r)";
+	case TINSPECT_MODE_WRITE: return "(w)";
+	case TINSPECT_MODE_NONE: break;
+	}
+	return "";
 }

@@ -109,8 +109,7 @@ static void leaf_of(const tinspect_thread *th, char *what, size_t len,
 			snprintf(what, len, "futex");
 		else
 			snprintf(what, len, "futex %s%s", tinspect_lock_kind_name(kind),
-				 mode == TINSPECT_MODE_READ ? "(r)" :
-				 mode == TINSPECT_MODE_WRITE ? "(w)" : "");
+				 agent_mode_mark(mode));
 		if (sym && tinspect_symbol_name(sym))
 			*ret_lock = sym;
 		return;

@@ -462,10 +462,7 @@ static void process_extras_json(struct jw *w, const tinspect_snapshot *snap)
 			jw_obj(w);
 			jw_kint(w, "key", tinspect_key_id(d));
 			jw_key(w, "destructor");
-			if (dtor)
-				json_symbol(w, dtor);
-			else
-				jw_null(w);
+			json_symbol(w, dtor);
 			jw_obj_end(w);
 		}
 		jw_arr_end(w);
@@ -578,10 +575,7 @@ static void thread_json(struct jw *w, const tinspect_snapshot *snap,
 		jw_kstr(w, "td_state", tinspect_td_state_name(td_state));
 		jw_kstr(w, "detach_state", tinspect_thread_detach_state(th));
 		jw_key(w, "start_routine");
-		if (start)
-			json_symbol(w, start);
-		else
-			jw_null(w);	/* the initial thread */
+		json_symbol(w, start);	/* null: the initial thread */
 		jw_obj_end(w);
 	} else {
 		jw_null(w);

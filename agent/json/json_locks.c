@@ -41,6 +41,16 @@ static void evidence_json(struct jw *w, unsigned ev)
 	jw_arr_end(w);
 }
 
+/* What names a lock, in a reference to it and in a thread's held locks */
+static void lock_name_json(struct jw *w, uint64_t addr, enum tinspect_lock_kind kind,
+			   const tinspect_symbol *sym)
+{
+	jw_khex(w, "addr", addr);
+	jw_kstr(w, "kind", tinspect_lock_kind_name(kind));
+	jw_key(w, "symbol");
+	symbol_text(w, sym);
+}
+
 /* A reference to a lock, self-describing; null for none. */
 static void lockref_json(struct jw *w, const tinspect_lock *l)
 {
@@ -50,10 +60,8 @@ static void lockref_json(struct jw *w, const tinspect_lock *l)
 	}
 	jw_obj(w);
 	jw_kint(w, "index", (int64_t)tinspect_lock_index(l));
-	jw_khex(w, "addr", tinspect_lock_addr(l));
-	jw_kstr(w, "kind", tinspect_lock_kind_name(tinspect_lock_kind(l)));
-	jw_key(w, "symbol");
-	symbol_text(w, tinspect_lock_symbol(l));
+	lock_name_json(w, tinspect_lock_addr(l), tinspect_lock_kind(l),
+		       tinspect_lock_symbol(l));
 	jw_obj_end(w);
 }
 
@@ -67,10 +75,8 @@ void json_held(struct jw *w, const tinspect_thread *th)
 	for (size_t i = 0, n = tinspect_thread_nheld(th); i < n; i++) {
 		const tinspect_held *h = tinspect_thread_held(th, i);
 		jw_obj(w);
-		jw_khex(w, "addr", tinspect_held_addr(h));
-		jw_kstr(w, "kind", tinspect_lock_kind_name(tinspect_held_kind(h)));
-		jw_key(w, "symbol");
-		symbol_text(w, tinspect_held_symbol(h));
+		lock_name_json(w, tinspect_held_addr(h), tinspect_held_kind(h),
+			       tinspect_held_symbol(h));
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);
@@ -202,10 +208,7 @@ static void lock_json(struct jw *w, const tinspect_lock *l)
 	jw_khex(w, "addr", tinspect_lock_addr(l));
 	jw_kbool(w, "object_known", tinspect_lock_object_known(l));
 	jw_key(w, "symbol");
-	if (sym)
-		json_symbol(w, sym);
-	else
-		jw_null(w);
+	json_symbol(w, sym);
 	json_tid(w, "owner", tinspect_lock_owner(l));
 	jw_kstr(w, "owner_state", tinspect_owner_state_name(tinspect_lock_owner_state(l)));
 	jw_kbool(w, "orphaned", tinspect_lock_orphaned(l));

@@ -261,49 +261,68 @@ static bool get_opt_str(struct reader *r, json_t *o, const char *k, const char *
 	return true;
 }
 
-static bool get_hex(struct reader *r, json_t *o, const char *k, bool nullable,
-		    uint64_t *ret)
+/* 0x and up to 16 hex digits, as jw_khex() writes them */
+static bool parse_hex(const char *s, uint64_t *ret)
 {
-	json_t *v = json_object_get(o, k);
-	if (nullable && json_is_null(v)) {
-		*ret = 0;
-		return true;
-	}
-	const char *s = json_string_value(v);
 	char *end;
-	if (!s || strncmp(s, "0x", 2) || !s[2] || strlen(s) > 18)
-		return fail(r, "%s is not a 0x... string", k);
+	if (strncmp(s, "0x", 2) || !s[2] || strlen(s) > 18)
+		return false;
 	errno = 0;
 	*ret = strtoull(s + 2, &end, 16);
-	if (*end || errno)
-		return fail(r, "%s is not a 0x... string", k);
-	return true;
+	return !*end && !errno;
 }
 
-static bool get_time(struct reader *r, json_t *o, const char *k, bool nullable,
-		     int64_t *ret)
+/* A time as put_time() writes it, in nanoseconds since the epoch */
+static bool parse_time(const char *s, uint64_t *ret)
 {
-	json_t *v = json_object_get(o, k);
-	if (nullable && json_is_null(v)) {
-		*ret = 0;
-		return true;
-	}
-	const char *s = json_string_value(v);
 	struct tm tm = { 0 };
 	unsigned us;
 	char z;
-	if (!s || strlen(s) != 27 ||
+	if (strlen(s) != 27 ||
 	    sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d.%6u%c", &tm.tm_year, &tm.tm_mon,
 		   &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &us, &z) != 8 ||
 	    z != 'Z' || us > 999999)
-		return fail(r, "%s is not a time", k);
+		return false;
 	tm.tm_year -= 1900;
 	tm.tm_mon -= 1;
 	time_t t = timegm(&tm);
 	/* nanoseconds in 64 bits: 1970 to 2262 */
 	if (t < 0 || t >= INT64_MAX / 1000000000)
-		return fail(r, "%s is not a time", k);
-	*ret = (int64_t)t * 1000000000 + (int64_t)us * 1000;
+		return false;
+	*ret = (uint64_t)t * 1000000000 + (uint64_t)us * 1000;
+	return true;
+}
+
+/* A string member that parse reads, or null (0) when nullable; what says
+ * what the string must be. */
+static bool get_parsed(struct reader *r, json_t *o, const char *k, bool nullable,
+		       bool (*parse)(const char *s, uint64_t *ret),
+		       const char *what, uint64_t *ret)
+{
+	json_t *v = json_object_get(o, k);
+	if (nullable && json_is_null(v)) {
+		*ret = 0;
+		return true;
+	}
+	const char *s = json_string_value(v);
+	if (!s || !parse(s, ret))
+		return fail(r, "%s is not %s", k, what);
+	return true;
+}
+
+static bool get_hex(struct reader *r, json_t *o, const char *k, bool nullable,
+		    uint64_t *ret)
+{
+	return get_parsed(r, o, k, nullable, parse_hex, "a 0x... string", ret);
+}
+
+static bool get_time(struct reader *r, json_t *o, const char *k, bool nullable,
+		     int64_t *ret)
+{
+	uint64_t ns = 0;
+	if (!get_parsed(r, o, k, nullable, parse_time, "a time", &ns))
+		return false;
+	*ret = (int64_t)ns;
 	return true;
 }
 

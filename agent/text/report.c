@@ -196,9 +196,7 @@ void report_put_wait_short(FILE *out, const tinspect_thread *th)
 			return;
 		}
 		fprintf(out, "%s%s 0x%" PRIx64, tinspect_lock_kind_name(tinspect_lock_kind(l)),
-			mode == TINSPECT_MODE_READ ? "(r)" :
-			mode == TINSPECT_MODE_WRITE ? "(w)" : "",
-			tinspect_lock_addr(l));
+			agent_mode_mark(mode), tinspect_lock_addr(l));
 		if (tinspect_lock_symbol(l)) {
 			fputs(" ", out);
 			put_lock_name(out, l);
@@ -247,8 +245,7 @@ static void put_lock_line(FILE *out, const tinspect_snapshot *snap,
 	for (size_t i = 0, n = tinspect_lock_nwaiters(l); i < n; i++) {
 		enum tinspect_wait_mode mode = TINSPECT_MODE_NONE;
 		fprintf(out, " %d", (int)tinspect_lock_waiter(l, i, &mode));
-		if (mode)
-			fputs(mode == TINSPECT_MODE_READ ? "(r)" : "(w)", out);
+		fputs(agent_mode_mark(mode), out);
 	}
 	fputc('\n', out);
 	put_note(out, tinspect_lock_note(l));

@@ -254,31 +254,18 @@ static void track_hung(struct overtime *o, const tinspect_snapshot *snap, int64_
 			i++;
 			continue;
 		}
-		bool exists = false;
-		for (size_t k = 0, n = tinspect_snapshot_nthreads(snap); k < n && !exists; k++)
-			exists = tinspect_thread_tid(tinspect_snapshot_thread(snap, k)) ==
-				 o->hung[i].tid;
+		bool exists = tinspect_snapshot_thread_by_tid(snap, o->hung[i].tid);
 		hung_line(f, o, &o->hung[i], now, json, "thread_recovered",
 			  exists ? "moved_on" : "exited");
 		hung_drop(o, i);
 	}
 }
 
-static const tinspect_thread *thread_of(const tinspect_snapshot *snap, pid_t tid)
-{
-	for (size_t i = 0, n = tinspect_snapshot_nthreads(snap); i < n; i++) {
-		const tinspect_thread *th = tinspect_snapshot_thread(snap, i);
-		if (tinspect_thread_tid(th) == tid)
-			return th;
-	}
-	return NULL;
-}
-
 static void held_line(FILE *f, const struct overtime *o, const struct held_rec *r,
 		      const tinspect_snapshot *snap, const tinspect_lock *l, int64_t now,
 		      bool json, const char *how)
 {
-	const tinspect_thread *owner = thread_of(snap, r->owner);
+	const tinspect_thread *owner = tinspect_snapshot_thread_by_tid(snap, r->owner);
 	const char *oname = owner ? tinspect_thread_name(owner, NULL) : NULL;
 	if (json) {
 		struct jw w;
@@ -372,7 +359,8 @@ static void track_held(struct overtime *o, const tinspect_snapshot *snap, int64_
 		 * then starts their waits afresh) */
 		bool blocked_throughout = false;
 		for (size_t k = 0, nw = tinspect_lock_nwaiters(l); k < nw; k++) {
-			const tinspect_thread *wt = thread_of(snap, tinspect_lock_waiter(l, k, NULL));
+			const tinspect_thread *wt = tinspect_snapshot_thread_by_tid(
+				snap, tinspect_lock_waiter(l, k, NULL));
 			int64_t ws = wt ? tinspect_thread_waiting_since_ns(wt) : -1;
 			blocked_throughout |= ws >= 0 && ws <= r->since;
 		}
@@ -391,7 +379,7 @@ static void track_held(struct overtime *o, const tinspect_snapshot *snap, int64_
 		if (r->reported) {
 			/* why it is not seen held with waiters any more */
 			const char *how = "no_waiters";
-			if (!thread_of(snap, r->owner))
+			if (!tinspect_snapshot_thread_by_tid(snap, r->owner))
 				how = "owner_exited";
 			for (size_t k = 0, n = tinspect_snapshot_nlocks(snap); k < n; k++) {
 				const tinspect_lock *l = tinspect_snapshot_lock(snap, k);

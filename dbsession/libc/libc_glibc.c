@@ -16,16 +16,8 @@
 
 static bool exe_is_static_unsymbolled(struct psvc_target *t)
 {
-	bool has_ldso = false;
-	struct psvc_module *exe = NULL;
-	for (size_t i = 0; i < psvc_nmodules(t); i++) {
-		struct psvc_module *m = psvc_module_at(t, i);
-		if (m->flags & PSVC_MOD_LDSO)
-			has_ldso = true;
-		if (m->flags & PSVC_MOD_EXE)
-			exe = m;
-	}
-	if (has_ldso || !exe)
+	struct psvc_module *exe = psvc_module_flagged(t, PSVC_MOD_EXE);
+	if (psvc_module_flagged(t, PSVC_MOD_LDSO) || !exe)
 		return false;
 	return psvc_module_load_elf(t, exe) == 0 && !exe->has_symtab;
 }

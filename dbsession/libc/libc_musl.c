@@ -183,15 +183,9 @@ static bool file_says_glibc(int fd)
 static bool musl_detect(struct dbs_session *s)
 {
 	struct psvc_target *t = s->t;
-	struct psvc_module *ldso = NULL, *exe = NULL;
+	struct psvc_module *ldso = psvc_module_flagged(t, PSVC_MOD_LDSO);
+	struct psvc_module *exe = psvc_module_flagged(t, PSVC_MOD_EXE);
 	s->musl_static = s->musl_unproved = false;
-	for (size_t i = 0; i < psvc_nmodules(t); i++) {
-		struct psvc_module *m = psvc_module_at(t, i);
-		if (m->flags & PSVC_MOD_LDSO)
-			ldso = m;
-		if (m->flags & PSVC_MOD_EXE)
-			exe = m;
-	}
 	if (ldso) {
 		/* the interpreter is musl's libc.so itself (§1): a name in
 		 * the maps is a hint, its .rodata the test */

@@ -94,6 +94,20 @@ static uint64_t key_seq(const struct key_layout *L, const unsigned char *table,
 	return seq;
 }
 
+/* glibc's two key structs, struct pthread_key_struct (in __pthread_keys)
+ * and struct pthread_key_data (in a thread's blocks), are each a seq and
+ * one pointer (the destructor, the value): their fields, in a struct of
+ * size bytes. */
+static int seq_and_pointer(const struct psvc_layout_src *src, const char *what,
+			   uint32_t size, const char *seq_desc,
+			   struct psvc_field *ret_seq, const char *ptr_desc,
+			   struct psvc_field *ret_ptr, char *why, size_t whylen)
+{
+	struct psvc_field_rule rule = { what, size, 64, 1, 1 };
+	int err = psvc_field_read(src, seq_desc, &rule, ret_seq, why, whylen);
+	return err ? err : psvc_field_read(src, ptr_desc, &rule, ret_ptr, why, whylen);
+}
+
 int dbs_keys_layout_load(const struct psvc_layout_src *src, uint32_t sizeof_pthread,
 		     struct key_layout *L, char *why, size_t whylen)
 {
@@ -117,10 +131,9 @@ int dbs_keys_layout_load(const struct psvc_layout_src *src, uint32_t sizeof_pthr
 				   &keys, why, whylen)))
 		return err;
 	L->nkeys = (uint32_t)keys.count;
-	struct psvc_field_rule ks = { "struct pthread_key_struct", sz, 64, 1, 1 };
-	if ((err = psvc_field_read(src, "_thread_db_pthread_key_struct_seq", &ks,
-				   &L->ks_seq, why, whylen)) ||
-	    (err = psvc_field_read(src, "_thread_db_pthread_key_struct_destr", &ks,
+	if ((err = seq_and_pointer(src, "struct pthread_key_struct", sz,
+				   "_thread_db_pthread_key_struct_seq", &L->ks_seq,
+				   "_thread_db_pthread_key_struct_destr",
 				   &L->ks_destr, why, whylen)))
 		return err;
 
@@ -128,11 +141,10 @@ int dbs_keys_layout_load(const struct psvc_layout_src *src, uint32_t sizeof_pthr
 				    16, 256, &sz, why, whylen)))
 		return err;
 	L->kd_size = sz;
-	struct psvc_field_rule kd = { "struct pthread_key_data", sz, 64, 1, 1 };
-	if ((err = psvc_field_read(src, "_thread_db_pthread_key_data_seq", &kd,
-				   &L->kd_seq, why, whylen)) ||
-	    (err = psvc_field_read(src, "_thread_db_pthread_key_data_data", &kd,
-				   &L->kd_data, why, whylen)))
+	if ((err = seq_and_pointer(src, "struct pthread_key_data", sz,
+				   "_thread_db_pthread_key_data_seq", &L->kd_seq,
+				   "_thread_db_pthread_key_data_data", &L->kd_data,
+				   why, whylen)))
 		return err;
 
 	/* a second-level block: an array of struct pthread_key_data */

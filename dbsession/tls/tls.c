@@ -224,10 +224,7 @@ void dbs_tls_free(struct dbs_session *s)
 
 static bool is_static_exe(struct psvc_target *t)
 {
-	for (size_t i = 0; i < psvc_nmodules(t); i++)
-		if (psvc_module_at(t, i)->flags & PSVC_MOD_LDSO)
-			return false;
-	return true;
+	return !psvc_module_flagged(t, PSVC_MOD_LDSO);
 }
 
 

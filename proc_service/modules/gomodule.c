@@ -323,14 +323,8 @@ int psvc_go_func(struct psvc_target *t, uint64_t addr, struct psvc_gofunc *ret)
 
 bool psvc_go_without_libc(struct psvc_target *t)
 {
-	struct psvc_module *exe = NULL;
-	for (size_t i = 0; i < t->nmods; i++) {
-		if (t->mods[i].flags & PSVC_MOD_LIBC)
-			return false;
-		if (t->mods[i].flags & PSVC_MOD_EXE)
-			exe = &t->mods[i];
-	}
-	if (!exe || !go_of(t, exe))
+	struct psvc_module *exe = psvc_module_flagged(t, PSVC_MOD_EXE);
+	if (psvc_module_flagged(t, PSVC_MOD_LIBC) || !exe || !go_of(t, exe))
 		return false;
 	unsigned tr = psvc_elfsym_traits(exe->elf);
 	return !(tr & (PSVC_ELF_INTERP | PSVC_ELF_GNU_ABI_TAG));

@@ -1,10 +1,10 @@
 /*
  * modmap.c: the module map as modules.c last built it: where it came from,
- * its generation, and its modules by index and by address.  The readers
- * of the map (symbols.c, gomodule.c, the session) ask here, and modules.c
- * itself while it rebuilds, so that building the map and what is kept per
- * module (gomodule.c's Go facts, freed with the module) depend on these
- * lookups without depending on each other in a circle.
+ * its generation, and its modules by index, by address and by flag.  The
+ * readers of the map (symbols.c, gomodule.c, the session) ask here, and
+ * modules.c itself while it rebuilds, so that building the map and what is
+ * kept per module (gomodule.c's Go facts, freed with the module) depend on
+ * these lookups without depending on each other in a circle.
  */
 #include "psvc_int.h"
 
@@ -31,6 +31,14 @@ size_t psvc_nmodules(const struct psvc_target *t)
 struct psvc_module *psvc_module_at(struct psvc_target *t, size_t i)
 {
 	return i < t->nmods ? &t->mods[i] : NULL;
+}
+
+struct psvc_module *psvc_module_flagged(struct psvc_target *t, unsigned flag)
+{
+	for (size_t i = t->nmods; i-- > 0;)
+		if (t->mods[i].flags & flag)
+			return &t->mods[i];
+	return NULL;
 }
 
 struct psvc_module *psvc_module_for_addr(struct psvc_target *t, uint64_t addr)
