@@ -29,9 +29,11 @@ static int scan_one(struct psvc_target *t, pid_t tid, void *arg)
 /*
  * Reading the /proc facts is the whole cost of a scan: four files per task
  * (stat, status, syscall, wchan), ~40 us of kernel time each task, 0.4 s
- * at 10000 tasks.  None of it can be left out (status alone has the full
- * signal masks: stat's fields 31-34 stop at signal 31), but tasks are
- * independent, so a large task list is read by a few threads at once.
+ * at 10000 tasks.  Only the syscall line can be left to the registers the
+ * stop reads (a lean scan, below); the rest describe the thread before
+ * the stop (status alone has the full signal masks: stat's fields 31-34
+ * stop at signal 31).  Tasks are independent, so a large task list is
+ * read by a few threads at once.
  * They only read /proc, write their own tasks' info, block every signal
  * and are joined before the scan returns: nothing is traced yet, and the
  * thread that will trace is this one.
