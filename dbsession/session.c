@@ -563,7 +563,9 @@ static int update_body(struct dbs_session *s, bool nonblocking,
 	struct psvc_target *t = s->t;
 	uint64_t t0 = psvc_now_ns();
 
-	int n = psvc_scan(t);
+	/* an all-stop capture reads every held task's registers: they say
+	 * the system call, /proc need not (psvc_scan_lean) */
+	int n = nonblocking ? psvc_scan(t) : psvc_scan_lean(t);
 	if (n < 0)
 		return n;
 	if (psvc_modules_load(t) == 0 &&

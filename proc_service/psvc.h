@@ -65,6 +65,9 @@ struct psvc_taskinfo {
 	pid_t tracer_pid;
 	pid_t ns_tid;		/* last NSpid field (TID in the target's own
 				 * PID namespace); 0 if unknown */
+	/* /proc/TID/syscall was read (psvc_scan_lean() leaves most of it
+	 * to the registers at the stop); sc_* below come from it */
+	bool sc_read;
 	enum psvc_sc_kind sc_kind;
 	long sc_nr;
 	uint64_t sc_args[6];
@@ -222,6 +225,17 @@ struct psvc_task *psvc_task_by_tid(struct psvc_target *t, pid_t tid);
  * Returns the number of tasks, or -ESRCH.
  */
 int psvc_scan(struct psvc_target *t);
+/*
+ * psvc_scan() for a capture that stops the target and reads the registers
+ * of every task it holds: where those registers say which system call a
+ * thread is in (arch syscall_needs_hint false), /proc/TID/syscall is read
+ * for an even sample of the tasks only (sc_read says which), enough to
+ * tell how much of the stacks the stop will copy; a task whose registers
+ * the stop cannot read gets its line read then (psvc_read_regs()), the
+ * one place it is still the evidence.  A nonblocking capture, which reads
+ * no registers, uses psvc_scan().
+ */
+int psvc_scan_lean(struct psvc_target *t);
 
 struct psvc_stop_opts {
 	/* Abort (resume everything, -ETIMEDOUT) once the target has been

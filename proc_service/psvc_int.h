@@ -135,6 +135,7 @@ struct psvc_target {
 
 	/* the capture (target.c; the backend sets stopped and the times) */
 	bool stopped;		/* some task may be held by us */
+	bool scan_lean;		/* this scan is psvc_scan_lean()'s */
 	bool tdb_unknown_field;	/* psvc_tdb_unknown_field() */
 	bool frozen_reads;	/* psvc_frozen_reads() */
 	uint64_t frozen_misses;
@@ -389,6 +390,13 @@ int psvc_read_whole_file(const char *path, char **ret, size_t *ret_len,
 
 /* The facts of task tid through a descriptor on /proc/PID/task. */
 int psvc_taskinfo_read_at(int taskdir, pid_t tid, struct psvc_taskinfo *ti);
+/* The same without /proc/TID/syscall unless with_syscall (sc_read false:
+ * one open, read and close fewer; the registers will say it). */
+int psvc_taskinfo_read_some_at(int taskdir, pid_t tid, struct psvc_taskinfo *ti,
+			       bool with_syscall);
+/* Only /proc/TID/syscall, into ti's sc_* fields (and sc_read). */
+void psvc_taskinfo_read_syscall_at(int taskdir, pid_t tid,
+				   struct psvc_taskinfo *ti);
 
 /* tasks.c: the task list of the capture, its indexes, and the task-state
  * transitions (the only writers of psvc_task.flags) */

@@ -176,6 +176,41 @@ Test(dbgcache, damaged_entry_ignored_and_replaced)
 	free(cut);
 }
 
+/* An entry that passed gets a stamp (NAME.ok) naming the file it was, so
+ * that later runs need not hash it again; a stamp that does not name the
+ * entry (here: zeroed) is no pass: the entry is hashed, used (not made
+ * again) and stamped anew. */
+Test(dbgcache, passed_entry_is_stamped_and_a_wrong_stamp_is_remade)
+{
+	char entry[256], stamp[272];
+	char *ref = setup(entry, sizeof entry);
+	free(run_frames(tmpdir));
+	struct stat st1, st2, sst;
+	if (stat(entry, &st1) != 0)
+		cr_skip_test("libc's debug file has no compressed sections: nothing cached");
+	snprintf(stamp, sizeof stamp, "%s.ok", entry);
+	cr_assert_eq(stat(stamp, &sst), 0, "no stamp beside the entry");
+	unsigned char good[256], now[256], zero[256] = { 0 };
+	cr_assert(sst.st_size > 0 && (size_t)sst.st_size <= sizeof good);
+	size_t n = (size_t)sst.st_size;
+	int fd = open(stamp, O_RDWR);
+	cr_assert(fd >= 0);
+	cr_assert_eq(pread(fd, good, n, 0), (ssize_t)n);
+	cr_assert_eq(pwrite(fd, zero, n, 0), (ssize_t)n);
+	close(fd);
+	char *again = run_frames(tmpdir);
+	cr_assert_str_eq(again, ref);
+	cr_assert_eq(stat(entry, &st2), 0);
+	cr_assert(same_file(&st1, &st2), "the entry was made again instead of hashed");
+	fd = open(stamp, O_RDONLY);
+	cr_assert(fd >= 0);
+	cr_assert_eq(pread(fd, now, n, 0), (ssize_t)n);
+	close(fd);
+	cr_assert(!memcmp(now, good, n), "the stamp was not made again");
+	free(ref);
+	free(again);
+}
+
 /* The build-id of an ELF file, as bytes; 0 if none. */
 static size_t build_id_of(const char *path, unsigned char *out, size_t len)
 {

@@ -749,6 +749,40 @@ Test(snapshot, thread_in_d_state_does_not_hold_the_others)
 	kill(child, SIGKILL);
 }
 
+/* 200 tasks: the scan reads /proc/TID/syscall of a sample only, the
+ * stop's registers say the rest; the vforking thread comes last, out of
+ * the sample (every third task), and not stopped it has no registers:
+ * its line is read after the stop, and its system call is still known. */
+Test(snapshot, straggler_out_of_the_scan_sample_keeps_its_syscall)
+{
+	const char *args[] = { "198", NULL };
+	fx_start(&fx, "fx_vfork", args, 30);
+	int pid, vtid, child;
+	cr_assert(sscanf(fx_line(&fx, "ready"), "ready %d %d %d", &pid, &vtid, &child) == 3);
+	vfork_child = child;
+	int status;
+	const char *extra[] = { "--stop-timeout", "200", NULL };
+	json_t *doc = inspect_json(fx.pid, extra, &status);
+	cr_assert_eq(status, 1, "a straggler makes the snapshot partial");
+	cr_assert_eq(json_array_size(json_object_get(doc, "threads")), 200);
+	json_t *v = thread_by_tid(doc, vtid);
+	cr_assert(json_is_true(json_object_get(v, "straggler")));
+	json_t *sc = json_object_get(v, "syscall");
+	cr_assert(json_is_object(sc), "the straggler's system call is unknown");
+	cr_assert_str_eq(jstr(sc, "source"), "proc");
+	cr_assert_str_eq(jstr(sc, "name"), "vfork");
+	/* and the held threads' from their registers */
+	json_t *m = thread_by_tid(doc, fx.pid);
+	cr_assert(json_is_true(json_object_get(m, "stopped")));
+	cr_assert_str_eq(jstr(json_object_get(m, "syscall"), "source"), "registers");
+	json_decref(doc);
+	fx_send(&fx, "release");
+	cr_assert(wait_state(fx.pid, vtid, 'S', 5000), "vforker state %c",
+		  task_state(fx.pid, vtid));
+	cr_assert(!any_task_stopped(fx.pid));
+	kill(child, SIGKILL);
+}
+
 static bool write_file(const char *dir, const char *name, const char *text)
 {
 	char path[256];

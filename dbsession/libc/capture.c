@@ -187,16 +187,20 @@ void dbs_prefetch_capture(struct dbs_session *s, struct tdb_result *cap)
 /* What the exact copies of the next capture will take (memruns.c), from
  * the stack pointers the scan read in /proc/TID/syscall: room for them is
  * faulted in before the stop rather than during it.  A little under is
- * fine (the rest faults in), over would only add to the peak RSS. */
+ * fine (the rest faults in), over would only add to the peak RSS.  A lean
+ * scan read the line of an even sample of the tasks (psvc_scan_lean): the
+ * sample's sum stands for all of them. */
 size_t dbs_expected_copy_bytes(struct dbs_session *s)
 {
 	struct psvc_target *t = s->t;
 	if (!s->unwinder)
 		return 0;
-	size_t sum = 0;
+	size_t sum = 0, nread = 0, nvalid = 0;
 	for (size_t i = 0, n = psvc_ntasks(t); i < n; i++) {
 		const struct psvc_taskinfo *ti = &psvc_task_at(t, i)->info;
 		struct psvc_map m;
+		nvalid += ti->valid;
+		nread += ti->valid && ti->sc_read;
 		if (ti->sc_kind == PSVC_SC_RUNNING || !ti->sc_sp ||
 		    psvc_map_lookup(t, ti->sc_sp, &m, NULL) != 0)
 			continue;
@@ -207,6 +211,8 @@ size_t dbs_expected_copy_bytes(struct dbs_session *s)
 			len -= s->sizeof_pthread + s->stacktop_cut;	/* not copied */
 		sum += (size_t)len + 128 + 16;
 	}
+	if (nread && nread < nvalid)
+		sum = (size_t)((double)sum * (double)nvalid / (double)nread);
 	return sum;
 }
 

@@ -20,7 +20,14 @@
  * writable by nobody else), the trailer names the build-id wanted, the
  * hash of the whole ELF part matches and the copy's own build-id note is
  * the one wanted; anything else (a truncated or damaged file, another
- * file's copy under this name) is ignored and replaced.  Only debug files
+ * file's copy under this name) is ignored and replaced.  Hashing an
+ * entry reads all of it (14 MB for glibc 2.36's libc: more CPU than the
+ * rest of a small capture's analysis), so once an entry has passed, a
+ * stamp beside it ("NAME.ok") records the file it was: device, inode,
+ * size, and the modification and change times.  A later run whose entry
+ * is still that file skips the hash; any write to the entry, a rename, a
+ * copy or a replacement moves its change time (which no one but the
+ * kernel sets), and the entry is hashed again.  Only debug files
  * found in tinspect's own file system, owned by root or us and writable by
  * nobody else, are copied: a file planted in a container's root is used
  * for that target only (debuginfo.c), never remembered for others.
@@ -244,6 +251,77 @@ static void entry_name(const unsigned char *id, size_t idlen, char *out)
 	strcpy(out + 2 * idlen, ".debug");
 }
 
+/* ---- the stamp of an entry that passed ---------------------------------------------- */
+
+#define DBGC_STAMP_MAGIC "tinspect-dbgok-1"
+
+static bool write_all(int fd, const void *buf, size_t len, uint64_t *off);
+
+struct dbgc_stamp {
+	char magic[16];
+	uint64_t dev, ino, size, hash;
+	int64_t mtime_s, mtime_ns, ctime_s, ctime_ns;
+};
+
+static void stamp_of(const struct stat *st, uint64_t hash, struct dbgc_stamp *ret)
+{
+	memset(ret, 0, sizeof *ret);
+	memcpy(ret->magic, DBGC_STAMP_MAGIC, sizeof ret->magic);
+	ret->dev = st->st_dev;
+	ret->ino = st->st_ino;
+	ret->size = (uint64_t)st->st_size;
+	ret->hash = hash;
+	ret->mtime_s = st->st_mtim.tv_sec;
+	ret->mtime_ns = st->st_mtim.tv_nsec;
+	ret->ctime_s = st->st_ctim.tv_sec;
+	ret->ctime_ns = st->st_ctim.tv_nsec;
+}
+
+static void stamp_name(const char *name, char *out, size_t len)
+{
+	snprintf(out, len, "%s.ok", name);
+}
+
+/* The entry (st, its trailer's hash) is the very file a stamp says passed. */
+static bool stamp_matches(int dir, const char *name, const struct stat *st,
+			  uint64_t hash)
+{
+	char path[NAME_MAX + 1];
+	stamp_name(name, path, sizeof path);
+	int fd = openat(dir, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	struct stat sst;
+	struct dbgc_stamp have, want;
+	bool ok = fstat(fd, &sst) == 0 && S_ISREG(sst.st_mode) && ours(&sst) &&
+		  pread(fd, &have, sizeof have, 0) == (ssize_t)sizeof have;
+	close(fd);
+	stamp_of(st, hash, &want);
+	return ok && memcmp(&have, &want, sizeof want) == 0;
+}
+
+/* Record that the entry (st) passed: written aside, then renamed over the
+ * stamp, so that a reader sees a whole stamp or none. */
+static void stamp_write(int dir, const char *name, const struct stat *st,
+			uint64_t hash)
+{
+	char path[NAME_MAX + 1], tmp[NAME_MAX + 32];
+	stamp_name(name, path, sizeof path);
+	snprintf(tmp, sizeof tmp, ".%s.%d.tmp", path, (int)getpid());
+	(void)unlinkat(dir, tmp, 0);
+	int fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			geteuid() == 0 ? 0644 : 0600);
+	if (fd < 0)
+		return;
+	struct dbgc_stamp sp;
+	stamp_of(st, hash, &sp);
+	uint64_t off = 0;
+	bool ok = write_all(fd, &sp, sizeof sp, &off);
+	close(fd);
+	if (!ok || renameat(dir, tmp, dir, path) != 0)
+		(void)unlinkat(dir, tmp, 0);
+}
+
 /* ---- using an entry ---------------------------------------------------------------- */
 
 /* The entry for id in dir, checked through and through: a descriptor, or
@@ -262,9 +340,13 @@ static int open_entry(int dir, const char *name, const unsigned char *id,
 	    pread(fd, &tr, sizeof tr, st.st_size - (off_t)sizeof tr) != (ssize_t)sizeof tr ||
 	    memcmp(tr.magic, DBGC_MAGIC, sizeof tr.magic) != 0 ||
 	    tr.elf_size != (uint64_t)st.st_size - sizeof tr ||
-	    tr.idlen != idlen || memcmp(tr.id, id, idlen) != 0 ||
-	    !hash_fd(fd, tr.elf_size, &hash) || hash != tr.hash)
+	    tr.idlen != idlen || memcmp(tr.id, id, idlen) != 0)
 		goto refuse;
+	if (!stamp_matches(dir, name, &st, tr.hash)) {
+		if (!hash_fd(fd, tr.elf_size, &hash) || hash != tr.hash)
+			goto refuse;
+		stamp_write(dir, name, &st, tr.hash);
+	}
 	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	const void *note;
 	ssize_t len = e ? dwelf_elf_gnu_build_id(e, &note) : -1;
@@ -534,6 +616,9 @@ static void trim(int dir, const char *keep)
 		if (total <= DBGC_MAX_TOTAL || !oldest[0])
 			return;
 		(void)unlinkat(dir, oldest, 0);
+		char stamp[NAME_MAX + 1];
+		stamp_name(oldest, stamp, sizeof stamp);
+		(void)unlinkat(dir, stamp, 0);
 	}
 }
 

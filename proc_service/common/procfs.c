@@ -402,8 +402,26 @@ void psvc_maps_free(struct psvc_mapping *m, size_t n)
 	free(m);
 }
 
+void psvc_taskinfo_read_syscall_at(int taskdir, pid_t tid,
+				   struct psvc_taskinfo *ti)
+{
+	char path[64], buf[256];
+	size_t len;
+	snprintf(path, sizeof path, "%d/syscall", (int)tid);
+	if (!psvc_read_file_at(taskdir, path, buf, sizeof buf, &len)) {
+		ti->sc_read = true;
+		psvc_parse_syscall(buf, ti);
+	}
+}
+
 /* Read the facts of task tid through a directory fd on /proc/PID/task. */
 int psvc_taskinfo_read_at(int taskdir, pid_t tid, struct psvc_taskinfo *ti)
+{
+	return psvc_taskinfo_read_some_at(taskdir, tid, ti, true);
+}
+
+int psvc_taskinfo_read_some_at(int taskdir, pid_t tid, struct psvc_taskinfo *ti,
+			       bool with_syscall)
 {
 	char path[64], buf[8192];
 	size_t len;
@@ -422,9 +440,8 @@ int psvc_taskinfo_read_at(int taskdir, pid_t tid, struct psvc_taskinfo *ti)
 		ti->status_valid = true;
 		psvc_parse_status(buf, len, ti);
 	}
-	snprintf(path, sizeof path, "%d/syscall", (int)tid);
-	if (!psvc_read_file_at(taskdir, path, buf, 256, &len))
-		psvc_parse_syscall(buf, ti);
+	if (with_syscall)
+		psvc_taskinfo_read_syscall_at(taskdir, tid, ti);
 	snprintf(path, sizeof path, "%d/wchan", (int)tid);
 	if (!psvc_read_file_at(taskdir, path, buf, sizeof ti->wchan, &len) &&
 	    strcmp(buf, "0") != 0) {

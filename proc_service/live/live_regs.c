@@ -54,10 +54,21 @@ static void regs_share(struct psvc_target *t, unsigned me, void *arg)
 	}
 }
 
-/* Every member reads the registers of the tasks it holds. */
+/* Every member reads the registers of the tasks it holds.  Then a task
+ * whose registers could not be read (not seized, a straggler, a failed
+ * GETREGSET) and whose /proc/TID/syscall a lean scan left to them gets
+ * that line read now: it is the only word on its system call.  Typically
+ * none; a straggler was not stopped, so the line says what it does. */
 void psvc_live_regs_all(struct psvc_target *t)
 {
 	psvc_crew_run(t, regs_share, NULL, false);
+	for (size_t i = 0; i < t->ntasks; i++) {
+		struct psvc_task *k = &t->tasks[i];
+		if (!(k->flags & (PSVC_TASK_HAVE_REGS | PSVC_TASK_GONE)) &&
+		    k->info.valid && k->info.before_stop && !k->info.sc_read)
+			psvc_taskinfo_read_syscall_at(psvc_live(t)->task_dirfd,
+						      k->tid, &k->info);
+	}
 }
 
 int psvc_live_fpregs(struct psvc_target *t, struct psvc_task *k, void *buf,

@@ -581,7 +581,15 @@ uint64_t psvc_runs_bytes(const struct psvc_target *t)
  * filled alone go back to the system (MADV_DONTNEED: the peak RSS then
  * holds the stacks not unwound yet, not all of them).  What the analysis
  * after that still needs of them was retained first (psvc_frozen_retain).
+ *
+ * Pages go back RELEASE_BATCH bytes at a time (and the rest of a chunk
+ * once a later chunk is reached): a stack's copy is a few KiB, and one
+ * madvise per stack (a system call and a TLB flush each, some 600 at
+ * 1000 threads) cost more than the unwinding they follow.  The peak RSS
+ * holds at most one batch more.
  */
+#define RELEASE_BATCH (256u * 1024)
+
 void psvc_frozen_done(struct psvc_target *t, uint64_t addr)
 {
 	struct psvc_runs *rs = &t->runs;
@@ -600,6 +608,8 @@ void psvc_frozen_done(struct psvc_target *t, uint64_t addr)
 					      ? rs->freed_to : k->base;
 		unsigned char *to = c < x->chunk ? k->base + k->len
 						 : (unsigned char *)((uintptr_t)end & ~mask);
+		if (c == x->chunk && to > from && (size_t)(to - from) < RELEASE_BATCH)
+			to = from;	/* not a batch yet: with a later one */
 		if (to > from)
 			madvise(from, (size_t)(to - from), MADV_DONTNEED);
 		rs->freed_to = to > from ? to : from;

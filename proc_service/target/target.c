@@ -183,6 +183,14 @@ int psvc_scan(struct psvc_target *t)
 	return n;
 }
 
+int psvc_scan_lean(struct psvc_target *t)
+{
+	t->scan_lean = true;
+	int n = psvc_scan(t);
+	t->scan_lean = false;
+	return n;
+}
+
 static int observe(struct psvc_target *t);
 
 int psvc_stop(struct psvc_target *t, const struct psvc_stop_opts *opts)
