@@ -722,16 +722,35 @@ Test(snapshot, thirty_two_bit_target)
 	run_free(&r);
 }
 
-Test(snapshot, thread_in_d_state_does_not_hold_the_others)
+/* fx_vfork (args) captured with a short stop timeout: its vforking thread
+ * (*ret_vtid, in D state) is a straggler, and the snapshot partial. */
+static json_t *vfork_capture(const char *const *args, int *ret_vtid)
 {
-	fx_start(&fx, "fx_vfork", NULL, 30);
-	int pid, vtid, child;
-	cr_assert(sscanf(fx_line(&fx, "ready"), "ready %d %d %d", &pid, &vtid, &child) == 3);
-	vfork_child = child;
+	fx_start(&fx, "fx_vfork", args, 30);
+	int pid;
+	cr_assert(sscanf(fx_line(&fx, "ready"), "ready %d %d %d", &pid, ret_vtid,
+			 &vfork_child) == 3);
 	int status;
 	const char *extra[] = { "--stop-timeout", "200", NULL };
 	json_t *doc = inspect_json(fx.pid, extra, &status);
 	cr_assert_eq(status, 1, "a straggler makes the snapshot partial");
+	return doc;
+}
+
+/* tinspect is gone: when the vforking thread wakes it must run on */
+static void vfork_release(int vtid)
+{
+	fx_send(&fx, "release");
+	cr_assert(wait_state(fx.pid, vtid, 'S', 5000), "vforker state %c",
+		  task_state(fx.pid, vtid));
+	cr_assert(!any_task_stopped(fx.pid));
+	kill(vfork_child, SIGKILL);
+}
+
+Test(snapshot, thread_in_d_state_does_not_hold_the_others)
+{
+	int vtid;
+	json_t *doc = vfork_capture(NULL, &vtid);
 	json_t *v = thread_by_tid(doc, vtid);
 	cr_assert(json_is_true(json_object_get(v, "straggler")));
 	cr_assert(json_is_false(json_object_get(v, "stopped")));
@@ -741,12 +760,7 @@ Test(snapshot, thread_in_d_state_does_not_hold_the_others)
 	cr_assert_eq(json_integer_value(json_object_get(json_object_get(doc, "capture"),
 							"stragglers")), 1);
 	json_decref(doc);
-	/* tinspect is gone: when the vforking thread wakes it must run on */
-	fx_send(&fx, "release");
-	cr_assert(wait_state(fx.pid, vtid, 'S', 5000), "vforker state %c",
-		  task_state(fx.pid, vtid));
-	cr_assert(!any_task_stopped(fx.pid));
-	kill(child, SIGKILL);
+	vfork_release(vtid);
 }
 
 /* 200 tasks: the scan reads /proc/TID/syscall of a sample only, the
@@ -756,14 +770,8 @@ Test(snapshot, thread_in_d_state_does_not_hold_the_others)
 Test(snapshot, straggler_out_of_the_scan_sample_keeps_its_syscall)
 {
 	const char *args[] = { "198", NULL };
-	fx_start(&fx, "fx_vfork", args, 30);
-	int pid, vtid, child;
-	cr_assert(sscanf(fx_line(&fx, "ready"), "ready %d %d %d", &pid, &vtid, &child) == 3);
-	vfork_child = child;
-	int status;
-	const char *extra[] = { "--stop-timeout", "200", NULL };
-	json_t *doc = inspect_json(fx.pid, extra, &status);
-	cr_assert_eq(status, 1, "a straggler makes the snapshot partial");
+	int vtid;
+	json_t *doc = vfork_capture(args, &vtid);
 	cr_assert_eq(json_array_size(json_object_get(doc, "threads")), 200);
 	json_t *v = thread_by_tid(doc, vtid);
 	cr_assert(json_is_true(json_object_get(v, "straggler")));
@@ -776,11 +784,7 @@ Test(snapshot, straggler_out_of_the_scan_sample_keeps_its_syscall)
 	cr_assert(json_is_true(json_object_get(m, "stopped")));
 	cr_assert_str_eq(jstr(json_object_get(m, "syscall"), "source"), "registers");
 	json_decref(doc);
-	fx_send(&fx, "release");
-	cr_assert(wait_state(fx.pid, vtid, 'S', 5000), "vforker state %c",
-		  task_state(fx.pid, vtid));
-	cr_assert(!any_task_stopped(fx.pid));
-	kill(child, SIGKILL);
+	vfork_release(vtid);
 }
 
 static bool write_file(const char *dir, const char *name, const char *text)
