@@ -29,11 +29,13 @@ static void teardown(void)
 {
 	psvc_close(tgt);
 	tgt = NULL;
-	fx_kill(&fx);
+	/* while fx_vfork lives the child is unreaped, so its PID is still
+	 * its own: signalled before the parent goes, never after */
 	if (vfork_child > 0) {
 		kill(vfork_child, SIGKILL);
 		vfork_child = 0;
 	}
+	fx_kill(&fx);
 }
 
 TestSuite(psvc, .fini = teardown, .timeout = 120 * TEST_TIME_SCALE);
@@ -383,6 +385,7 @@ Test(psvc, crew_lets_go_a_straggler_a_helper_holds)
 	cr_assert_neq(v, psvc_task_at(tgt, 0), "the vforker is the caller's");
 	psvc_resume(tgt);
 	fx_send(&fx, "release");
+	vfork_child = 0;	/* it exits and fx_vfork reaps it */
 	cr_assert(wait_state(fx.pid, vtid, 'S', 5000) || task_state(fx.pid, vtid) == 0,
 		  "vforker state %c", task_state(fx.pid, vtid));
 	cr_assert(!any_task_stopped(fx.pid));

@@ -737,14 +737,17 @@ static json_t *vfork_capture(const char *const *args, int *ret_vtid)
 	return doc;
 }
 
-/* tinspect is gone: when the vforking thread wakes it must run on */
+/* tinspect is gone: when the vforking thread wakes it must run on.  The
+ * released child exits and fx_vfork reaps it: its PID is free from then
+ * on, maybe a new thread's already (a signal to it would hit whatever
+ * process took the number), so it is not signalled again. */
 static void vfork_release(int vtid)
 {
 	fx_send(&fx, "release");
+	vfork_child = 0;
 	cr_assert(wait_state(fx.pid, vtid, 'S', 5000), "vforker state %c",
 		  task_state(fx.pid, vtid));
 	cr_assert(!any_task_stopped(fx.pid));
-	kill(vfork_child, SIGKILL);
 }
 
 Test(snapshot, thread_in_d_state_does_not_hold_the_others)

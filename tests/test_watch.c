@@ -476,7 +476,8 @@ Test(watch, straggler_is_let_go_between_updates)
 		  task_state(fx.pid, vtid));
 	cr_assert(!any_task_stopped(fx.pid), "the straggler stopped when it woke");
 	check_released(fx.pid);
-	kill(child, SIGKILL);
+	/* the released child has exited and fx_vfork reaped it: its PID is
+	 * no longer its own, and nothing of it is left to end */
 	kill(tin.pid, SIGTERM);
 	int sig;
 	tin_wait(&sig);
