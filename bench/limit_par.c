@@ -22,6 +22,13 @@
  *      a barrier: no task is let go before every read is done;
  *   4. each tracer PTRACE_DETACHes its share.
  *
+ * With -S, step 1's first pass seizes first: every tracer PTRACE_SEIZEs its
+ * share (a seized task runs on), a barrier, and only then the interrupts
+ * and the waits.  The kernel serialises seizing over the process, so this
+ * takes the seizures out of the time the first tasks stand stopped (the
+ * method tinspect uses); total_ms then starts at the first interrupt and
+ * seize_ms says how long the seizing took.
+ *
  * Nothing is queued to the target (no SIGSTOP): if this process dies, the
  * kernel detaches every tracee of every tracer thread and the target runs
  * on.  It prints limit.c's figures (total_ms = first seize to last detach,
@@ -30,7 +37,7 @@
  * limit_par, with tracers=K.
  *
  * Build:  cc -O2 -Wall -pthread -o limit_par limit_par.c
- * Usage:  limit_par [-v] [-j K] [-s BYTES] PID   (K default: online CPUs)
+ * Usage:  limit_par [-v] [-S] [-j K] [-s BYTES] PID   (K default: online CPUs)
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -69,10 +76,12 @@ static long pid_max;
 static pid_t pid;
 static size_t nbytes = 4096;
 static int ntracers;
+static int seize_first;		/* -S */
 
 /* what the coordinator asks for at each barrier */
-enum { PASS_STOP, PASS_READ };
+enum { PASS_SEIZE, PASS_STOP, PASS_READ };
 static int pass_kind, pass_from, pass_to;	/* tasks [from, to) to stop */
+static int pass_seized;		/* PASS_STOP: [from, to) are seized already */
 static pthread_barrier_t go, done;
 static uint64_t t_phase_end[MAX_TRACERS][3];	/* stop, regs, stack */
 
@@ -142,18 +151,31 @@ static void note_status(struct thr *t, int st)
 	t->stopped = 1;
 }
 
-static void stop_share(int me, int from, int to)
+static int seize(struct thr *t)
+{
+	if (ptrace(PTRACE_SEIZE, t->tid, 0, 0) == 0)
+		return 0;
+	if (errno != ESRCH)
+		fprintf(stderr, "limit_par: seize %d: %s\n", t->tid, strerror(errno));
+	t->gone = 1;
+	return -1;
+}
+
+/* -S: seize [from, to) of this tracer's share, without stopping */
+static void seize_share(int me, int from, int to)
+{
+	int first = from + ((me - from % ntracers) + ntracers) % ntracers;
+	for (int i = first; i < to; i += ntracers)
+		seize(&thr[i]);
+}
+
+static void stop_share(int me, int from, int to, int seized)
 {
 	int first = from + ((me - from % ntracers) + ntracers) % ntracers;
 	for (int i = first; i < to; i += ntracers) {
 		struct thr *t = &thr[i];
-		if (ptrace(PTRACE_SEIZE, t->tid, 0, 0) != 0) {
-			if (errno != ESRCH)
-				fprintf(stderr, "limit_par: seize %d: %s\n",
-					t->tid, strerror(errno));
-			t->gone = 1;
+		if (t->gone || (!seized && seize(t) != 0))
 			continue;
-		}
 		if (ptrace(PTRACE_INTERRUPT, t->tid, 0, 0) != 0)
 			fprintf(stderr, "limit_par: INTERRUPT %d: %s\n", t->tid,
 				strerror(errno));
@@ -225,8 +247,12 @@ static void *tracer(void *arg)
 		pthread_barrier_wait(&go);
 		if (pass_kind == PASS_READ)
 			break;
-		stop_share(me, pass_from, pass_to);
-		t_phase_end[me][0] = mono_ns();
+		if (pass_kind == PASS_SEIZE) {
+			seize_share(me, pass_from, pass_to);
+		} else {
+			stop_share(me, pass_from, pass_to, pass_seized);
+			t_phase_end[me][0] = mono_ns();
+		}
 		pthread_barrier_wait(&done);
 	}
 	read_share(me, buf);
@@ -248,11 +274,12 @@ static uint64_t latest(int phase)
 int main(int argc, char **argv)
 {
 	int verbose = 0, c;
-	const char *usage = "usage: %s [-v] [-j TRACERS] [-s BYTES] PID\n";
+	const char *usage = "usage: %s [-v] [-S] [-j TRACERS] [-s BYTES] PID\n";
 	ntracers = (int)sysconf(_SC_NPROCESSORS_ONLN);
-	while ((c = getopt(argc, argv, "vj:s:")) != -1) {
+	while ((c = getopt(argc, argv, "vSj:s:")) != -1) {
 		switch (c) {
 		case 'v': verbose = 1; break;
+		case 'S': seize_first = 1; break;
 		case 'j': ntracers = atoi(optarg); break;
 		case 's': nbytes = strtoul(optarg, NULL, 0); break;
 		default: fprintf(stderr, usage, argv[0]); return 2;
@@ -289,17 +316,26 @@ int main(int argc, char **argv)
 	/* ---- 1. stop everything, in passes ---- */
 	char *buf = malloc(nbytes ? nbytes : 1);
 	int passes = 0;
-	uint64_t t_first = mono_ns();
-	pass_kind = PASS_STOP;
+	uint64_t t_seize = mono_ns();
 	pass_from = 0;
 	pass_to = nthr;
+	if (seize_first) {
+		pass_kind = PASS_SEIZE;
+		pthread_barrier_wait(&go);
+		seize_share(0, pass_from, pass_to);
+		pthread_barrier_wait(&done);
+		pass_seized = 1;
+	}
+	uint64_t t_first = mono_ns();
+	pass_kind = PASS_STOP;
 	for (;;) {
 		passes++;
 		pthread_barrier_wait(&go);
-		stop_share(0, pass_from, pass_to);
+		stop_share(0, pass_from, pass_to, pass_seized);
 		t_phase_end[0][0] = mono_ns();
 		pthread_barrier_wait(&done);
 		pass_from = nthr;
+		pass_seized = 0;	/* tasks born since: seized as stopped */
 		if (scan() <= 0)
 			break;
 		pass_to = nthr;
@@ -337,12 +373,13 @@ int main(int argc, char **argv)
 	printf("limit_par pid=%d tracers=%d threads=%d regs=%d detached=%d "
 	       "passes=%d stack_bytes=%zu total_ms=%.3f all_stopped_ms=%.3f "
 	       "attach_stop_ms=%.3f regs_ms=%.3f stack_ms=%.3f detach_ms=%.3f "
-	       "per_thread_us=%.2f\n",
+	       "per_thread_us=%.2f seize_ms=%.3f\n",
 	       (int)pid, ntracers, nthr, nregs, ndet, passes, total_bytes,
 	       (t_last - t_first) / 1e6, (t_stack - t_stopped) / 1e6,
 	       (t_stopped - t_first) / 1e6, (t_regs - t_stopped) / 1e6,
 	       (t_stack - t_regs) / 1e6, (t_last - t_stack) / 1e6,
-	       nthr ? (t_last - t_first) / 1e3 / nthr : 0.0);
+	       nthr ? (t_last - t_first) / 1e3 / nthr : 0.0,
+	       (t_first - t_seize) / 1e6);
 	free(buf);
 	return nregs == ndet ? 0 : 1;
 }

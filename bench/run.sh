@@ -15,7 +15,8 @@
 #                      --json).  Repeatable: -v 'json:--json' -v 'ns:--no-stacks'
 #   --no-json          do not add the variant json:--json (tinspect --json,
 #                      label tinspect-json), which runs by default
-#   --no-floor         do not run the floor probes `limit` and `limit-par`
+#   --no-floor         do not run the floor probes `limit`, `limit-par` and
+#                      `limit-par-S`
 #   --no-gdb           do not run gdb -p PID -batch -ex 'thread apply all bt'
 #   --no-eu-stack      do not run eu-stack -s -i -p PID (source lines and
 #                      inlined frames: what tinspect prints)
@@ -423,6 +424,7 @@ for n in $NS; do
 			if ((RUN_FLOOR)); then
 				measure "$n" "$rep" limit "" "$Q_LIMIT {pid}"
 				measure "$n" "$rep" limit-par "" "$Q_LIMIT_PAR {pid}"
+				measure "$n" "$rep" limit-par-S "" "$Q_LIMIT_PAR -S {pid}"
 			fi
 			measure "$n" "$rep" tinspect "$TEXT_RE" "$Q_TINSPECT {pid}"
 			for i in "${!V_LABEL[@]}"; do
@@ -487,7 +489,7 @@ median_of() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 }
 	END { if (NR == 0) print "NA"; else if (NR % 2) print v[(NR + 1) / 2];
 	      else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 labels=()
-((RUN_FLOOR)) && labels+=(limit limit-par)
+((RUN_FLOOR)) && labels+=(limit limit-par limit-par-S)
 labels+=(tinspect "${V_LABEL[@]}")
 for label in "${labels[@]}"; do
 	for n in $NS; do
@@ -544,7 +546,8 @@ END {
 	print "freeze = longest heartbeat stop of the target (harness); wall = inspector wall time;"
 	print "eu-stack stops one thread at a time, so its freeze is a per-thread stop."
 	print "limit = the floor (one tracer thread, ../shared/bench/limit.c); limit-par = the same with a"
-	print "tracer thread per CPU, each over a share of the threads (bench/limit_par.c)."
+	print "tracer thread per CPU, each over a share of the threads (bench/limit_par.c); limit-par-S"
+	print "seizes every thread before it interrupts the first (limit_par -S: tinspect's method)."
 	print "self = what the tool reports itself (tinspect: frozen/capture ms; limit: all_stopped/total ms),"
 	print "median over the saved outputs (k of them)."
 	for (i = 1; i <= nn; i++) {
@@ -569,6 +572,9 @@ END {
 		if (("limit-par", n) in M)
 			printf "  ratios limit-par        freeze/floor %s\n",
 				fmt(ratio(FR["limit-par", n], FR["limit", n]), "%.2fx")
+		if (("limit-par-S", n) in M)
+			printf "  ratios limit-par-S      freeze/floor %s\n",
+				fmt(ratio(FR["limit-par-S", n], FR["limit", n]), "%.2fx")
 		for (j = 1; j <= nl; j++) {
 			l = L[j]; k = l SUBSEP n
 			if (l !~ /^tinspect/ || !(k in M)) continue

@@ -112,6 +112,7 @@ enum psvc_task_flags {
 					 * pc and sp from /proc, never held */
 	PSVC_TASK_MOVED = 1u << 9,	/* observed, but it may have run
 					 * while its memory was copied */
+	PSVC_TASK_QUIET = 1u << 10,	/* seized, not interrupted yet */
 };
 
 struct psvc_task {

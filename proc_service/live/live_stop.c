@@ -49,8 +49,21 @@ static int note_late(struct psvc_target *t, pid_t tid, void *arg)
 	return psvc_task_add_late(t, tid) ? 0 : -ENOMEM;
 }
 
-/* Seize and interrupt task k (by the member of the crew that owns it). */
-static void seize_task(struct psvc_target *t, struct psvc_task *k, unsigned *nseized)
+/* Interrupt task k, seized by the member that calls this. */
+static void interrupt_task(struct psvc_task *k)
+{
+	k->flags &= ~PSVC_TASK_QUIET;
+	k->t_interrupted = psvc_now_ns();
+	if (ptrace(PTRACE_INTERRUPT, k->tid, 0, 0) != 0 && errno == ESRCH) {
+		/* it exited after it was seized; waitpid reaps it */
+	}
+}
+
+/* Seize task k (by the member of the crew that owns it), and interrupt it
+ * unless quiet: then it is marked PSVC_TASK_QUIET, to be interrupted by
+ * interrupt_task() once every task is seized. */
+static void seize_task(struct psvc_target *t, struct psvc_task *k, unsigned *nseized,
+		       bool quiet)
 {
 	pid_t tid = k->tid;
 	if (k->flags & (PSVC_TASK_SEIZED | PSVC_TASK_GONE))
@@ -107,9 +120,10 @@ static void seize_task(struct psvc_target *t, struct psvc_task *k, unsigned *nse
 		return;
 	}
 	psvc_task_seized(t, k);
-	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) != 0 && errno == ESRCH) {
-		/* it exited between the two calls; waitpid reaps it */
-	}
+	if (quiet)
+		k->flags |= PSVC_TASK_QUIET;
+	else
+		interrupt_task(k);
 	(*nseized)++;
 }
 
@@ -264,32 +278,74 @@ static int wait_stops(struct psvc_target *t, size_t from, size_t to, unsigned me
 	return 0;
 }
 
-/* One pass of the stop: each member seizes and interrupts its tasks of
- * [from, to), then waits for each of them to stop. */
+/*
+ * One pass of the stop: each member seizes and interrupts its tasks of
+ * [from, to), then waits for each of them to stop.
+ *
+ * The first pass seizes quietly: every member seizes its share without
+ * interrupting (a seized task runs on as before), and only when the whole
+ * crew is done does the pass interrupt and wait.  Seizing is the slow
+ * part (the kernel serialises it over the process: its cred_guard_mutex
+ * and the tasklist lock), interrupting is not, so the freeze no longer
+ * holds the first tasks stopped while the last are seized.  A task that
+ * stops on its own in between (a signal, a job-control stop) is caught as
+ * any such stop is, and the freeze then counts from the first seizure.
+ * Follow mode seizes with its options and keeps the single pass.
+ */
 struct stop_pass {
 	size_t from, to;
 	uint64_t timeout_ns;
+	bool quiet;		/* the tasks were seized by seize_share() */
 	unsigned nseized[PSVC_CREW_MAX];
 	int err[PSVC_CREW_MAX];
 };
+
+static void seize_share(struct psvc_target *t, unsigned me, void *arg)
+{
+	struct stop_pass *p = arg;
+	unsigned n = psvc_crew_size(t);
+	for (size_t i = first_of(p->from, me, n); i < p->to; i += n)
+		seize_task(t, &t->tasks[i], &p->nseized[me], true);
+}
 
 static void stop_share(struct psvc_target *t, unsigned me, void *arg)
 {
 	struct stop_pass *p = arg;
 	unsigned n = psvc_crew_size(t);
-	for (size_t i = first_of(p->from, me, n); i < p->to; i += n)
-		seize_task(t, &t->tasks[i], &p->nseized[me]);
+	for (size_t i = first_of(p->from, me, n); i < p->to; i += n) {
+		struct psvc_task *k = &t->tasks[i];
+		if (!p->quiet)
+			seize_task(t, k, &p->nseized[me], false);
+		else if (k->flags & PSVC_TASK_QUIET)
+			interrupt_task(k);
+	}
 	p->err[me] = wait_stops(t, p->from, p->to, me, n, p->timeout_ns);
 }
 
-/* Stop tasks [from, t->ntasks) with the crew: the first error, and how
- * many were seized. */
+/* Stop tasks [from, t->ntasks) with the crew, seizing them all first if
+ * quiet: the first error, and how many were seized. */
 static int stop_pass(struct psvc_target *t, size_t from, uint64_t timeout_ns,
-		     unsigned *ret_nseized)
+		     bool quiet, unsigned *ret_nseized)
 {
 	struct stop_pass p = { .from = from, .to = t->ntasks,
-			       .timeout_ns = timeout_ns };
-	psvc_crew_run(t, stop_share, &p, true);
+			       .timeout_ns = timeout_ns, .quiet = quiet };
+	if (quiet) {
+		uint64_t t_seize = psvc_now_ns();
+		psvc_crew_run(t, seize_share, &p, false);
+		/* the freeze begins with the first interrupt */
+		t->t_first_stop = psvc_now_ns();
+		psvc_crew_run(t, stop_share, &p, true);
+		for (size_t i = from; i < p.to; i++) {
+			const struct psvc_task *k = &t->tasks[i];
+			/* stopped by other means: perhaps before the first
+			 * interrupt, so perhaps since it was seized */
+			if ((k->flags & PSVC_TASK_STOPPED) &&
+			    (k->resume_sig || (k->flags & PSVC_TASK_JOBCTL)))
+				t->t_first_stop = t_seize;
+		}
+	} else {
+		psvc_crew_run(t, stop_share, &p, true);
+	}
 	*ret_nseized = 0;
 	int err = 0;
 	for (unsigned i = 0; i < PSVC_CREW_MAX; i++) {
@@ -336,7 +392,7 @@ int psvc_live_stop(struct psvc_target *t, const struct psvc_stop_opts *opts)
 				break;
 		}
 		unsigned nseized;
-		err = stop_pass(t, from, timeout, &nseized);
+		err = stop_pass(t, from, timeout, pass == 0 && !t->follow, &nseized);
 		from = t->ntasks;
 		if (err)
 			break;
