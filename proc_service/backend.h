@@ -77,9 +77,11 @@ struct psvc_backend {
 	/* Start a capture: forget the previous list (psvc_tasks_clear) and
 	 * add every task (psvc_task_add) with its per-task facts (info,
 	 * before_stop set when they describe the running thread).  Called by
-	 * psvc_scan() only when nothing is held.  The count, or -ESRCH (no
-	 * such process), -ESTALE (it runs another program than at open). */
-	int (*scan)(struct psvc_target *t);
+	 * psvc_scan() only when nothing is held.  lean: the stop that follows
+	 * reads every held task's registers, so a fact they give may be left
+	 * out of the scan (psvc_scan_lean).  The count, or -ESRCH (no such
+	 * process), -ESTALE (it runs another program than at open). */
+	int (*scan)(struct psvc_target *t, bool lean);
 	/* Hold every task of the scan so that what is read next is one
 	 * consistent state; a live backend stops them (and may add tasks it
 	 * finds meanwhile, psvc_task_add_late), a core file is already

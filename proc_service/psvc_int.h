@@ -135,7 +135,6 @@ struct psvc_target {
 
 	/* the capture (target.c; the backend sets stopped and the times) */
 	bool stopped;		/* some task may be held by us */
-	bool scan_lean;		/* this scan is psvc_scan_lean()'s */
 	bool tdb_unknown_field;	/* psvc_tdb_unknown_field() */
 	bool frozen_reads;	/* psvc_frozen_reads() */
 	uint64_t frozen_misses;

@@ -456,8 +456,9 @@ static void task_info(struct psvc_target *t, const struct psvc_core_thread *ct,
 	}
 }
 
-static int core_scan(struct psvc_target *t)
+static int core_scan(struct psvc_target *t, bool lean)
 {
+	(void)lean;	/* a core's tasks have no /proc facts to leave out */
 	struct corebk *B = cb(t);
 	psvc_tasks_clear(t);
 	for (size_t i = 0; i < psvc_core_nthreads(B->c); i++) {

@@ -73,10 +73,10 @@ static void *scan_reader(void *arg)
 	}
 }
 
-static void scan_read_all(struct psvc_target *t)
+static void scan_read_all(struct psvc_target *t, bool lean)
 {
 	struct scan_job j = { .t = t, .syscall_every = 1 };
-	if (t->scan_lean && t->arch && !t->arch->syscall_needs_hint &&
+	if (lean && t->arch && !t->arch->syscall_needs_hint &&
 	    t->ntasks > SCAN_SYSCALL_SAMPLE)
 		j.syscall_every = t->ntasks / SCAN_SYSCALL_SAMPLE;
 	atomic_init(&j.next, 0);
@@ -108,7 +108,7 @@ static void scan_read_all(struct psvc_target *t)
 		pthread_join(th[i], NULL);
 }
 
-static int live_scan(struct psvc_target *t)
+static int live_scan(struct psvc_target *t, bool lean)
 {
 	/* last capture's stragglers first, whatever follows */
 	psvc_release_stragglers(t);
@@ -127,7 +127,7 @@ static int live_scan(struct psvc_target *t)
 		return n;
 	if (t->ntasks == 0)
 		return -ESRCH;
-	scan_read_all(t);
+	scan_read_all(t, lean);
 	return (int)t->ntasks;
 }
 

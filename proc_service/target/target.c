@@ -168,12 +168,12 @@ int psvc_root_dir(struct psvc_target *t, char *buf, size_t len)
 
 /* ---- the capture ----------------------------------------------------------------- */
 
-int psvc_scan(struct psvc_target *t)
+static int scan(struct psvc_target *t, bool lean)
 {
 	if (t->stopped)
 		return -EBUSY;
 	t->hazard_reads = t->hazard_first = 0;
-	int n = t->backend->scan(t);
+	int n = t->backend->scan(t, lean);
 	if (n < 0)
 		return n;
 	for (size_t i = 0; i < t->ntasks; i++)
@@ -183,12 +183,14 @@ int psvc_scan(struct psvc_target *t)
 	return n;
 }
 
+int psvc_scan(struct psvc_target *t)
+{
+	return scan(t, false);
+}
+
 int psvc_scan_lean(struct psvc_target *t)
 {
-	t->scan_lean = true;
-	int n = psvc_scan(t);
-	t->scan_lean = false;
-	return n;
+	return scan(t, true);
 }
 
 static int observe(struct psvc_target *t);
