@@ -547,7 +547,7 @@ END {
 	print "eu-stack stops one thread at a time, so its freeze is a per-thread stop."
 	print "limit = the floor (one tracer thread, ../shared/bench/limit.c); limit-par = the same with a"
 	print "tracer thread per CPU, each over a share of the threads (bench/limit_par.c); limit-par-S"
-	print "seizes every thread before it interrupts the first (limit_par -S: tinspect's method)."
+	print "seizes every thread before it interrupts the first (limit_par -S: the method tinspect uses)."
 	print "self = what the tool reports itself (tinspect: frozen/capture ms; limit: all_stopped/total ms),"
 	print "median over the saved outputs (k of them)."
 	for (i = 1; i <= nn; i++) {
