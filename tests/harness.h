@@ -34,14 +34,17 @@
 #define FX_32BIT "fx_i386"
 #endif
 
-/* The names of the syscalls libc's poll() and epoll_wait() make (aarch64
- * has only the generic table's ppoll and epoll_pwait). */
+/* The names of the syscalls libc's poll(), epoll_wait() and vfork() make
+ * (aarch64 has only the generic table's ppoll and epoll_pwait, and no
+ * vfork: glibc's is clone with CLONE_VM | CLONE_VFORK there). */
 #if defined(__aarch64__)
 #define SC_POLL "ppoll"
 #define SC_EPOLL_WAIT "epoll_pwait"
+#define SC_VFORK "clone"
 #else
 #define SC_POLL "poll"
 #define SC_EPOLL_WAIT "epoll_wait"
+#define SC_VFORK "vfork"
 #endif
 
 struct fixture {

@@ -781,7 +781,7 @@ Test(snapshot, straggler_out_of_the_scan_sample_keeps_its_syscall)
 	json_t *sc = json_object_get(v, "syscall");
 	cr_assert(json_is_object(sc), "the straggler's system call is unknown");
 	cr_assert_str_eq(jstr(sc, "source"), "proc");
-	cr_assert_str_eq(jstr(sc, "name"), "vfork");
+	cr_assert_str_eq(jstr(sc, "name"), SC_VFORK);
 	/* and the held threads' from their registers */
 	json_t *m = thread_by_tid(doc, fx.pid);
 	cr_assert(json_is_true(json_object_get(m, "stopped")));
