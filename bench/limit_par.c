@@ -161,17 +161,24 @@ static int seize(struct thr *t)
 	return -1;
 }
 
+/* The first task at or after from that tracer me holds (task i is tracer
+ * i % ntracers's). */
+static int share_first(int me, int from)
+{
+	return from + ((me - from % ntracers) + ntracers) % ntracers;
+}
+
 /* -S: seize [from, to) of this tracer's share, without stopping */
 static void seize_share(int me, int from, int to)
 {
-	int first = from + ((me - from % ntracers) + ntracers) % ntracers;
+	int first = share_first(me, from);
 	for (int i = first; i < to; i += ntracers)
 		seize(&thr[i]);
 }
 
 static void stop_share(int me, int from, int to, int seized)
 {
-	int first = from + ((me - from % ntracers) + ntracers) % ntracers;
+	int first = share_first(me, from);
 	for (int i = first; i < to; i += ntracers) {
 		struct thr *t = &thr[i];
 		if (t->gone || (!seized && seize(t) != 0))
