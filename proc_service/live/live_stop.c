@@ -292,10 +292,10 @@ static int wait_stops(struct psvc_target *t, size_t from, size_t to, unsigned me
  * their tracer).  At 10 000 threads the seizures alone take about 10 ms,
  * and the stop, counted from the first interrupt, went from 82-116 ms to
  * 57-69 ms when they came first (bench/limit_par.c -S shows the same for
- * the floor probe).  A task that
- * stops on its own in between (a signal, a job-control stop) is caught as
- * any such stop is, and the freeze then counts from the first seizure.
- * Follow mode seizes with its options and keeps the single pass.
+ * the floor probe).  A task that stops on its own in between (a signal, a
+ * job-control stop) is caught as any such stop is, and the freeze then
+ * counts from the first seizure.  Follow mode seizes with its options and
+ * keeps the single pass.
  */
 struct stop_pass {
 	size_t from, to;
